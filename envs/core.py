@@ -1,0 +1,236 @@
+"""The text-environment contract: observations are chat messages, actions are the model's text.
+
+A `TextEnv` is a `gymnasium.Env`. `reset(seed=None, options=None)` returns the opening messages
+and an info dict; `step(text)` returns the environment's reply messages (empty when done), the
+turn's reward, `terminated`, `truncated`, and `info` carrying the verifier's `Verdict`.
+The same seed gives the same task, and `options={"task_id": ...}` selects a task so that G
+copies can be reset onto one task for a group.
+
+Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`.
+"""
+from __future__ import annotations
+
+import copy
+import string
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from verifiers.verdict import Outcome, Verdict
+
+Message = dict[str, str]  # {"role": "system" | "user" | "assistant" | "tool", "content": str}
+
+
+class EnvError(Exception):
+    """Base class of rlvr's environment errors."""
+
+
+class TaskNotFoundError(EnvError, KeyError):
+    """`options={"task_id": ...}` named a task this environment does not have."""
+
+
+class StepAfterDoneError(EnvError, RuntimeError):
+    """`step` was called after the episode ended, or before `reset`."""
+
+
+class MessagesSpace(gym.Space[list]):
+    """A chat transcript: a list of `{"role": str, "content": str}` dicts."""
+
+    def __init__(self, seed: int | np.random.Generator | None = None):
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, list) and all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in x
+        )
+
+    def sample(self, mask: Any = None, probability: Any = None) -> list[Message]:
+        return [{"role": "user", "content": _random_text(self.np_random)}]
+
+    def __repr__(self) -> str:
+        return "MessagesSpace()"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, MessagesSpace)
+
+
+class TextSpace(gym.Space[str]):
+    """Any string of at most `max_length` characters: a model's completion."""
+
+    def __init__(self, max_length: int = 1_000_000, seed: int | np.random.Generator | None = None):
+        self.max_length = max_length
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return _random_text(self.np_random)
+
+    def __repr__(self) -> str:
+        return f"TextSpace(max_length={self.max_length})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TextSpace) and other.max_length == self.max_length
+
+
+def _random_text(rng: np.random.Generator) -> str:
+    alphabet = string.ascii_letters + string.digits + " +-*/=()."
+    return "".join(rng.choice(list(alphabet), size=int(rng.integers(1, 40))))
+
+
+@dataclass(frozen=True)
+class Task:
+    """One problem. `answer` is what the verifier checks against; `reference` is a known-good
+    response (full marks) and `wrong` a known-bad but well-formed one (zero), for the checker."""
+
+    task_id: str
+    prompt: list[Message]
+    answer: Any
+    reference: str
+    wrong: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class TextEnv(gym.Env[list, str]):
+    """Base of every rlvr environment. Subclasses set `kind`, `version`, `reward_range` and
+    implement `sample_task(rng)` and `get_task(task_id)` (the task source)."""
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    kind: ClassVar[str] = "single-step"
+    version: ClassVar[str] = "0"
+    reward_range: tuple[float, float] = (0.0, 1.0)
+
+    def __init__(self, render_mode: str | None = None):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.observation_space = MessagesSpace()
+        self.action_space = TextSpace()
+        self._task: Task | None = None
+        self._transcript: list[Message] = []
+        self._done = True
+
+    # ---- the task source -------------------------------------------------------------------
+    def sample_task(self, rng: np.random.Generator) -> Task:
+        raise NotImplementedError
+
+    def get_task(self, task_id: str) -> Task:
+        raise NotImplementedError
+
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise StepAfterDoneError("call reset() first")
+        return self._task
+
+    # ---- gymnasium API ---------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id")
+        self._task = self.get_task(str(task_id)) if task_id is not None else self.sample_task(self.np_random)
+        self._transcript = copy.deepcopy(self._task.prompt)
+        self._done = False
+        self._on_reset()
+        return copy.deepcopy(self._task.prompt), self._info()
+
+    def step(self, action: str):
+        if self._done or self._task is None:
+            raise StepAfterDoneError("the episode is over: call reset() before step()")
+        if not isinstance(action, str):
+            raise TypeError(f"action must be the model's text (str), got {type(action).__name__}")
+        self._transcript.append({"role": "assistant", "content": action})
+        reply, reward, terminated, truncated, verdict = self._step(action)
+        self._done = terminated or truncated
+        self._transcript.extend(copy.deepcopy(reply))
+        info = self._info()
+        info["verdict"] = verdict
+        return reply, float(reward), terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi":
+            return None
+        return "\n".join(f"[{m['role']}] {m['content']}" for m in self._transcript)
+
+    # ---- for subclasses --------------------------------------------------------------------
+    def _on_reset(self) -> None:
+        """Reset per-episode state beyond the task (multi-turn envs)."""
+
+    def _step(self, action: str) -> tuple[list[Message], float, bool, bool, Verdict]:
+        raise NotImplementedError
+
+    def _info(self) -> dict[str, Any]:
+        return {"task_id": self.task.task_id, "env_version": self.version}
+
+    # ---- for the checker -------------------------------------------------------------------
+    def reference_action(self) -> str:
+        """A known-good action for the current state (the task's reference solution)."""
+        return self.task.reference
+
+    def wrong_action(self) -> str:
+        """A known-bad, well-formed action for the current state."""
+        return self.task.wrong
+
+
+class SingleTurnEnv(TextEnv):
+    """A contextual bandit: one prompt, one completion, one reward; terminates after one step.
+    Subclasses implement `verify(task, response) -> Verdict`."""
+
+    kind: ClassVar[str] = "single-step"
+
+    def verify(self, task: Task, response: str) -> Verdict:
+        raise NotImplementedError
+
+    def _step(self, action: str):
+        verdict = self.verify(self.task, action)
+        lo, hi = self.reward_range
+        return [], lo + (hi - lo) * verdict.score, True, False, verdict
+
+
+class MultiTurnEnv(TextEnv):
+    """Answers each turn until done. Subclasses implement `respond(action)`, returning the reply
+    messages, the turn's reward, whether the episode is done, and the turn's verdict. After
+    `max_turns` model turns without an end the episode is truncated."""
+
+    kind: ClassVar[str] = "multi-turn"
+
+    def __init__(self, max_turns: int = 8, render_mode: str | None = None):
+        super().__init__(render_mode=render_mode)
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        self.max_turns = max_turns
+        self.turns = 0
+
+    def _on_reset(self) -> None:
+        self.turns = 0
+
+    def respond(self, action: str) -> tuple[list[Message], float, bool, Verdict]:
+        raise NotImplementedError
+
+    def _step(self, action: str):
+        self.turns += 1
+        reply, reward, done, verdict = self.respond(action)
+        truncated = not done and self.turns >= self.max_turns
+        if truncated and verdict.outcome is not Outcome.ERROR:
+            verdict = Verdict(verdict.score, Outcome.TRUNCATED, f"no end after {self.max_turns} turns", verdict.info)
+        return ([] if done or truncated else reply), reward, done, truncated, verdict
+
+
+class ProceduralTasks:
+    """Mixin for generated task sources: a task is made from an integer seed, and its id is
+    that seed, so any task can be rebuilt from its id alone. Implement `make_task(seed)`."""
+
+    def make_task(self, seed: int) -> Task:
+        raise NotImplementedError
+
+    def sample_task(self, rng: np.random.Generator) -> Task:
+        return self.make_task(int(rng.integers(0, 2**31 - 1)))
+
+    def get_task(self, task_id: str) -> Task:
+        try:
+            seed = int(task_id)
+        except ValueError:
+            raise TaskNotFoundError(f"{type(self).__name__} task ids are integer seeds, got {task_id!r}") from None
+        return self.make_task(seed)

@@ -1,0 +1,1 @@
+"""rlvr: the command-line front end that wires envs, verifiers, sandbox and trainers together."""

@@ -1,0 +1,1 @@
+"""Docker execution of untrusted code. Imports nothing of rlvr's other packages."""

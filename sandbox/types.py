@@ -1,0 +1,40 @@
+"""Plain data crossing the sandbox boundary: limits in, result out."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Status(StrEnum):
+    OK = "ok"                    # the program ran to its end (any exit code)
+    TIMEOUT = "timeout"          # wall-clock limit hit; the whole process group was killed
+    MEMORY = "memory"            # memory limit hit (OOM kill or MemoryError)
+    OUTPUT_LIMIT = "output_limit"  # stdout+stderr exceeded the cap; the program was killed
+    KILLED = "killed"            # killed by a signal for another reason (pids limit, runner died, ...)
+    UNAVAILABLE = "unavailable"  # the sandbox itself could not run it (no Docker, engine died)
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 5.0
+    memory_mb: int = 256
+    output_bytes: int = 64 * 1024
+    pids: int = 64
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.memory_mb <= 0 or self.output_bytes <= 0 or self.pids <= 0:
+            raise ValueError(f"all limits must be positive: {self}")
+
+
+@dataclass(frozen=True)
+class Result:
+    status: Status
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    wall_time: float
+    detail: str = ""  # why, for anything but a plain `ok`
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK and self.exit_code == 0

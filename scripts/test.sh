@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh) and runs the whole test suite. Extra arguments go to pytest.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+bash scripts/setup.sh
+export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} TOKENIZERS_PARALLELISM=false
+set +e
+.venv/bin/python -m pytest -q -rs --durations=15 "$@"
+rc=$?
+set -e
+# pytest's 5 means "no tests collected": that is a failure for us, not a pass.
+exit $rc

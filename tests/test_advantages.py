@@ -1,0 +1,192 @@
+"""Advantage estimators, whitening, GAE and DAPO's filters against hand-computed numbers."""
+import math
+
+import pytest
+import torch
+
+from trainers.advantages import (
+    dynamic_sampling_keep,
+    gae,
+    grpo_advantages,
+    overlong_filter,
+    reinforce_advantages,
+    rloo_advantages,
+    sequence_advantages,
+    token_advantages,
+    whiten,
+)
+from trainers.algorithms import get_algorithm
+
+
+def close(a, b, tol=1e-4):
+    return torch.allclose(torch.as_tensor(a, dtype=torch.float64),
+                          torch.as_tensor(b, dtype=torch.float64), atol=tol, rtol=0)
+
+
+def test_rloo_worked_example():
+    # [0,0,1,0]: for a 0, the other three average 1/3 -> 0 - 1/3; for the 1, others average 0 -> +1.
+    assert close(rloo_advantages([[0.0, 0.0, 1.0, 0.0]]), [-1 / 3, -1 / 3, 1.0, -1 / 3])
+
+
+def test_grpo_sample_std_worked_example():
+    # mean 0.25; deviations -0.25 (x3), +0.75; sum of squares 3*0.0625 + 0.5625 = 0.75;
+    # sample var 0.75/3 = 0.25 -> std 0.5: -0.25/0.5 = -0.5, 0.75/0.5 = +1.5.
+    adv = grpo_advantages([[0.0, 0.0, 1.0, 0.0]], std_unbiased=True, eps=1e-12)
+    assert close(adv, [-0.5, -0.5, 1.5, -0.5], 1e-6)
+
+
+def test_dr_grpo_no_std_worked_example():
+    # Dr. GRPO: only the group mean 0.25 is subtracted.
+    adv = grpo_advantages([[0.0, 0.0, 1.0, 0.0]], scale_by_std=False)
+    assert close(adv, [-0.25, -0.25, 0.75, -0.25], 1e-7)
+
+
+def test_grpo_population_std_worked_example():
+    # [1,1,0,1,0]: mean 0.6; population var (3*0.16 + 2*0.36)/5 = 0.24, std 0.4899;
+    # 0.4/0.4899 = +0.8165, -0.6/0.4899 = -1.2247.
+    adv = grpo_advantages([[1.0, 1.0, 0.0, 1.0, 0.0]], std_unbiased=False)
+    assert close(adv, [0.8165, 0.8165, -1.2247, 0.8165, -1.2247])
+
+
+def test_flat_rewards_with_group_ids_match_grid_and_handle_unequal_groups():
+    # Same two groups as a grid and shuffled with arbitrary labels; plus a group of one (label 5).
+    grid = torch.tensor([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    flat = torch.tensor([0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 3.0])
+    ids = torch.tensor([9, 4, 9, 9, 9, 4, 4, 4, 5])
+    expected = grpo_advantages(grid)  # group 9 is grid row 0 in order, group 4 is row 1
+    got = grpo_advantages(flat, ids)
+    assert close(got[[0, 2, 4, 3]], expected[:4], 1e-6)
+    assert close(got[[1, 5, 6, 7]], expected[4:], 1e-6)
+    # A group of one carries no relative signal: advantage 0 (no NaN), for GRPO and RLOO alike.
+    assert got[8] == 0 and rloo_advantages(flat, ids)[8] == 0
+
+
+def test_equal_rewards_give_zero_not_nan():
+    assert torch.equal(grpo_advantages([[1.0, 1.0, 1.0]]), torch.zeros(3))
+    assert torch.equal(rloo_advantages([[0.0, 0.0]]), torch.zeros(2))
+
+
+def test_reinforce_with_and_without_batch_baseline():
+    # mean of [1, 0, 0, 1, 1] is 0.6
+    assert close(reinforce_advantages([1.0, 0.0, 0.0, 1.0, 1.0]), [1, 0, 0, 1, 1])
+    assert close(reinforce_advantages([1.0, 0.0, 0.0, 1.0, 1.0], baseline=True),
+                 [0.4, -0.6, -0.6, 0.4, 0.4], 1e-6)
+
+
+def test_bad_rewards_raise_clear_errors():
+    with pytest.raises(ValueError, match="NaN or inf"):
+        grpo_advantages([[0.0, float("nan")]])
+    with pytest.raises(ValueError, match="group_ids"):
+        grpo_advantages([0.0, 1.0])
+    with pytest.raises(ValueError, match="group_ids"):
+        rloo_advantages([0.0, 1.0], group_ids=[0])
+    with pytest.raises(ValueError, match="num_groups"):
+        grpo_advantages(torch.zeros(2, 2, 2))
+
+
+def test_whiten_worked_example_and_mask():
+    # [1,2,3,4]: mean 2.5, population var (2.25+0.25+0.25+2.25)/4 = 1.25, std 1.1180
+    w = whiten(torch.tensor([1.0, 2.0, 3.0, 4.0]))
+    assert close(w, [-1.3416, -0.4472, 0.4472, 1.3416])
+    # masked entries (the 100) are ignored and come back as 0
+    x = torch.tensor([[1.0, 2.0, 100.0], [3.0, 4.0, 100.0]])
+    m = torch.tensor([[1, 1, 0], [1, 1, 0]])
+    assert close(whiten(x, m), [[-1.3416, -0.4472, 0], [0.4472, 1.3416, 0]])
+    assert torch.equal(whiten(x, torch.zeros_like(m)), torch.zeros_like(x))
+
+
+def test_gae_hand_computed():
+    # gamma 0.9, lambda 0.5, values [0.5, 0.4, 0.7, 0.8], reward 1 at the last token:
+    # d3 = 1 - 0.8 = 0.2                      A3 = 0.2
+    # d2 = 0.9*0.8 - 0.7 = 0.02               A2 = 0.02 + 0.45*0.2    = 0.11
+    # d1 = 0.9*0.7 - 0.4 = 0.23               A1 = 0.23 + 0.45*0.11   = 0.2795
+    # d0 = 0.9*0.4 - 0.5 = -0.14              A0 = -0.14 + 0.45*0.2795 = -0.014225
+    # returns = A + V = [0.485775, 0.6795, 0.81, 1.0]
+    r = torch.tensor([[0.0, 0.0, 0.0, 1.0]], dtype=torch.float64)
+    v = torch.tensor([[0.5, 0.4, 0.7, 0.8]], dtype=torch.float64)
+    adv, ret = gae(r, v, torch.ones(1, 4), gamma=0.9, lam=0.5)
+    assert close(adv, [[-0.014225, 0.2795, 0.11, 0.2]], 1e-12)
+    assert close(ret, [[0.485775, 0.6795, 0.81, 1.0]], 1e-12)
+
+
+def test_gae_gamma_lambda_one_is_monte_carlo():
+    # gamma = lambda = 1: A_t = R - V_t, returns = R for every token.
+    r = torch.tensor([[0.0, 0.0, 2.0]])
+    v = torch.tensor([[0.5, 1.0, 1.5]])
+    adv, ret = gae(r, v, torch.ones(1, 3, dtype=torch.bool), 1.0, 1.0)
+    assert close(adv, [[1.5, 1.0, 0.5]], 1e-6) and close(ret, [[2.0, 2.0, 2.0]], 1e-6)
+
+
+def test_gae_skips_env_tokens_and_padding():
+    # Multi-turn row: model tokens at 0,1 and 4,5, env tokens at 2,3, padding at 6. Env/pad
+    # values are garbage (99, nan) and must not matter. The env's turn reward 0.5 sits on env
+    # token 3 and is credited to model token 1; the final reward 1 sits on model token 5.
+    # Expected = GAE over the compacted sequence of 4 model tokens with rewards [0, 0.5, 0, 1].
+    nan = float("nan")
+    r = torch.tensor([[0.0, 0.0, 0.0, 0.5, 0.0, 1.0, 0.0]], dtype=torch.float64)
+    v = torch.tensor([[0.5, 0.4, 99.0, nan, 0.7, 0.8, nan]], dtype=torch.float64)
+    m = torch.tensor([[1, 1, 0, 0, 1, 1, 0]])
+    adv, ret = gae(r, v, m, gamma=0.9, lam=0.5)
+    # compacted: d3 = 0.2, A3 = 0.2; d2 = 0.02, A2 = 0.11;
+    # d1 = 0.5 + 0.63 - 0.4 = 0.73, A1 = 0.73 + 0.45*0.11 = 0.7795;
+    # d0 = 0.36 - 0.5 = -0.14, A0 = -0.14 + 0.45*0.7795 = 0.210775
+    assert close(adv, [[0.210775, 0.7795, 0, 0, 0.11, 0.2, 0]], 1e-12)
+    assert close(ret, [[0.710775, 1.1795, 0, 0, 0.81, 1.0, 0]], 1e-12)
+    # A fully padded row is all zeros; a reward before any model token is an error.
+    adv, ret = gae(torch.zeros(1, 3), torch.ones(1, 3), torch.zeros(1, 3))
+    assert torch.equal(adv, torch.zeros(1, 3)) and torch.equal(ret, torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="before their first model token"):
+        gae(torch.tensor([[1.0, 0.0]]), torch.zeros(1, 2), torch.tensor([[0, 1]]))
+    with pytest.raises(ValueError, match="gamma"):
+        gae(r, v, m, gamma=1.5)
+
+
+def test_sequence_advantages_dispatch_by_preset():
+    rewards = torch.tensor([[0.0, 0.0, 1.0, 0.0]])
+    assert close(sequence_advantages(get_algorithm("rloo"), rewards), [-1 / 3, -1 / 3, 1, -1 / 3])
+    assert close(sequence_advantages(get_algorithm("dr_grpo"), rewards), [-0.25, -0.25, 0.75, -0.25])
+    w = sequence_advantages(get_algorithm("grpo", whiten_advantages=True), rewards)
+    assert close(w.mean(), 0.0, 1e-6) and close(w.pow(2).mean(), 1.0, 1e-5)
+    with pytest.raises(ValueError, match="gae"):
+        sequence_advantages(get_algorithm("ppo"), rewards)
+
+
+def test_token_advantages_whiten_over_masked_tokens_only():
+    # ppo preset (gamma 1, lambda 0.95, whitened): raw GAE, then whitened over the 3 model tokens
+    # (the padded 7.0 value is ignored); returns stay unwhitened (A + V = 1.0 at the last token).
+    r = torch.tensor([[0.0, 0.0, 1.0, 0.0]], dtype=torch.float64)
+    v = torch.tensor([[0.5, 0.4, 0.8, 7.0]], dtype=torch.float64)
+    m = torch.tensor([[1, 1, 1, 0]])
+    adv, ret = token_advantages(get_algorithm("ppo"), r, v, m)
+    raw, raw_ret = gae(r, v, m, 1.0, 0.95)
+    assert torch.equal(ret, raw_ret) and ret[0, 2] == 1.0
+    assert close(adv, whiten(raw, m), 1e-12) and adv[0, 3] == 0
+    assert close(adv[m.bool()].mean(), 0.0, 1e-9) and close(adv[m.bool()].pow(2).mean(), 1.0, 1e-6)
+
+
+def test_dynamic_sampling_keeps_groups_with_signal():
+    # group rows: all wrong, mixed, all right, mixed partial credit
+    grid = [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.5, 0.5, 0.25]]
+    assert dynamic_sampling_keep(grid).tolist() == [False, True, False, True]
+    # flat form answers per episode; a group of one has no signal
+    keep = dynamic_sampling_keep([1.0, 1.0, 0.0, 1.0, 0.3], group_ids=[3, 3, 8, 8, 1])
+    assert keep.tolist() == [False, False, True, True, False]
+
+
+def test_overlong_filter_masks_truncated_rows():
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    out = overlong_filter(mask, [False, True, False])
+    assert torch.equal(out, torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]]))
+    assert out.dtype == mask.dtype
+    bmask = mask.bool()
+    assert overlong_filter(bmask, torch.tensor([True, False, False])).sum().item() == 4
+    with pytest.raises(ValueError, match="truncated"):
+        overlong_filter(mask, [True])
+
+
+def test_hostile_sizes_are_fast_and_finite():
+    # 4096 groups of 16 and a 2048-token GAE stay quick and finite.
+    r = torch.randint(0, 2, (4096, 16)).float()
+    assert torch.isfinite(grpo_advantages(r)).all()
+    adv, _ = gae(torch.zeros(4, 2048), torch.rand(4, 2048), torch.ones(4, 2048))
+    assert torch.isfinite(adv).all() and not math.isnan(adv.sum().item())

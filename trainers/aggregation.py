@@ -1,0 +1,123 @@
+"""Masks and loss aggregation: reduce a per-token loss `(B, T)` to a scalar.
+
+Three modes (`AGGREGATIONS`):
+- ``token_mean``: sum of all masked token losses / number of masked tokens (DAPO).
+- ``seq_mean_token_mean``: each sequence's token-mean, averaged over sequences (GRPO, GSPO).
+- ``seq_mean_token_sum_norm``: each sequence's token-sum / a constant length, averaged over
+  sequences (Dr. GRPO; the constant is usually the generation budget, so long and short answers
+  are not weighted differently per token).
+
+The denominator is an explicit argument: pass the *whole optimizer step's* denominator (sum of
+`loss_denominator(mask_k, mode)` over all its minibatches, and over data-parallel ranks), so each
+minibatch's loss is its exact share and gradient accumulation does not change the result:
+``sum_k aggregate_loss(loss_k, mask_k, mode, D) == aggregate_loss(loss, mask, mode, D)``.
+
+Masks may be bool or float (0/1); positions where the mask is 0 never reach the result, even if
+they hold NaN or inf.
+"""
+from __future__ import annotations
+
+from numbers import Real
+
+import torch
+from torch import Tensor
+
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")
+
+
+def check_bt(name: str, x: Tensor, like: Tensor) -> None:
+    """Raise a clear ValueError unless `x` has the `(B, T)` shape of `like`."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.shape != like.shape:
+        raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(like.shape)}")
+
+
+def as_bool_mask(mask: Tensor) -> Tensor:
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    return mask if mask.dtype == torch.bool else mask != 0
+
+
+def as_float_mask(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    return mask.to(dtype)
+
+
+def masked_zero(x: Tensor, mask: Tensor) -> Tensor:
+    """`x` where the mask is set, exactly 0 elsewhere (NaN/inf off the mask cannot leak)."""
+    return torch.where(as_bool_mask(mask), x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def masked_sum(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    m = as_float_mask(mask, x.dtype)
+    xz = masked_zero(x, mask) * m
+    return xz.sum() if dim is None else xz.sum(dim)
+
+
+def masked_mean(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """Mean over masked positions; 0 (not NaN) where there are none."""
+    m = as_float_mask(mask, x.dtype)
+    count = m.sum() if dim is None else m.sum(dim)
+    total = masked_sum(x, mask, dim)
+    return total / torch.where(count > 0, count, torch.ones_like(count))
+
+
+def loss_denominator(mask: Tensor, mode: str) -> Tensor:
+    """This mask's contribution to the step's denominator (additive over minibatches/ranks):
+    the number of masked tokens for ``token_mean``; otherwise the number of sequences that have
+    at least one masked token (a row with no tokens is not a sequence to average over)."""
+    _check_mode(mode)
+    m = as_float_mask(mask)
+    if mode == "token_mean":
+        return m.sum()
+    return (m.sum(dim=-1) > 0).to(torch.float32).sum()
+
+
+def aggregate_loss(
+    loss: Tensor,
+    mask: Tensor,
+    mode: str,
+    denominator: float | Tensor | None = None,
+    constant_length: int | None = None,
+) -> Tensor:
+    """Reduce a per-token `loss (B, T)` to a scalar with `mask (B, T)`.
+
+    `denominator`: the global count for the whole optimizer step (see module docstring); None
+    uses this batch's own `loss_denominator(mask, mode)`. `constant_length` is required by
+    ``seq_mean_token_sum_norm``. An all-zero mask gives 0 (with a graph), never NaN."""
+    _check_mode(mode)
+    if not isinstance(loss, Tensor) or loss.dim() != 2:
+        raise ValueError(f"loss must be a (B, T) tensor, got {getattr(loss, 'shape', type(loss))}")
+    check_bt("mask", mask, loss)
+    if denominator is None:
+        denominator = loss_denominator(mask, mode)
+    denom = torch.as_tensor(denominator, dtype=loss.dtype, device=loss.device)
+    if denom.dim() != 0 or not bool(torch.isfinite(denom)) or float(denom) < 0:
+        raise ValueError(f"denominator must be a finite non-negative scalar, got {denominator!r}")
+
+    row_sums = masked_sum(loss, mask, dim=-1)  # (B,)
+    if mode == "token_mean":
+        numerator = row_sums.sum()
+    elif mode == "seq_mean_token_mean":
+        counts = as_float_mask(mask, loss.dtype).sum(dim=-1)
+        numerator = (row_sums / torch.where(counts > 0, counts, torch.ones_like(counts))).sum()
+    else:
+        if (
+            constant_length is None
+            or isinstance(constant_length, bool)
+            or not isinstance(constant_length, Real)
+            or constant_length <= 0
+        ):
+            raise ValueError(
+                f"seq_mean_token_sum_norm needs a positive constant_length, got {constant_length!r}"
+            )
+        numerator = row_sums.sum() / constant_length
+    # A zero denominator only comes with an empty mask, whose numerator is 0: divide by 1.
+    return numerator / torch.where(denom > 0, denom, torch.ones_like(denom))
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {mode!r}; known: {', '.join(AGGREGATIONS)}")

@@ -1,0 +1,67 @@
+"""KL to a frozen reference model, and the entropy term.
+
+Direction: KL(pi || pi_ref), estimated per token on tokens sampled from the policy pi, from
+`log_ratio = log pi(y_t) - log pi_ref(y_t)` (Schulman, "Approximating KL divergence", 2020):
+- k1 = log_ratio                              unbiased, high variance, can be negative;
+- k2 = 0.5 * log_ratio**2                     biased, low variance, >= 0 (its gradient is the
+                                              gradient of KL for on-policy samples);
+- k3 = exp(-log_ratio) - 1 + log_ratio        unbiased, low variance, >= 0 (GRPO's estimator).
+Where it goes is the preset's `kl_placement`: ``reward`` subtracts `coef * kl` from the reward
+(`kl_penalized_rewards`, computed without gradient), ``loss`` adds `coef * kl` per token to the loss.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from trainers.aggregation import as_bool_mask, check_bt, masked_sum
+
+KL_ESTIMATORS = ("k1", "k2", "k3")
+# exp() of a log-ratio beyond this overflows float32 in k3 and its gradient; |log ratio| > 20
+# means the policy and reference disagree by e^20 anyway.
+_MAX_LOG_RATIO = 20.0
+
+
+def kl_estimate(
+    logprobs: Tensor, ref_logprobs: Tensor, mask: Tensor | None = None, estimator: str = "k3"
+) -> Tensor:
+    """Per-token estimate `(B, T)` of KL(pi || pi_ref); 0 where `mask` is 0. Differentiable in
+    `logprobs` (detach them yourself for the reward placement)."""
+    if estimator not in KL_ESTIMATORS:
+        raise ValueError(f"unknown KL estimator {estimator!r}; known: {', '.join(KL_ESTIMATORS)}")
+    check_bt("ref_logprobs", ref_logprobs, logprobs)
+    log_ratio = logprobs - ref_logprobs.detach()
+    if mask is not None:
+        check_bt("mask", mask, logprobs)
+        log_ratio = torch.where(as_bool_mask(mask), log_ratio, torch.zeros_like(log_ratio))
+    if estimator == "k1":
+        return log_ratio
+    if estimator == "k2":
+        return 0.5 * log_ratio.square()
+    lr = log_ratio.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    return torch.expm1(-lr) + lr  # exp(-x) - 1 + x; expm1 keeps precision near x = 0
+
+
+@torch.no_grad()
+def kl_penalized_rewards(rewards: Tensor, kl: Tensor, mask: Tensor, coef: float) -> Tensor:
+    """KL in the reward. `rewards (B, T)` per token (PPO): `r - coef * kl` on masked tokens.
+    `rewards (B,)` per sequence (REINFORCE/RLOO/GRPO): `r - coef * sum_t kl` over the sequence's
+    model tokens. No gradient flows: the penalty is part of the return, not of the loss."""
+    if coef < 0:
+        raise ValueError(f"KL coefficient must be >= 0, got {coef}")
+    check_bt("mask", mask, kl)
+    kl = torch.where(as_bool_mask(mask), kl.detach(), torch.zeros_like(kl))
+    if rewards.dim() == 2:
+        check_bt("rewards", rewards, kl)
+        return rewards - coef * kl
+    if rewards.shape != kl.shape[:1]:
+        raise ValueError(f"rewards has shape {tuple(rewards.shape)}, expected ({kl.shape[0]},)")
+    return rewards - coef * masked_sum(kl, mask, dim=-1)
+
+
+def entropy_from_logits(logits: Tensor) -> Tensor:
+    """Entropy of the softmax over the last axis: `(B, T, V) -> (B, T)`, in nats. Exact zeros for
+    -inf logits (masked vocabulary), with finite gradients."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    p = logp.exp()
+    return -(p * logp.masked_fill(~torch.isfinite(logp), 0.0)).sum(-1)

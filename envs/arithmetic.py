@@ -8,6 +8,7 @@ as equal scores 1.
 """
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -41,9 +42,9 @@ def _expression(rng: np.random.Generator, difficulty: int) -> str:
 
 
 def _evaluate(expr: str) -> Fraction:
-    # The expression is our own: digits, + - * / and brackets only. Fractions keep it exact.
-    tokens = expr.replace("(", " ( ").replace(")", " ) ").split()
-    src = " ".join(f"Fraction({t})" if t.isdigit() else t for t in tokens)
+    # The expression is our own: digits, + - * / and brackets only. Fractions keep it exact;
+    # every integer literal becomes one, also inside "3/4" (so "/" divides Fractions, not floats).
+    src = re.sub(r"\d+", lambda m: f"Fraction({m.group(0)})", expr)
     return eval(src, {"__builtins__": {}, "Fraction": Fraction})  # noqa: S307 - trusted, generated above
 
 

@@ -1,0 +1,179 @@
+"""`rlvr/CodeDataset-v0`: programming tasks from a local JSONL file, in the common shapes.
+
+Each line is one task; its shape is recognised by its keys:
+- rlvr's own (as `rlvr/Code-v0` ships): `prompt`, `tests` (io/call/assert dicts), optional
+  `entry_point`, `reference`, `wrong`;
+- MBPP-like: `text`, `test_list` (assert lines), optional `test_setup_code`, `code` (reference),
+  `challenge_test_list` (added with `challenge_tests=True`);
+- HumanEval-like: `prompt` (signature and docstring), `test` (defines `check(candidate)`),
+  `entry_point`, optional `canonical_solution`;
+- APPS-like: `question`, `input_output` ({"inputs", "outputs", optional "fn_name"}; a JSON string
+  or an object), optional `solutions` (a JSON list; the first is the reference). With `fn_name`
+  the tests call the function and, as APPS does, also accept `outputs[i][0]`;
+- CodeContests-like: `description`, `public_tests` / `private_tests` / `generated_tests`
+  ({"input": [...], "output": [...]}), optional `solutions` / `incorrect_solutions`
+  ({"language": [...], "solution": [...]}; Python 3 is language 3).
+Ids come from `id`, `task_id`, `problem_id` or `name`, else the line number. Records without a
+known-bad solution use a program that fails every test as the checker's wrong answer.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from envs.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
+from envs.core import SingleTurnEnv, Task
+from verifiers.verdict import Verdict
+
+PYTHON3 = 3  # CodeContests' language code for Python 3
+_CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:set\(|sorted\(|math\.isclose\()?\s*([A-Za-z_]\w*)\s*\(")
+_DEFINED = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.M)
+
+
+def _record_id(record: Mapping[str, Any], line: int) -> str:
+    for key in ("id", "task_id", "problem_id", "name"):
+        if record.get(key) is not None:
+            return str(record[key])
+    return str(line)
+
+
+def _json_field(value: Any, what: str) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else None
+        except json.JSONDecodeError as exc:
+            raise TaskRecordError(f"{what} is not valid JSON: {exc}") from None
+    return value
+
+
+def _text(value: Any) -> str:
+    return "\n".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _io_tests(inputs: Sequence[Any], outputs: Sequence[Any]) -> list[dict[str, Any]]:
+    if len(inputs) != len(outputs):
+        raise TaskRecordError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    return [{"stdin": _text(i), "stdout": _text(o)} for i, o in zip(inputs, outputs)]
+
+
+def _mbpp(record: Mapping[str, Any], challenge: bool) -> dict[str, Any]:
+    asserts = list(record["test_list"]) + (list(record.get("challenge_test_list") or []) if challenge else [])
+    setup = (record.get("test_setup_code") or "").strip()
+    reference = record.get("code")
+    names = _DEFINED.findall(reference or "")
+    called = _CALLED.search(asserts[0]) if asserts else None
+    entry = called.group(1) if called else (names[-1] if names else None)
+    example = f"\n\nYour code should pass tests like this one:\n{asserts[0]}" if asserts else ""
+    return {
+        "prompt": f"{record['text'].strip()}{example}", "entry_point": entry, "reference": reference,
+        "tests": [{"assert": f"{setup}\n{a}" if setup else a} for a in asserts],
+    }
+
+
+def _humaneval(record: Mapping[str, Any]) -> dict[str, Any]:
+    entry = record["entry_point"]
+    solution = record.get("canonical_solution")
+    return {
+        "prompt": "Complete the following Python function. Give the whole function, signature included.\n\n"
+                  f"```python\n{record['prompt'].rstrip()}\n```",
+        "entry_point": entry,
+        "reference": record["prompt"] + solution if solution else None,
+        "tests": [{"assert": f"{record['test']}\n\ncheck({entry})\n"}],
+    }
+
+
+def _apps(record: Mapping[str, Any]) -> dict[str, Any]:
+    io = _json_field(record["input_output"], "input_output") or {}
+    inputs, outputs = io.get("inputs") or [], io.get("outputs") or []
+    solutions = _json_field(record.get("solutions"), "solutions") or []
+    fn = io.get("fn_name")
+    if fn:
+        if len(inputs) != len(outputs):
+            raise TaskRecordError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+        # APPS accepts the return value equal to the output, or to its first element.
+        tests = [{"assert": f"_got = {fn}(*{list(i)!r})\n_want = {o!r}\n"
+                            "assert _got == _want or (isinstance(_want, list) and len(_want) == 1 "
+                            "and _got == _want[0]), f'got {_got!r}'"}
+                 for i, o in zip(inputs, outputs)]
+    else:
+        tests = _io_tests(inputs, outputs)
+    return {"prompt": record["question"], "entry_point": fn, "tests": tests,
+            "reference": solutions[0] if solutions else None}
+
+
+def _first_python3(solutions: Any) -> str | None:
+    if not isinstance(solutions, Mapping):
+        return None
+    for language, code in zip(solutions.get("language") or [], solutions.get("solution") or []):
+        if language == PYTHON3:
+            return code
+    return None
+
+
+def _codecontests(record: Mapping[str, Any], include_generated: bool) -> dict[str, Any]:
+    tests: list[dict[str, Any]] = []
+    for key in ("public_tests", "private_tests") + (("generated_tests",) if include_generated else ()):
+        group = record.get(key) or {}
+        tests += _io_tests(group.get("input") or [], group.get("output") or [])
+    return {"prompt": record["description"], "tests": tests,
+            "reference": _first_python3(record.get("solutions")),
+            "wrong": _first_python3(record.get("incorrect_solutions"))}
+
+
+def normalise_record(record: Mapping[str, Any], line: int, *, challenge_tests: bool = False,
+                     generated_tests: bool = False, max_tests: int | None = None) -> dict[str, Any]:
+    """Any supported shape -> rlvr's own record shape (see the module docstring)."""
+    if "tests" in record and "prompt" in record:
+        out = dict(record)
+    elif "test_list" in record and "text" in record:
+        out = _mbpp(record, challenge_tests)
+    elif "entry_point" in record and "test" in record and "prompt" in record:
+        out = _humaneval(record)
+    elif "input_output" in record and "question" in record:
+        out = _apps(record)
+    elif "description" in record and ("public_tests" in record or "private_tests" in record):
+        out = _codecontests(record, generated_tests)
+    else:
+        raise TaskRecordError(f"line {line}: unknown task shape, keys {sorted(record)} (see envs.code_dataset)")
+    out["id"] = _record_id(record, line)
+    if max_tests is not None:
+        out["tests"] = list(out["tests"])[:max_tests]
+    return out
+
+
+def load_dataset(path: str | Path, **options: Any) -> list[Task]:
+    """Every task of a JSONL file; a malformed line raises `TaskRecordError` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such dataset file: {path}")
+    with path.open(encoding="utf-8") as f:
+        records = read_jsonl(f, str(path))
+    tasks = []
+    for line, record in enumerate(records, 1):
+        try:
+            tasks.append(task_from_record(normalise_record(record, line, **options)))
+        except (KeyError, TypeError, TaskRecordError) as exc:
+            raise TaskRecordError(f"{path} task {line}: {type(exc).__name__}: {exc}") from None
+    return tasks
+
+
+class CodeDatasetEnv(CodeTaskSource, SingleTurnEnv):
+    """Programming tasks from a local JSONL file (MBPP, HumanEval, APPS, CodeContests or rlvr shape)."""
+
+    version = "0"
+
+    def __init__(self, path: str, scoring: str = "all_or_nothing", max_tests: int | None = None,
+                 challenge_tests: bool = False, generated_tests: bool = False, timeout_s: float = 4.0,
+                 sandbox: Any = None, render_mode: str | None = None):
+        super().__init__(render_mode=render_mode)
+        if max_tests is not None and max_tests < 1:
+            raise ValueError(f"max_tests must be >= 1 or None, got {max_tests!r}")
+        self.path = str(path)
+        tasks = load_dataset(path, challenge_tests=challenge_tests, generated_tests=generated_tests,
+                             max_tests=max_tests)
+        self._init_tasks(tasks, sandbox, scoring, timeout_s)
+
+    def verify(self, task: Task, response: str) -> Verdict:
+        return self.verify_response(task, response)

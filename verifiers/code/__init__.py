@@ -1,0 +1,22 @@
+"""Code verifier: runs a model's program against tests in the sandbox.
+
+    from verifiers import code
+    verdict = code.verify(response, [code.CallTest("add", (1, 2), 3), {"stdin": "1 2", "stdout": "3"}])
+
+Three kinds of tests (`IOTest`, `CallTest`, `AssertTest`, or their dicts via `load_tests`) run
+many per sandbox call inside a harness that gives each test a fresh process and its own time
+limit. Scoring is all-or-nothing or the fraction passed; `verdict.info["tests"]` lists each
+test's outcome; sandbox trouble is `Outcome.ERROR`, never a 0 for the model.
+"""
+from verifiers.code.cases import AssertTest, CallTest, IOTest, Test, TestSpecError, load_test, load_tests, dump_test
+from verifiers.code.compare import TestOutcome, values_equal
+from verifiers.code.extract import code_blocks, extract_program
+from verifiers.code.harness import HarnessError, RunSettings
+from verifiers.code.harness_program import normalize_stdout
+from verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcomes, verify
+
+__all__ = [
+    "AssertTest", "CallTest", "HarnessError", "IOTest", "RunSettings", "SCORINGS", "Test", "TestOutcome",
+    "TestSpecError", "VERSION", "code_blocks", "extract_program", "load_test", "load_tests", "normalize_stdout",
+    "run_tests", "score_outcomes", "dump_test", "values_equal", "verify",
+]

@@ -1,0 +1,174 @@
+"""The host side of a sandbox round: build the harness's spec, make one sandbox call for many
+tests, read back the nonce-marked report. The harness itself is `harness_program.py`."""
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Sequence
+
+from sandbox.types import Limits, Status
+from verifiers.code import harness_child, harness_program
+from verifiers.code.cases import CallTest, IOTest, Test
+
+HARNESS_FILES = ("harness_program.py", "harness_child.py")  # shipped as they are named here
+SPEC_FILE = "spec.json"
+STARTUP_S = 3.0          # the harness's own start, on a busy machine
+PER_TEST_OVERHEAD_S = 0.5  # spawn, kill and reap around each test's own limit
+# A report line holds at most HEAD_CHARS + TAIL_CHARS of program text (up to 12 bytes a char in
+# ASCII JSON: a surrogate pair), a few short fields, and a return value's JSON (escaped: 2x).
+REPORT_LINE_BYTES = 12 * (harness_program.HEAD_CHARS + harness_program.TAIL_CHARS) + 2 * harness_child.VALUE_INLINE + 4096
+
+
+class HarnessError(Exception):
+    """The sandbox or the harness failed (not the program): the verdict is `error`."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How tests run. `timeout_s`: each test's default wall-clock limit (a test's own
+    `timeout_s` wins); `memory_mb`: address-space limit of each test's process; `output_cap`:
+    bytes of stdout+stderr (and of a return value) one test may produce before it is killed;
+    `fail_fast`: stop after the first test that failed in a way visible inside the sandbox."""
+
+    timeout_s: float = 4.0
+    memory_mb: int = 256
+    output_cap: int = 1024 * 1024
+    fail_fast: bool = True
+    max_tests_per_call: int = 64
+    max_seconds_per_call: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.memory_mb < 32 or self.output_cap < 1024:
+            raise ValueError(f"bad run settings: {self}")
+        if self.max_tests_per_call < 1 or self.max_seconds_per_call <= 0:
+            raise ValueError(f"bad run settings: {self}")
+
+
+def harness_files() -> dict[str, str]:
+    package = resources.files("verifiers.code")
+    return {name: package.joinpath(name).read_text(encoding="utf-8") for name in HARNESS_FILES}
+
+
+def timeout_of(test: Test, settings: RunSettings) -> float:
+    return float(test.timeout_s if test.timeout_s is not None else settings.timeout_s)
+
+
+def spec_entry(test: Test, settings: RunSettings) -> dict[str, Any]:
+    """What the harness needs of a test: never the expected output (judged outside)."""
+    entry: dict[str, Any] = {"kind": test.kind, "timeout_s": timeout_of(test, settings)}
+    if isinstance(test, IOTest):
+        entry["stdin"] = test.stdin
+    elif isinstance(test, CallTest):
+        entry.update(fn=test.fn, args=list(test.args), kwargs=dict(test.kwargs))
+    else:
+        entry["code"] = test.code
+    return entry
+
+
+def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
+    """Indices of the tests, split so that one call stays within the per-call caps."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    seconds = 0.0
+    for i, test in enumerate(tests):
+        t = timeout_of(test, settings)
+        if current and (len(current) >= settings.max_tests_per_call or seconds + t > settings.max_seconds_per_call):
+            out.append(current)
+            current, seconds = [], 0.0
+        current.append(i)
+        seconds += t
+    if current:
+        out.append(current)
+    return out
+
+
+def call_limits(tests: Sequence[Test], settings: RunSettings) -> Limits:
+    """The whole call's limits. Memory and pids keep the sandbox's default container shape (warm
+    containers are pooled by shape); each test's own memory limit is applied by the harness."""
+    budget = STARTUP_S + sum(timeout_of(t, settings) + PER_TEST_OVERHEAD_S for t in tests)
+    return Limits(timeout_s=budget, memory_mb=max(settings.memory_mb, Limits().memory_mb),
+                  output_bytes=4096 + REPORT_LINE_BYTES * len(tests))
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the harness printed: whether it started and ended, and the per-test reports seen."""
+
+    started: bool
+    ended: bool
+    tests: dict[int, dict[str, Any]]
+
+
+def parse_report(stdout: str, nonce: str, n_tests: int) -> Report:
+    """Read the nonce-marked lines; anything else (whatever a program might print) is ignored."""
+    prefix = nonce + " "
+    started = ended = False
+    tests: dict[int, dict[str, Any]] = {}
+    for line in stdout.splitlines():
+        if not line.startswith(prefix):
+            continue
+        try:
+            obj = json.loads(line[len(prefix):])
+        except ValueError:
+            continue  # a line cut short by the output cap
+        if obj.get("event") == "start":
+            started = True
+        elif obj.get("event") == "end":
+            ended = True
+        elif isinstance(obj.get("i"), int) and 0 <= obj["i"] < n_tests:
+            tests[obj["i"]] = obj
+    return Report(started, ended, tests)
+
+
+def complete_reports(report: Report, n_tests: int, sandbox_said: str) -> list[dict[str, Any]]:
+    """One report per test, or HarnessError when the grader (not the program) failed.
+
+    The harness cannot outlive a program that kills or stops it (same user). If it started and
+    then vanished without an error of its own, the test it was running is charged with it
+    (`grader_killed`) and the ones after are `skipped`: killing the grader must not turn a
+    wrong answer into an `error` that training would leave out."""
+    if not report.started:
+        raise HarnessError(f"the harness did not start ({sandbox_said})")
+    internal = [r for r in report.tests.values() if r.get("status") == "internal_error"]
+    if internal:
+        raise HarnessError(f"the harness failed: {internal[0].get('detail')} ({sandbox_said})")
+    if report.ended and len(report.tests) == n_tests:
+        return [report.tests[i] for i in range(n_tests)]
+    out, charged = [], False
+    for i in range(n_tests):
+        if i in report.tests:
+            out.append(report.tests[i])
+        elif not charged:
+            out.append({"status": "grader_killed", "detail": f"the test harness was killed or stopped ({sandbox_said})"})
+            charged = True
+        else:
+            out.append({"status": "skipped"})
+    return out
+
+
+def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSettings) -> list[dict[str, Any]]:
+    """One sandbox call running `tests` against `source`; raises HarnessError on sandbox trouble."""
+    spec = {
+        "source": source,
+        "tests": [spec_entry(t, settings) for t in tests],
+        "memory_mb": settings.memory_mb,
+        "output_cap": settings.output_cap,
+        "fail_fast": settings.fail_fast,
+    }
+    nonce = secrets.token_hex(16)
+    try:
+        result = sandbox.run(
+            files={**harness_files(), SPEC_FILE: json.dumps(spec)},
+            command=["python3", HARNESS_FILES[0], SPEC_FILE],
+            stdin=nonce + "\n",
+            limits=call_limits(tests, settings),
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure of the sandbox is the grader's, not the program's
+        raise HarnessError(f"sandbox call failed: {type(exc).__name__}: {exc}") from exc
+    if result.status is Status.UNAVAILABLE:
+        raise HarnessError(f"sandbox unavailable: {result.detail or result.stderr[-300:]}")
+    said = (f"sandbox status {result.status}, exit code {result.exit_code}, {result.wall_time:.1f}s"
+            + (f": {(result.detail or result.stderr)[-200:]}" if result.status is not Status.OK or result.exit_code else ""))
+    return complete_reports(parse_report(result.stdout, nonce, len(tests)), len(tests), said)

@@ -1,0 +1,296 @@
+"""The test harness that runs INSIDE the sandbox: `python3 harness_program.py spec.json`, next to
+`harness_child.py` (the test child's code); standard library only.
+
+Three kinds of process:
+- the *outer* process makes itself non-dumpable, forks the worker, then reads a random nonce
+  from stdin. It relays the worker's report lines to stdout as `<nonce> <json>`;
+- the *worker* (forked before the nonce was read, so its memory never holds it) loads the spec
+  (the program's source and the tests, never the expected outputs: those stay outside and are
+  compared there), deletes the spec file, and runs each test in a child;
+- each *test child* is forked from the worker (no exec: milliseconds, not a new interpreter),
+  starts a new session, gets fresh stdin/stdout/stderr pipes, rlimits and its own wall-clock
+  limit, and runs the program (as `__main__` for stdin/stdout tests, as module `solution` for
+  call and assert tests).
+
+Why the program under test cannot forge a pass:
+- it never sees the nonce, and both harness processes are non-dumpable, so their memory and
+  file descriptors are closed to it through /proc; its own stdout/stderr are capped pipes;
+- expected outputs are not in the sandbox: a stdin/stdout test reports a hash of the normalised
+  output, a call test the JSON of the return value, both judged outside;
+- an assert test reports through a separate pipe with a per-test token, and only after the test
+  code ran to its end, so `sys.exit`, `os._exit` or a crash leave no pass behind.
+Assert tests share an interpreter with the program by nature: a program that deliberately digs
+through interpreter memory (gc, frames, ctypes) for the token or the test code is out of scope.
+If a program kills or stops the harness, the verifier charges that test as a runtime error.
+
+After every test the worker kills the child's session and every descendant it can find (it is a
+child subreaper, so escaped orphans come back to it): fork bombs, background processes and
+`setsid` tricks do not outlive their test.
+
+`normalize_stdout` is also imported by the verifier outside, so both sides hash the same text.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import signal
+import sys
+import time
+import traceback
+
+if __package__:  # imported on the host, for the digests
+    from verifiers.code import harness_child as child
+else:  # run as a script in the sandbox, next to harness_child.py
+    import harness_child as child
+
+HEAD_CHARS = 300       # program stdout echoed back, for feedback
+TAIL_CHARS = 600       # stderr tail echoed back (tracebacks end at the bottom)
+GRACE_S = 0.2          # after the program exits, how long to wait for pipes its children hold
+READ_CHUNK = 65536
+
+
+def normalize_stdout(text: str) -> str:
+    """Whitespace-insensitive form of a program's output: leading and trailing blank space is
+    dropped, and within each line runs of whitespace become one space (line breaks are kept)."""
+    return "\n".join(" ".join(line.split()) for line in text.strip().splitlines())
+
+
+def stdout_digest(text: str) -> str:
+    return hashlib.sha256(normalize_stdout(text).encode("utf-8")).hexdigest()
+
+
+# ---- the worker: one child per test -------------------------------------------------------------
+def _process_table() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, session id), from /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                table[int(name)] = (int(fields[1]), int(fields[3]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return table
+
+
+def _kill_leftovers(session: int) -> None:
+    """SIGKILL every descendant of ours and every process in the test's session; reap them."""
+    me = os.getpid()
+    for _ in range(200):
+        table = _process_table()
+        doomed = {pid for pid, (_, sid) in table.items() if sid == session and pid != me}
+        frontier = [me]
+        while frontier:
+            parent = frontier.pop()
+            kids = [pid for pid, (ppid, _) in table.items() if ppid == parent and pid not in doomed]
+            doomed.update(kids)
+            frontier.extend(kids)
+        signalled = False
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                signalled = True
+            except (ProcessLookupError, PermissionError):
+                pass
+        while True:  # reap whatever is ours (re-parented orphans included)
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not signalled:
+            return
+        time.sleep(0.005)
+
+
+def run_test(test: dict, source: str, memory_mb: int, output_cap: int) -> dict:
+    """Run one test in a fresh child; return the report (without the expected output)."""
+    token = os.urandom(16).hex()
+    pipes = [os.pipe() for _ in range(4)]  # stdin, stdout, stderr, result
+    start = time.monotonic()
+    try:
+        pid = os.fork()
+    except OSError as exc:  # e.g. a previous test's fork bomb still holds every pid
+        for fd in sum(pipes, ()):
+            os.close(fd)
+        return {"status": "spawn_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+    if pid == 0:
+        child.run_child(test, source, token, (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]), memory_mb)
+    for fd in (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]):
+        os.close(fd)
+    stdin_w, out_r, err_r, res_r = pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
+    pending = {stdin_w: test.get("stdin", "").encode("utf-8")}
+    buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
+    status, exit_code = _pump(pid, pending, buffers, start + float(test["timeout_s"]), output_cap)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # the test is over: nothing of its session may go on
+    except (ProcessLookupError, PermissionError):
+        pass
+    if exit_code is None:
+        try:
+            _, raw = os.waitpid(pid, 0)
+            exit_code = os.waitstatus_to_exitcode(raw)
+        except ChildProcessError:
+            pass
+    elapsed = time.monotonic() - start
+    _kill_leftovers(pid)
+    for fd in list(pending) + list(buffers):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    out = bytes(buffers[out_r]).decode("utf-8", "replace")
+    err = bytes(buffers[err_r]).decode("utf-8", "replace")
+    return {
+        "status": status, "exit_code": exit_code, "time_s": round(elapsed, 4),
+        "stdout_sha256": stdout_digest(out), "stdout_head": out[:HEAD_CHARS], "stdout_bytes": len(out),
+        "stderr_tail": err[-TAIL_CHARS:], "result": _result(bytes(buffers[res_r]), token),
+    }
+
+
+def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: int) -> tuple[str, int | None]:
+    """Feed stdin, collect outputs, enforce the time limit and caps: (status, exit code if reaped)."""
+    sel = selectors.DefaultSelector()
+    for fd in pending:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_WRITE)
+    for fd in buffers:
+        sel.register(fd, selectors.EVENT_READ)
+    out_fds = list(buffers)[:2]
+    try:  # readable when the child exits: no polling delay (Linux >= 5.3)
+        exit_fd = os.pidfd_open(pid)
+        sel.register(exit_fd, selectors.EVENT_READ)
+    except (AttributeError, OSError):
+        exit_fd = None
+    exit_code, exited_at = None, None
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return "timeout", exit_code
+            if exit_code is None:
+                done, raw = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    exit_code, exited_at = os.waitstatus_to_exitcode(raw), now
+                    if exit_fd is not None:
+                        sel.unregister(exit_fd)
+            readers = [k for k in sel.get_map().values() if k.fd in buffers]
+            if exited_at is not None and (not readers or now - exited_at > GRACE_S):
+                return "done", exit_code
+            wait = 0.02 if exit_code is not None or exit_fd is not None or readers else 0.002
+            for key, _ in sel.select(timeout=min(wait, deadline - now)):
+                fd = key.fd
+                if fd == exit_fd:
+                    continue  # reaped at the top of the loop
+                if fd in pending:
+                    try:
+                        pending[fd] = pending[fd][os.write(fd, pending[fd][:READ_CHUNK]):]
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:  # the program stopped reading: drop the rest
+                        pending[fd] = b""
+                    if not pending[fd]:
+                        sel.unregister(fd)
+                        os.close(fd)
+                        del pending[fd]
+                    continue
+                chunk = os.read(fd, READ_CHUNK)
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                buffers[fd] += chunk
+                if sum(len(buffers[f]) for f in out_fds) > output_cap or len(buffers[fd]) > output_cap:
+                    return "output_limit", exit_code
+    finally:
+        sel.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
+
+
+def _result(data: bytes, token: str) -> dict | None:
+    """The last well-formed line carrying this test's token, or None."""
+    for line in reversed(data.splitlines()):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.pop("token", None) == token:
+            return obj
+    return None
+
+
+def definitely_failed(test: dict, report: dict) -> bool:
+    """A failure visible without the expected output (used to stop early, by option)."""
+    if report["status"] != "done":
+        return True
+    result = report.get("result")
+    if test["kind"] == "io":
+        return report["exit_code"] != 0
+    if result is None or "error" in result:
+        return True
+    return test["kind"] == "assert" and result.get("passed") is not True
+
+
+def worker(spec_path: str, out_fd: int) -> int:
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)  # the nonce arrives on stdin later: the worker must never read it
+    os.dup2(null, 1)
+    os.close(null)
+    hardening = {"non_dumpable": child.prctl(child.PR_SET_DUMPABLE, 0),
+                 "subreaper": child.prctl(child.PR_SET_CHILD_SUBREAPER, 1)}
+    out = os.fdopen(out_fd, "w", buffering=1)
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    os.unlink(spec_path)  # later tests' programs must not read other tests' code
+    out.write(json.dumps({"event": "start", "tests": len(spec["tests"]), **hardening}) + "\n")
+    stop = False
+    for i, test in enumerate(spec["tests"]):
+        if stop:
+            out.write(json.dumps({"i": i, "status": "skipped"}) + "\n")
+            continue
+        try:
+            report = run_test(test, spec["source"], int(spec["memory_mb"]), int(spec["output_cap"]))
+        except Exception as exc:  # noqa: BLE001 - our own failure: say so, so it is not blamed on the program
+            out.write(json.dumps({"i": i, "status": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}) + "\n")
+            return 1
+        out.write(json.dumps({"i": i, **report}) + "\n")
+        stop = bool(spec.get("fail_fast")) and definitely_failed(test, report)
+    out.write(json.dumps({"event": "end"}) + "\n")
+    out.flush()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python3 harness_program.py SPEC (the nonce on stdin)", file=sys.stderr)
+        return 2
+    # Non-dumpable before anything else runs: no test child can ever open our /proc files.
+    child.prctl(child.PR_SET_DUMPABLE, 0)
+    read_end, write_end = os.pipe()
+    pid = os.fork()  # before the nonce is read: the worker and its test children never hold it
+    if pid == 0:
+        os.close(read_end)
+        try:
+            code = worker(argv[1], write_end)
+        except BaseException:  # noqa: BLE001
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    os.close(write_end)
+    nonce = sys.stdin.readline().strip()
+    if len(nonce) < 16:
+        print("harness: no nonce on stdin", file=sys.stderr)
+        return 2
+    with os.fdopen(read_end, "r", encoding="utf-8", errors="replace") as lines:
+        for line in lines:  # only the worker holds the other end
+            sys.stdout.write(f"{nonce} {line.rstrip()}\n")
+            sys.stdout.flush()
+    _, raw = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(raw) & 0xFF
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,334 @@
+"""rlvr sandbox runner: the long-lived process inside each warm sandbox container.
+
+It reads framed requests on its attached stdin and answers on its stdout. For each request it forks
+one fresh child (see runner_child.py) that becomes the program, then supervises it: feeds stdin,
+caps the output, kills the whole process group at the time limit or on a fork bomb, classifies the
+end (ok, timeout, memory, output_limit, killed), kills every process left and reports what the
+program left behind, so the host replaces a contaminated container before reuse.
+
+The runner stays root with only SETUID, SETGID and KILL; programs run as another user and cannot
+signal, trace or read it. Standard library only: this runs on the image's python3, never on the
+host."""
+import gc
+import json
+import os
+import select
+import signal
+import struct
+import time
+import traceback
+
+from runner_child import RUN_DIR, child
+
+WORK = "/work"
+SHARED = ("/tmp", "/dev/shm", "/dev/mqueue")  # writable by every program: must stay empty
+PROTOCOL = 1
+FRAME = struct.Struct("!II")  # header length, blob length
+SETUP_GRACE = 5.0  # seconds for the child to write the files, before the program's clock starts
+TICK = 0.02  # seconds between looks at the pids counter while a program runs
+PIDS_EVENTS = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
+# last lines of a python3 that died for lack of memory (thread stacks count against RLIMIT_DATA)
+MEMORY_ERRORS = (b"MemoryError", b"RuntimeError: can't start new thread", b"OSError: [Errno 12]")
+OOM_EVENTS = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+
+
+class Counter:
+    """A named counter in a cgroup file (v1 or v2 layout), kept open and re-read with pread."""
+
+    def __init__(self, paths, key):
+        self.key, self.fd = key.encode(), None
+        for path in paths:
+            try:
+                self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                break
+            except OSError:
+                continue
+
+    def read(self):
+        """The value, or None when this cgroup does not have it."""
+        if self.fd is None:
+            return None
+        for line in os.pread(self.fd, 4096, 0).splitlines():
+            name, _, value = line.partition(b" ")
+            if name == self.key:
+                return int(value)
+        return None
+
+
+class Channel:
+    def __init__(self, fd_in, fd_out):
+        self.fd_in, self.fd_out = fd_in, fd_out
+
+    def read_exact(self, n):
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = os.readv(self.fd_in, [view[got:]])
+            if k == 0:
+                raise EOFError
+            got += k
+        return buf
+
+    def recv(self):
+        hlen, blen = FRAME.unpack(self.read_exact(FRAME.size))
+        return json.loads(self.read_exact(hlen)), self.read_exact(blen)
+
+    def send(self, header, *blobs):
+        head = json.dumps(header).encode()
+        data = memoryview(b"".join([FRAME.pack(len(head), sum(map(len, blobs))), head, *blobs]))
+        while data:
+            data = data[os.write(self.fd_out, data):]
+
+
+PIDS = Counter(PIDS_EVENTS, "max")  # forks refused at the container's pids limit
+OOMS = Counter(OOM_EVENTS, "oom_kill")  # processes the kernel killed at its memory limit
+
+
+def handle(header, blob):
+    """Run one program; returns the reply header and the output blobs."""
+    cmd, files, limits = header["command"], header["files"], header["limits"]
+    files_len = sum(size for _, size in files)
+    pids0, oom0 = PIDS.read(), OOMS.read()
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            child(cmd, files, blob, (in_r, out_w, err_w, rep_w), limits)
+        finally:
+            os._exit(125)  # never return into the runner's loop as the program
+    for fd in (in_r, out_w, err_w, rep_w):
+        os.close(fd)
+    blob[:files_len] = bytes(files_len)  # later programs are forked from this memory: wipe it
+    try:
+        run = supervise(pid, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:],
+                        limits, pids0)
+    finally:
+        blob[files_len:] = bytes(len(blob) - files_len)
+    code, out, err, reason, setup, started, end = run
+    left = sweep(pid if reason else None)
+    dirty = ([f"left {len(left)} process(es) running: {', '.join(left[:5])}"] if left else [])
+    dirty += contamination()
+    if setup:
+        return {"error": "setup failed: " + setup.decode(errors="replace"), "dirty": dirty}, ()
+    oom = (OOMS.read() or 0) > (oom0 or 0)
+    pids_hit = (PIDS.read() or 0) > (pids0 or 0)
+    last = bytes(err[-300:]).rstrip().rsplit(b"\n", 1)[-1]
+    if reason == "output":
+        status, detail = "output_limit", f"output exceeded {limits['output_bytes']} bytes; killed"
+    elif reason == "pids" or (code != 0 and pids_hit):  # killed, or gave up, at the limit
+        status, detail = "killed", f"process limit of {limits['pids']} reached"
+    elif reason == "timeout" or code == -signal.SIGXCPU:
+        status, detail = "timeout", f"time limit of {limits['timeout_s']}s exceeded; killed"
+    elif (oom or last.startswith(MEMORY_ERRORS)) and code != 0:
+        status, detail = "memory", f"memory limit of {limits['memory_mb']} MB exceeded"
+    elif code < 0:
+        status, detail = "killed", f"killed by {signal_name(-code)}"
+    else:
+        status, detail = "ok", ""
+    reply = {"status": status, "exit_code": code, "detail": detail, "dirty": dirty,
+             "wall_time": end - (started or start), "stdout": len(out), "stderr": len(err)}
+    return reply, (out, err)
+
+
+def signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def supervise(pid, start, fds, stdin, limits, pids0):
+    """Feed stdin, collect capped output, and kill the process group on any limit."""
+    in_w, out_r, err_r, rep_r = fds
+    cap = limits["output_bytes"]
+    deadline = start + limits["timeout_s"] + SETUP_GRACE  # until the program itself starts
+    bufs = {out_r: bytearray(), err_r: bytearray()}
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    for fd in (out_r, err_r, rep_r):
+        os.set_blocking(fd, False)
+        poller.register(fd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    if len(stdin):
+        os.set_blocking(in_w, False)
+        poller.register(in_w, select.POLLOUT)
+    else:
+        os.close(in_w)
+    setup, started, reason, exited, fed = bytearray(), None, None, False, 0
+    while not exited and reason is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            reason = "timeout"
+            break
+        wait = min(left, TICK) if pids0 is not None else left
+        for fd, _ in poller.poll(int(wait * 1000) + 1):
+            if fd == pidfd:
+                exited = True
+            elif fd == in_w:
+                try:
+                    fed += os.write(in_w, stdin[fed:fed + 65536])
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    fed = len(stdin)  # the program closed its stdin
+                if fed >= len(stdin):
+                    poller.unregister(in_w)
+                    os.close(in_w)
+            elif fd == rep_r:
+                data = os.read(rep_r, 4096)
+                setup += data
+                if not data:
+                    poller.unregister(rep_r)
+                    started = time.monotonic()
+                    deadline = started + limits["timeout_s"]
+            elif pump(fd, bufs, cap, poller):
+                reason = "output"
+        if reason is None and pids0 is not None and (PIDS.read() or 0) > pids0:
+            reason = "pids"
+    if reason:
+        for kill in (os.killpg, os.kill):  # the group, and the child even before its setsid
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    _, status = os.waitpid(pid, 0)
+    end = time.monotonic()
+    if reason is None and drain((out_r, err_r), bufs, cap):
+        reason = "output"  # what it wrote just before exiting went over the cap
+    for fd in (out_r, err_r, rep_r, pidfd) + ((in_w,) if fed < len(stdin) else ()):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    code = os.waitstatus_to_exitcode(status)
+    return code, bufs[out_r], bufs[err_r], reason, bytes(setup), started, end
+
+
+def pump(fd, bufs, cap, poller):
+    """Read once from an output pipe. True: over the cap. None: more may follow. False: nothing."""
+    try:
+        data = os.read(fd, 65536)
+    except BlockingIOError:
+        return False
+    if not data:
+        if poller is not None:
+            poller.unregister(fd)
+        return False
+    room = cap - sum(map(len, bufs.values()))
+    bufs[fd] += data[:max(room, 0)]
+    return True if len(data) > room else None
+
+
+def drain(fds, bufs, cap):
+    """After the exit: read what is left in the pipes. True when that goes over the cap."""
+    for fd in fds:
+        while True:
+            more = pump(fd, bufs, cap, None)
+            if more:
+                return True
+            if more is False:
+                break
+    return False
+
+
+def processes():
+    """(pid, name, state, process group) of every process but init and the runner."""
+    found, me = [], os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me):
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                data = handle.read()
+        except OSError:
+            continue
+        head, _, tail = data.rpartition(b")")
+        fields = tail.split()
+        found.append((int(name), head.partition(b"(")[2].decode(errors="replace"),
+                      fields[0].decode(), int(fields[2])))
+    return found
+
+
+def sweep(killed_group):
+    """Kill everything the program left. Returns the live leftovers that escaped a kill (daemons,
+    or any process at all after a normal exit)."""
+    procs = processes()
+    left = [f"{pid} {name}" for pid, name, state, group in procs
+            if state != "Z" and group != killed_group]
+    deadline = time.monotonic() + 2
+    while procs and time.monotonic() < deadline:
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything but init and the runner itself
+        except OSError:
+            pass
+        time.sleep(0.001)
+        procs = processes()  # zombies vanish as soon as init reaps them
+    if procs:
+        left.append(f"{len(procs)} unkillable")
+    return left
+
+
+def contamination():
+    """Anything a program may leave for the next one outside its own directory."""
+    found = []
+    for path in SHARED:
+        try:
+            names = os.listdir(path)
+        except OSError:
+            continue
+        if names:
+            found.append(f"files left in {path}: {', '.join(sorted(names)[:5])}")
+    extra = sorted(set(os.listdir(WORK)) - {"run"})
+    if extra:
+        found.append(f"files left in {WORK}: {', '.join(extra[:5])}")
+    disk = os.statvfs(WORK)
+    if disk.f_bavail < disk.f_blocks // 2:
+        found.append(f"filled the disk ({(disk.f_blocks - disk.f_bavail) * disk.f_frsize >> 20} MiB)")
+    if disk.f_files - disk.f_ffree > 4096:
+        found.append(f"left {disk.f_files - disk.f_ffree} files")
+    for kind, fd in SYSV_IPC.items():
+        count = os.pread(fd, 1 << 16, 0).count(b"\n") - 1  # below a header line
+        if count > 0:
+            found.append(f"left {count} System V {kind} object(s)")
+    return found
+
+
+def _open_sysv_ipc():
+    fds = {}
+    for kind in ("shm", "msg", "sem"):
+        try:
+            fds[kind] = os.open(f"/proc/sysvipc/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            pass
+    return fds
+
+
+SYSV_IPC = _open_sysv_ipc()  # kept open: they are read after every run
+
+
+def main():
+    channel = Channel(os.dup(0), os.dup(1))  # the protocol lives on private fds...
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(2, 1)  # ...so a stray print cannot corrupt it
+    os.close(null)
+    gc.freeze()  # keep the children's collector off the runner's objects: fewer copy-on-write faults
+    channel.send({"ready": PROTOCOL, "pid": os.getpid()})
+    while True:
+        try:
+            header, blob = channel.recv()
+        except EOFError:
+            return  # the host hung up: this container is done
+        try:
+            reply, blobs = handle(header, blob)
+        except Exception:
+            reply, blobs = {"error": traceback.format_exc(limit=6), "dirty": ["runner error"]}, ()
+        channel.send(reply, *blobs)
+
+
+if __name__ == "__main__":
+    main()

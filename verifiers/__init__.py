@@ -1,5 +1,26 @@
 """Rewards that check work: math equivalence (SymPy), code against tests (sandbox), format checks,
-weighted composition. Never imports envs or trainers."""
+weighted composition. Never imports envs or trainers.
+
+Submodules load lazily (`verifiers.math` imports SymPy), so `import verifiers` stays cheap:
+`from verifiers import math` / `verifiers.math.verify(...)`, `verifiers.format.has_tags(...)`,
+`verifiers.compose.weighted(...)` or `verifiers.weighted(...)`.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
-__all__ = ["Outcome", "Verdict", "VerifierError"]
+_SUBMODULES = {"math", "code", "format", "compose"}
+_NAMES = {"weighted": "verifiers.compose", "has_tags": "verifiers.format", "boxed_present": "verifiers.format"}
+
+__all__ = ["Outcome", "Verdict", "VerifierError", *sorted(_SUBMODULES), *sorted(_NAMES)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"verifiers.{name}")
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name]), name)
+    raise AttributeError(f"module 'verifiers' has no attribute {name!r}")

@@ -1,0 +1,114 @@
+"""Accuracy and speed of `verifiers.math` against the `math-verify` package on a labelled corpus.
+
+    python benchmarks/math_verifier.py [--corpus tests/data/math_corpus.jsonl] [--repeat 3] [--show-errors]
+
+Each corpus line is {"category", "gold", "response", "expected"}. A verifier is right on a line
+when it calls the response correct exactly when `expected` is true. Times are per call, wall
+clock, after warm-up (our worker pool started; math-verify's imports done); with --repeat the
+corpus is run several times and every call is timed. math-verify gets the gold as `$gold$` and the
+response as is, its documented usage; it runs in the main thread (it uses signal.alarm).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import verifiers.math as vm
+
+DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "math_corpus.jsonl"
+
+
+def load(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for i, row in enumerate(rows):
+        if not {"category", "gold", "response", "expected"} <= row.keys():
+            raise ValueError(f"{path}:{i + 1}: needs category, gold, response, expected")
+    return rows
+
+
+def ours(row: dict) -> bool:
+    return vm.verify(row["response"], row["gold"]).outcome == "correct"
+
+
+def math_verify_fn():
+    try:
+        from math_verify import parse, verify
+    except ImportError:
+        return None
+
+    def run(row: dict) -> bool:
+        try:
+            return bool(verify(parse(f"${row['gold']}$"), parse(row["response"])))
+        except Exception:  # noqa: BLE001 - a crash counts as "not correct", as in its own metric
+            return False
+
+    return run
+
+
+def measure(fn, rows: list[dict], repeat: int) -> tuple[list[bool], list[float]]:
+    verdicts, times = [], []
+    for r in range(repeat):
+        for row in rows:
+            start = time.perf_counter()
+            got = fn(row)
+            times.append(time.perf_counter() - start)
+            if r == 0:
+                verdicts.append(got)
+    return verdicts, times
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--show-errors", action="store_true")
+    parser.add_argument("--no-math-verify", action="store_true")
+    args = parser.parse_args()
+    rows = load(args.corpus)
+
+    vm.warm_up()
+    systems = {"verifiers.math": ours}
+    other = None if args.no_math_verify else math_verify_fn()
+    if other is not None:
+        other(rows[0])  # its first call imports and compiles its grammar
+        systems["math-verify"] = other
+    results = {name: measure(fn, rows, args.repeat) for name, fn in systems.items()}
+
+    names = list(systems)
+    by_cat: dict[str, list[int]] = defaultdict(list)
+    for i, row in enumerate(rows):
+        by_cat[row["category"]].append(i)
+    width = max(len(c) for c in by_cat) + 2
+    print(f"corpus: {args.corpus} ({len(rows)} pairs, {sum(r['expected'] for r in rows)} positive)")
+    print(f"{'category':<{width}}{'n':>5}" + "".join(f"{n:>17}" for n in names))
+    for cat, idx in sorted(by_cat.items()):
+        accs = [sum(results[n][0][i] == rows[i]["expected"] for i in idx) / len(idx) for n in names]
+        print(f"{cat:<{width}}{len(idx):>5}" + "".join(f"{a:>17.3f}" for a in accs))
+    totals = [sum(v == r["expected"] for v, r in zip(results[n][0], rows)) / len(rows) for n in names]
+    print(f"{'ALL':<{width}}{len(rows):>5}" + "".join(f"{a:>17.3f}" for a in totals))
+    print()
+    print(f"{'time per call':<{width}}{'':>5}" + "".join(f"{n:>17}" for n in names))
+    for label, q in (("median (ms)", 0.5), ("p99 (ms)", 0.99)):
+        print(f"{label:<{width}}{'':>5}" + "".join(f"{pct(results[n][1], q) * 1e3:>17.2f}" for n in names))
+    print(f"{'max (ms)':<{width}}{'':>5}" + "".join(f"{max(results[n][1]) * 1e3:>17.2f}" for n in names))
+    print(f"{'mean (ms)':<{width}}{'':>5}" + "".join(f"{statistics.fmean(results[n][1]) * 1e3:>17.2f}" for n in names))
+    if args.show_errors:
+        for n in names:
+            print(f"\n{n} disagrees with the label on:")
+            for v, r in zip(results[n][0], rows):
+                if v != r["expected"]:
+                    print(f"  [{r['category']}] gold={r['gold']!r} expected={r['expected']} response={r['response'][-80:]!r}")
+    vm.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""verifiers.math is bounded: hostile answers return within 1 s (also from 16 threads at once),
+a grader time-out is an `error` verdict, and a worker that misses its deadline or runs out of
+memory is killed and replaced. Real worker processes, real SymPy."""
+from __future__ import annotations
+
+import math
+import pickle
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import verifiers.math as vm
+from verifiers.math import MathOptions
+from verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
+from verifiers.verdict import Outcome
+
+BOUND_S = 1.0
+
+HOSTILE = {
+    "power_tower": "\\boxed{10^{10^{10}}}",
+    "iterated_power": "\\boxed{2^2^2^2^2^2^2^2^2}",
+    "factorial": "\\boxed{(10^{6})!}",
+    "root_of_huge": "\\boxed{\\sqrt{10^{4000}+1}}",
+    "exp_tower": "\\boxed{e^{e^{e^{e^{10}}}}}",
+    "sci_exponent": "\\boxed{1e999999999}",
+    "nested_5000": "\\boxed{" + "(" * 5000 + "1" + ")" * 5000 + "}",
+    "nested_900": "\\boxed{" + "(" * 900 + "1" + ")" * 900 + "}",
+    "long_100k": "\\boxed{" + "1" * 100_000 + "}",
+    "long_sum": "\\boxed{" + "+".join(["9^{9999}"] * 150) + "}",
+    "thousand_boxes": " ".join(f"\\boxed{{{i}}}" for i in range(1000)),
+    "thousand_same_boxes": "\\boxed{5} " * 1000,
+    "unions": "\\boxed{" + "\\cup".join(f"({i},{i}.5)" for i in range(120)) + "}",
+    "big_set": "\\boxed{\\{" + ",".join(map(str, range(400))) + "\\}}",
+    "polynomial": "\\boxed{" + "+".join(f"{i}x^{{{i}}}" for i in range(1, 120)) + "}",
+    "unclosed": "\\boxed{" + "{" * 3000,
+    "dollars": "$" * 50_001 + " 7",
+    "parens_latex": "\\(" * 30_000,
+    "phrases": "the answer is " * 8_000,
+    "commas": "1," * 50_000,
+    "binary_junk": "".join(chr(i % 0x2FF + 1) for i in range(20_000)),
+    "answer_then_spaces": "the answer is" + " " * 100_000 + "q",
+    "giant_response": "Let me think. " * 400_000 + "So the answer is \\boxed{5}.",
+    "span_then_spaces": "The answer is $2$" + " " * 100_000 + "x",
+    "repeating_bait": "\\boxed{" + "1" * 1500 + ".1\\overline{3" + "}",
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pool():
+    vm.warm_up()
+    yield
+    vm.shutdown()
+
+
+def timed(response: str, gold: str = "5"):
+    start = time.perf_counter()
+    verdict = vm.verify(response, gold)
+    return verdict, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_answer_is_bounded(name):
+    verdict, elapsed = timed(HOSTILE[name])
+    assert elapsed < BOUND_S, f"{name}: {elapsed:.2f} s"
+    if name in ("thousand_same_boxes", "giant_response"):  # still the right answer, said at the end
+        assert verdict.outcome is Outcome.CORRECT
+    else:
+        assert verdict.outcome in (Outcome.INCORRECT, Outcome.FORMAT_ERROR), verdict
+
+
+@pytest.mark.parametrize("name", ["power_tower", "nested_900", "unions", "big_set"])
+def test_hostile_gold_is_bounded(name):
+    gold = HOSTILE[name][len("\\boxed{") : -1]
+    verdict, elapsed = timed("\\boxed{5}", gold)
+    assert elapsed < BOUND_S and verdict.outcome is Outcome.INCORRECT
+    same, elapsed = timed(HOSTILE[name], gold)  # an identical answer is still recognised
+    assert elapsed < BOUND_S and same.outcome is Outcome.CORRECT
+
+
+def test_hostile_inputs_from_16_threads_at_once():
+    jobs = list(HOSTILE.values()) * 2 + ["\\boxed{\\frac{1}{2}}"] * 16
+
+    def run(response):
+        return timed(response, "\\frac12")
+
+    with ThreadPoolExecutor(16) as ex:
+        results = list(ex.map(run, jobs))
+    slow = [(r[0].detail, t) for r, t in zip(results, [r[1] for r in results]) if t >= BOUND_S]
+    assert not slow, slow
+    assert all(v.outcome is Outcome.CORRECT for v, _ in results[-16:])
+
+
+def test_grader_timeout_is_an_error_not_wrong():
+    slow = "\\boxed{" + "+".join(f"{i}x^{{{i}}}" for i in range(1, 150)) + "}"
+    verdict = vm.verify(slow, "x", MathOptions(timeout_s=0.01))
+    assert verdict.outcome is Outcome.ERROR and verdict.score == 0.0
+    assert "timed out" in verdict.detail
+    vm.warm_up()  # the killed worker's replacement is ready again
+    assert vm.verify("\\boxed{2}", "2.0").outcome is Outcome.CORRECT
+
+
+def test_pool_kills_and_replaces_a_worker_past_its_deadline():
+    with WorkerPool(1, memory_mb=None) as pool:
+        pool.warm_up()
+        start = time.monotonic()
+        with pytest.raises(PoolTimeout):
+            pool.run(time.sleep, (30,), timeout=0.3)
+        assert time.monotonic() - start < 1.0
+        assert pool.run(math.factorial, (10,), timeout=30) == 3628800  # a fresh worker answers
+
+
+def test_worker_memory_blowup_is_contained():
+    with WorkerPool(1, memory_mb=1024) as pool:
+        with pytest.raises(PoolError, match="MemoryError"):
+            pool.run(bytearray, (4 * 2**30,), timeout=30)
+        assert pool.run(math.gcd, (12, 18), timeout=30) == 6  # the worker survived
+
+
+def test_callable_off_the_main_thread_and_envs_stay_picklable():
+    from envs.arithmetic import ArithmeticEnv
+
+    with ThreadPoolExecutor(4) as ex:
+        outcomes = list(ex.map(lambda a: vm.verify(f"\\boxed{{{a}}}", "12").outcome, ["12", "12.0", "13", "1.2e1"]))
+    assert outcomes == [Outcome.CORRECT, Outcome.CORRECT, Outcome.INCORRECT, Outcome.CORRECT]
+    env = ArithmeticEnv(difficulty=5)
+    task = env.make_task(3)
+    assert env.verify(task, task.reference).outcome is Outcome.CORRECT
+    assert env.verify(task, task.wrong).outcome is Outcome.INCORRECT
+    assert pickle.loads(pickle.dumps(env)).verify(task, task.reference).score == 1.0

@@ -1,0 +1,108 @@
+"""`verify(response, gold)`: the math verifier's entry point.
+
+Extraction and an exact-string fast path run in the calling thread (linear scans, microseconds);
+parsing and SymPy run in a worker process under a hard deadline (see `bounded`).
+
+The default worker pool is a module-level cache, created on first use and closed at exit (and
+re-created in a forked child or after `shutdown()`); it is never stored on env objects, which
+stay picklable. First-call latency: starting the workers takes about a second (an interpreter
+importing SymPy) and is not counted against `timeout_s`; call `warm_up()` to pay it up front.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
+from verifiers.math.extract import extract, extract_gold
+from verifiers.math.grade import judge_job
+from verifiers.math.normalize import squash
+from verifiers.math.options import MathOptions, VerifierTypeError
+from verifiers.verdict import Outcome, Verdict, VerifierError
+
+VERSION = "1.0"
+DEFAULT_OPTIONS = MathOptions()
+POOL_SIZE = max(2, min(4, (os.cpu_count() or 2) // 2))
+
+_pool_lock = threading.Lock()
+_pool: list[WorkerPool] = []  # the cached default pool (zero or one), see module docstring
+
+
+def _warm() -> None:
+    """Run in each new worker: import and exercise SymPy so the first real job is fast."""
+    judge_job("\\frac{1}{2}", ("0.5", "x^2 - 1"), MathOptions(isolate=False))
+
+
+def default_pool() -> WorkerPool:
+    with _pool_lock:
+        if _pool and (_pool[0].closed or _pool[0].pid != os.getpid()):
+            _pool.clear()  # closed, or inherited through fork: never touch the parent's workers
+        if not _pool:
+            _pool.append(WorkerPool(POOL_SIZE, init=(_warm, ())))
+        return _pool[0]
+
+
+def warm_up(timeout: float = 60.0) -> None:
+    """Start the default worker pool now and wait until it is ready."""
+    default_pool().warm_up(timeout)
+
+
+def shutdown() -> None:
+    """Stop the default worker pool (a later `verify` starts a new one)."""
+    with _pool_lock:
+        pools = list(_pool)
+        _pool.clear()
+    for pool in pools:
+        if pool.pid == os.getpid():
+            pool.close()
+
+
+atexit.register(shutdown)
+
+
+def _short(s: str, n: int = 200) -> str:
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def verify(response: str, gold: str, options: MathOptions | None = None) -> Verdict:
+    """Score `response` (the model's whole text) against `gold` (the reference answer).
+
+    correct (1.0): the final answer equals the gold; incorrect (0.0): it does not, or hedges
+    between different answers; format_error (0.0): no final answer could be found; error (0.0):
+    the grader itself failed or ran out of time, which is not the model's fault."""
+    if not isinstance(response, str):
+        raise VerifierTypeError(f"response must be a str, got {type(response).__name__}")
+    if not isinstance(gold, str):
+        raise VerifierTypeError(f"gold must be a str, got {type(gold).__name__}")
+    if options is not None and not isinstance(options, MathOptions):
+        raise VerifierTypeError(f"options must be MathOptions or None, got {type(options).__name__}")
+    o = options or DEFAULT_OPTIONS
+    if not gold.strip():
+        raise VerifierError("gold answer is empty")
+    reference = extract_gold(gold)
+    found = extract(response[-o.max_response_chars :], o.max_boxes)
+    info = {"extracted": [_short(a) for a in found.answers[:4]], "method": found.method, "verifier_version": VERSION}
+    if found.too_many:
+        return Verdict(0.0, Outcome.INCORRECT, f"hedged: more than {o.max_boxes} different boxed answers", info)
+    if not found.answers:
+        why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no final answer found"
+        return Verdict(0.0, Outcome.FORMAT_ERROR, why, info)
+    if len(found.answers) == 1 and squash(found.answers[0]) == squash(reference):
+        return Verdict(1.0, Outcome.CORRECT, "identical to the reference", info)
+    too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
+    if too_long:
+        return Verdict(0.0, Outcome.INCORRECT, f"answer longer than {o.max_answer_chars} characters: not compared", info)
+    args = (reference, found.answers, o, found.fallback)
+    try:
+        if o.isolate:
+            correct, detail = default_pool().run(judge_job, args, o.timeout_s)
+        else:  # guarded against hostile input, but without a hard deadline
+            correct, detail = judge_job(*args)
+    except PoolTimeout as exc:
+        return Verdict(0.0, Outcome.ERROR, f"grader timed out: {exc}", info)
+    except PoolError as exc:
+        return Verdict(0.0, Outcome.ERROR, f"grader failed: {exc}", info)
+    if correct is None:
+        return Verdict(0.0, Outcome.ERROR, detail, info)
+    return Verdict(1.0 if correct else 0.0, Outcome.CORRECT if correct else Outcome.INCORRECT, detail, info)

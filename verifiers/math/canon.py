@@ -1,0 +1,168 @@
+"""Canonical forms before comparison: `\\pm` expanded into two answers, `x \\in S` into S,
+one-variable inequalities into intervals (`1 < x <= 2` is `(1, 2]`), chains `x = 4/2 = 2`
+into their ends, lists of inequalities into unions or intersections."""
+from __future__ import annotations
+
+import sympy
+
+from verifiers.math import build, intervals
+from verifiers.math.build import PM
+from verifiers.math.lexer import ParseError
+from verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetExpr, SetOf, as_expr, has_decimal
+
+INEQUALITIES = {"<", "<=", ">", ">="}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def canon(node: Node) -> Node:
+    if isinstance(node, Expr):
+        if node.value.has(PM):
+            return SetOf(_pm_pair(node))
+        return node
+    if isinstance(node, Relation):
+        return _relation(node)
+    if isinstance(node, Bracket):
+        return Bracket(tuple(canon(x) for x in node.items), node.open, node.close)
+    if isinstance(node, SetOf):
+        return SetOf(_flatten(node.items))
+    if isinstance(node, Listing):
+        return _listing(node)
+    return node
+
+
+def _pm_pair(e: Expr) -> tuple[Expr, ...]:
+    plus, minus = (Expr(e.value.xreplace({PM: sympy.Integer(s)}), e.has_decimal, None, e.unit) for s in (1, -1))
+    return (plus,) if plus.value == minus.value else (plus, minus)
+
+
+def _has_pm(node: Node) -> bool:
+    parts = node.parts if isinstance(node, Relation) else (node,)
+    return any(isinstance(p, Expr) and p.value.has(PM) for p in parts)
+
+
+def _flatten(items: tuple[Node, ...]) -> tuple[Node, ...]:
+    """Canonical items; the two answers of a `\\pm` join the surrounding list."""
+    out: list[Node] = []
+    for x in items:
+        c = canon(x)
+        out.extend(c.items if isinstance(c, SetOf) and _has_pm(x) else (c,))
+    return tuple(out)
+
+
+def _relation(rel: Relation) -> Node:
+    if rel.ops == ("in",):
+        return canon(rel.parts[1])
+    if "~" in rel.ops:  # 7/12 \approx 0.583: the exact value stated before its approximation counts
+        k = rel.ops.index("~")
+        if k == 0 and is_variable(rel.parts[0]):
+            rel = Relation(tuple("=" if op == "~" else op for op in rel.ops), rel.parts)
+        elif k == 0:
+            return canon(rel.parts[0])
+        else:
+            rel = Relation(rel.ops[:k], rel.parts[: k + 1])
+    pm = [i for i, p in enumerate(rel.parts) if isinstance(p, Expr) and p.value.has(PM)]
+    if pm and all(op == "=" for op in rel.ops):  # x = 1 \pm 2 is x = 3 or x = -1
+        i = pm[-1]
+        return SetOf(tuple(_relation(Relation(rel.ops, rel.parts[:i] + (e,) + rel.parts[i + 1 :])) for e in _pm_pair(rel.parts[i])))
+    if all(op == "=" for op in rel.ops):
+        if len(rel.parts) > 2:  # x = \frac{4}{2} = 2: the first and the final form
+            rel = Relation(("=",), (rel.parts[0], rel.parts[-1]))
+        lhs, rhs = rel.parts
+        if is_variable(rhs) and not is_variable(lhs):
+            rel = Relation(("=",), (rhs, lhs))
+        return rel
+    if all(op in INEQUALITIES | {"!="} for op in rel.ops):
+        interval = _interval(rel)
+        if interval is not None:
+            return SetExpr(interval, has_decimal(rel))
+    return rel
+
+
+def is_variable(node: Node) -> bool:
+    """A left-hand side naming the answer: `x`, `x_1`, `f(x)` (read as f*x), `xy`."""
+    if not isinstance(node, Expr):
+        return False
+    v = node.value
+    factors = v.args if v.is_Mul else (v,)  # f(x) reads as f*x, f^{-1}(x) as x/f, P(A) as P*A
+    return all(f.is_Symbol or f.is_Pow and f.base.is_Symbol and f.exp.is_Integer for f in factors)
+
+
+def is_assignment(node: Node) -> bool:
+    return isinstance(node, Relation) and node.ops == ("=",) and is_variable(node.parts[0])
+
+
+def _interval(rel: Relation) -> intervals.Pieces | None:
+    """The solution set of a one-variable linear inequality chain (`1 < x <= 2`, `-x > -1`,
+    `2x + 1 < 5`) with constant bounds, else None."""
+    parts = rel.parts
+    if not all(isinstance(p, Expr) for p in parts) or any(p.value.has(PM) for p in parts):
+        return None
+    symbols = set().union(*(p.value.free_symbols for p in parts))
+    if len(symbols) != 1:
+        return None
+    x = symbols.pop()
+    result = intervals.REALS
+    for left, op, right in zip(parts, rel.ops, parts[1:]):
+        # left op right  <=>  a*x + b op 0  <=>  x op' -b/a (op flipped when a < 0)
+        f = left.value - right.value
+        a = f.diff(x)
+        if a.free_symbols or not a.is_extended_real or a == 0 or (f - a * x).free_symbols:
+            return None
+        bound = -(f - a * x) / a
+        if a.is_negative:
+            op = _FLIP.get(op, op)
+        oo = sympy.oo
+        try:
+            piece = {
+                "<": lambda: intervals.interval(-oo, bound, True, True),
+                "<=": lambda: intervals.interval(-oo, bound, True, False),
+                ">": lambda: intervals.interval(bound, oo, True, True),
+                ">=": lambda: intervals.interval(bound, oo, False, True),
+                "!=": lambda: intervals.complement(intervals.points([bound])),
+            }[op]()
+            result = intervals.intersect(result, piece)
+        except ParseError:  # a bound that is not a real number
+            return None
+    return result
+
+
+def _listing(node: Listing) -> Node:
+    items = _flatten(node.items)
+    if 1 < len(items) <= intervals.MAX_PIECES and all(isinstance(x, SetExpr) for x in items):
+        sets = [x.value for x in items]
+        decimal = any(x.has_decimal for x in items)
+        both = sets[0]
+        for s in sets[1:]:
+            both = intervals.intersect(both, s)
+        if "and" in node.joiners:
+            return SetExpr(both, decimal)
+        if "or" in node.joiners or not both:  # "x > 1, x < 3" is both; "x < 1, x > 2" is either
+            return SetExpr(intervals.union(*sets), decimal)
+        return SetExpr(both, decimal)
+    return Listing(items, node.joiners)
+
+
+def to_set(node: Node) -> intervals.Pieces | None:
+    """The node as a subset of the reals where it reads as one (an interval, a set expression)."""
+    try:
+        if isinstance(node, SetExpr):
+            return node.value
+        if isinstance(node, Bracket) and len(node.items) == 2:
+            return as_set(node)
+    except (ParseError, ValueError, TypeError):
+        return None
+    return None
+
+
+def as_set(node: Node) -> intervals.Pieces:
+    """An interval, a finite set of numbers or a set expression as real-line pieces."""
+    if isinstance(node, SetExpr):
+        return node.value
+    if isinstance(node, SetOf):
+        return intervals.points(build.plain(as_expr(x)) for x in node.items)
+    if isinstance(node, Bracket) and len(node.items) == 2:
+        lo, hi = (build.plain(as_expr(x)) for x in node.items)
+        if lo.has(PM) or hi.has(PM):
+            raise ParseError("\\pm in an interval")
+        return intervals.interval(lo, hi, node.open == "(", node.close == ")")
+    raise ParseError(f"{type(node).__name__} is not a set")

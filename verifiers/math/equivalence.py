@@ -1,0 +1,243 @@
+"""Whether an answer node means the same as the gold node. The gold decides the reading:
+a set gold compares order-free, a tuple gold in order, an interval gold by endpoints and
+brackets, a decimal gold with tolerance, everything else exactly."""
+from __future__ import annotations
+
+import sympy
+
+from verifiers.math import intervals
+from verifiers.math.canon import INEQUALITIES, is_assignment, is_variable, to_set
+from verifiers.math.lexer import ParseError
+from verifiers.math.nodes import BaseNumber, Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, Text
+from verifiers.math.numeric import Tolerance, functions_equal, numbers_equal, proportional
+from verifiers.math.options import MathOptions
+
+MAX_MATCH = 48  # larger collections compare by exact canonical form only
+_EMPTY_WORDS = {"no solution", "no solutions", "none", "no real solutions", "no real solution", "empty set"}
+_REALS_WORDS = {"all real numbers", "all reals", "real numbers", "r", "all real x", "every real number"}
+
+
+def same(g: Node, a: Node, o: MathOptions) -> bool:
+    """`g` and `a` are canonical nodes (see canon.canon)."""
+    g, a = _single(g), _single(a)
+    if isinstance(a, (SetOf, Listing)) and not isinstance(g, (SetOf, Listing, Bracket)) and len(a.items) <= MAX_MATCH:
+        values = _distinct(_values(a), o)  # "1 and 1" is one answer
+        a = values[0] if len(values) == 1 else a
+    if isinstance(a, Text) and isinstance(g, (SetExpr, Bracket)):
+        gs = to_set(g)  # "all real numbers" for (-\infty, \infty)
+        return gs is not None and _set_words(gs, a.text)
+    if isinstance(g, Expr):
+        return _same_as_expr(g, a, o)
+    if isinstance(g, Relation):
+        return _same_relation(g, a, o)
+    if isinstance(g, SetExpr):
+        if isinstance(a, Text):
+            return _set_words(g.value, a.text)
+        other = to_set(a) if not isinstance(a, SetOf) else _finite(a)
+        return other is not None and sets_equal(g.value, other, g.has_decimal, o)
+    if isinstance(g, Bracket):
+        return _same_bracket(g, a, o)
+    if isinstance(g, (SetOf, Listing)):
+        return _same_collection(g, a, o)
+    if isinstance(g, Matrix):
+        return _same_matrix(g, a, o)
+    if isinstance(g, Text):
+        return _same_text(g, a)
+    if isinstance(g, BaseNumber):
+        if isinstance(a, BaseNumber):
+            return a.digits == g.digits and a.base == g.base
+        return isinstance(a, Expr) and a.value.is_Integer and str(a.value) == g.digits
+    return False
+
+
+def _single(node: Node) -> Node:
+    if isinstance(node, (SetOf, Listing)) and len(node.items) == 1:
+        return node.items[0]
+    return node
+
+
+def _finite(node: SetOf) -> intervals.Pieces | None:
+    if all(isinstance(x, Expr) and not x.value.free_symbols for x in node.items):
+        try:
+            return intervals.points(x.value for x in node.items)
+        except ParseError:
+            return None
+    return None
+
+
+# -- numbers and expressions
+def exprs_equal(g: Expr, a: Expr, o: MathOptions) -> bool:
+    for gv, shift in _readings(g, o):
+        tol = _tolerance(g, a, shift, o)
+        for av, _ in _readings(a, o):
+            same_value = functions_equal if gv.free_symbols or av.free_symbols else numbers_equal
+            if same_value(gv, av, tol):
+                return True
+    return False
+
+
+def _readings(e: Expr, o: MathOptions) -> list[tuple[sympy.Basic, int]]:
+    """The values an answer with a unit may mean, with the shift of its last decimal place."""
+    if e.unit == "percent":
+        return {"either": [(e.value, 0), (e.value / 100, -2)], "number": [(e.value, 0)], "fraction": [(e.value / 100, -2)]}[o.percent]
+    if e.unit == "degree":
+        return [(e.value, 0), (e.value * sympy.pi / 180, 0)] if o.angles == "either" else [(e.value, 0)]
+    return [(e.value, 0)]
+
+
+def _tolerance(g: Expr, a: Expr, shift: int, o: MathOptions) -> Tolerance:
+    if not g.has_decimal:
+        return Tolerance()
+    half_ulp = None
+    if g.literal and o.round_to_gold and g.literal[1] >= o.round_min_digits:
+        finer = not a.has_decimal or a.literal is not None and a.literal[0] < g.literal[0]
+        if finer:
+            half_ulp = 0.5 * 10.0 ** (g.literal[0] + shift)
+    return Tolerance(o.rel_tol, half_ulp)
+
+
+def _same_as_expr(g: Expr, a: Node, o: MathOptions) -> bool:
+    if isinstance(a, Expr):
+        return exprs_equal(g, a, o)
+    if isinstance(a, Relation) and a.ops == ("=",) and all(isinstance(p, Expr) for p in a.parts):
+        # x = 3 for gold 3; 2 + 3 = 5 (a worked chain) for gold 5
+        return (is_variable(a.parts[0]) or not a.parts[0].value.free_symbols) and exprs_equal(g, a.parts[1], o)
+    if isinstance(a, Text):
+        return g.value.is_Symbol and g.value.name.lower() == a.text
+    if isinstance(a, BaseNumber):
+        return g.value.is_Integer and a.digits == str(g.value)
+    if isinstance(a, Matrix) and len(a.rows) == 1 and len(a.rows[0]) == 1:
+        return exprs_equal(g, a.rows[0][0], o)
+    return False
+
+
+# -- equations and inequalities
+def _same_relation(g: Relation, a: Node, o: MathOptions) -> bool:
+    if is_assignment(g):
+        var, rhs = g.parts
+        if isinstance(a, Relation) and is_assignment(a):
+            return a.parts[0].value == var.value and same(rhs, a.parts[1], o)
+        if not isinstance(a, Relation):
+            return same(rhs, a, o)
+    if not isinstance(a, Relation) or len(g.parts) != 2 or len(a.parts) != 2:
+        return False
+    if not all(isinstance(p, Expr) for p in g.parts + a.parts):
+        return False
+    gf, af = _difference(g), _difference(a)
+    if g.ops == ("=",) and a.ops == ("=",):
+        return proportional(gf[0], af[0])
+    if gf[1] != af[1] or g.ops[0] not in INEQUALITIES or a.ops[0] not in INEQUALITIES:
+        return False
+    return proportional(gf[0], af[0], positive=True)
+
+
+def _difference(rel: Relation) -> tuple[sympy.Basic, str]:
+    """`l op r` as `f op' 0` with op' in (=, >, >=)."""
+    lhs, rhs = (p.value for p in rel.parts)
+    op = rel.ops[0]
+    if op in ("<", "<="):
+        return rhs - lhs, {"<": ">", "<=": ">="}[op]
+    return lhs - rhs, op
+
+
+# -- intervals and sets
+def sets_equal(g: intervals.Pieces, a: intervals.Pieces, decimal: bool, o: MathOptions) -> bool:
+    """Same pieces: the same brackets and equal endpoints (tolerant for a decimal gold)."""
+    if len(g) != len(a):
+        return False
+    for (glo, ghi, gl, gr), (alo, ahi, al, ar) in zip(g, a):
+        if (gl, gr) != (al, ar):
+            return False
+        for x, y in ((glo, alo), (ghi, ahi)):
+            if x != y and not exprs_equal(Expr(x, decimal), Expr(y), o):
+                return False
+    return True
+
+
+# -- tuples, lists, sets
+def _values(node: Node) -> list[Node]:
+    """The answers a collection holds, assignments read as their values."""
+    items = node.items if isinstance(node, (SetOf, Listing, Bracket)) else (node,)
+    return [x.parts[1] if is_assignment(x) else x for x in items]
+
+
+def _same_bracket(g: Bracket, a: Node, o: MathOptions) -> bool:
+    if len(g.items) == 2:
+        gs, as_ = to_set(g), to_set(a)
+        if gs is not None and as_ is not None and (isinstance(a, SetExpr) or (g.open, g.close) != (a.open, a.close)):
+            return sets_equal(gs, as_, any(isinstance(x, Expr) and x.has_decimal for x in g.items), o)
+    if isinstance(a, Matrix) and (len(a.rows) == 1 or all(len(r) == 1 for r in a.rows)):
+        a = Bracket(tuple(c for r in a.rows for c in r), "(", ")")
+    if isinstance(a, Listing) and all(is_assignment(x) for x in a.items) and all(is_assignment(x) for x in g.items):
+        return _same_mapping(g.items, a.items, o)
+    if not isinstance(a, (Bracket, Listing)) or len(_values(a)) != len(g.items):
+        return False
+    return all(same(x, y, o) for x, y in zip(_values(g), _values(a)))
+
+
+def _same_mapping(g_items, a_items, o: MathOptions) -> bool:
+    gmap = {x.parts[0].value: x.parts[1] for x in g_items}
+    amap = {x.parts[0].value: x.parts[1] for x in a_items}
+    return gmap.keys() == amap.keys() and all(same(gmap[k], amap[k], o) for k in gmap)
+
+
+def _same_collection(g: SetOf | Listing, a: Node, o: MathOptions) -> bool:
+    names = [x.parts[0].value for x in g.items if is_assignment(x)]
+    if len(names) == len(g.items) and len(set(names)) == len(names) and not _indexed(names):  # x = 1, y = 2: a point
+        if isinstance(a, (Listing, SetOf)) and all(is_assignment(x) for x in a.items):
+            return _same_mapping(g.items, a.items, o)
+        return isinstance(a, (Bracket, Listing)) and _same_bracket(Bracket(g.items, "(", ")"), a, o)
+    if isinstance(a, Matrix):
+        return False
+    gold_values, answer_values = _values(g), _values(a)
+    if max(len(gold_values), len(answer_values)) > MAX_MATCH:  # pairwise matching is quadratic
+        return set(gold_values) == set(answer_values)
+    gold_values, answer_values = _distinct(gold_values, o), _distinct(answer_values, o)
+    if len(gold_values) != len(answer_values):
+        return False
+    unused = list(answer_values)
+    for x in gold_values:
+        match = next((y for y in unused if same(x, y, o)), None)
+        if match is None:
+            return False
+        unused.remove(match)
+    return True
+
+
+def _indexed(names: list) -> bool:
+    """x_1 = 1, x_2 = 2 names the roots of one unknown: a set of values, not a point."""
+    bases = {str(n).split("_")[0] for n in names if "_" in str(n)}
+    return len(bases) == 1 and all("_" in str(n) for n in names)
+
+
+def _distinct(values: list[Node], o: MathOptions) -> list[Node]:
+    out: list[Node] = []
+    for v in values:
+        if not any(v == w or same(w, v, o) for w in out):
+            out.append(v)
+    return out
+
+
+def _same_matrix(g: Matrix, a: Node, o: MathOptions) -> bool:
+    if isinstance(a, Matrix):
+        if len(a.rows) != len(g.rows) or any(len(x) != len(y) for x, y in zip(a.rows, g.rows)):
+            return False
+        return all(exprs_equal(x, y, o) for gr, ar in zip(g.rows, a.rows) for x, y in zip(gr, ar))
+    if isinstance(a, Bracket) and (len(g.rows) == 1 or all(len(r) == 1 for r in g.rows)):
+        flat = [c for r in g.rows for c in r]
+        return len(flat) == len(a.items) and all(same(x, y, o) for x, y in zip(flat, a.items))
+    return False
+
+
+def _same_text(g: Text, a: Node) -> bool:
+    if isinstance(a, Text):
+        return a.text == g.text
+    if isinstance(a, Expr):
+        return a.value.is_Symbol and a.value.name.lower() == g.text
+    if isinstance(a, SetExpr):
+        return _set_words(a.value, g.text)
+    return False
+
+
+def _set_words(value: intervals.Pieces, text: str) -> bool:
+    return value == intervals.EMPTY and text in _EMPTY_WORDS or value == intervals.REALS and text in _REALS_WORDS

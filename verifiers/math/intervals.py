@@ -1,0 +1,111 @@
+"""Subsets of the real line as sorted, merged pieces `(lo, hi, left_open, right_open)`.
+
+SymPy's Union/Intersection simplify pairwise and grow quadratically (eight intervals took 0.1 s,
+24 took 2.5 s); answers need only unions, intersections and complements of intervals and
+points, which this does in O(n log n) with exact endpoint comparisons."""
+from __future__ import annotations
+
+import math
+
+import sympy
+
+from verifiers.math.lexer import ParseError
+from verifiers.math.numeric import EXACT_REL, approx
+
+Piece = tuple  # (lo, hi, left_open, right_open); a point p is (p, p, False, False)
+Pieces = tuple[Piece, ...]
+MAX_PIECES = 64
+OO = sympy.oo
+REALS: Pieces = ((-OO, OO, True, True),)
+EMPTY: Pieces = ()
+
+
+def _key(x: sympy.Basic):
+    """A comparable real value of an endpoint; ParseError if it is not a real number."""
+    if x == OO or x == -OO:
+        return float(x)
+    if x.is_Rational:
+        return x
+    v = approx(x)
+    if v is None or abs(v.imag) > EXACT_REL:
+        raise ParseError("interval endpoint is not a real number")
+    return v.real
+
+
+def _cmp(a: sympy.Basic, b: sympy.Basic) -> int:
+    if a == b:
+        return 0
+    ka, kb = _key(a), _key(b)
+    if isinstance(ka, sympy.Rational) and isinstance(kb, sympy.Rational):
+        return -1 if ka < kb else 1
+    fa, fb = float(ka), float(kb)
+    if fa == fb or math.isfinite(fa) and math.isfinite(fb) and abs(fa - fb) <= float(EXACT_REL) * max(1.0, abs(fa)):
+        return 0
+    return -1 if fa < fb else 1
+
+
+def interval(lo: sympy.Basic, hi: sympy.Basic, left_open: bool, right_open: bool) -> Pieces:
+    left_open = left_open or lo == -OO or lo == OO
+    right_open = right_open or hi == OO or hi == -OO
+    c = _cmp(lo, hi)
+    if c > 0 or c == 0 and (left_open or right_open):
+        return EMPTY
+    return ((lo, hi, left_open, right_open),)
+
+
+def points(values) -> Pieces:
+    return normalize(tuple((v, v, False, False) for v in values))
+
+
+def normalize(pieces: Pieces) -> Pieces:
+    """Sorted, with overlapping or touching pieces merged."""
+    if len(pieces) > MAX_PIECES:
+        raise ParseError("too many intervals")
+    ordered = sorted(pieces, key=lambda p: (_sort_key(p[0]), p[2]))
+    out: list[list] = []
+    for lo, hi, lo_open, hi_open in ordered:
+        if out:
+            last = out[-1]
+            c = _cmp(lo, last[1])
+            if c < 0 or c == 0 and not (last[3] and lo_open):
+                if _cmp(hi, last[1]) > 0 or _cmp(hi, last[1]) == 0 and not hi_open:
+                    last[1], last[3] = hi, hi_open
+                if _cmp(lo, last[0]) == 0 and not lo_open:
+                    last[2] = False
+                continue
+        out.append([lo, hi, lo_open, hi_open])
+    return tuple(tuple(p) for p in out)
+
+
+def _sort_key(x: sympy.Basic) -> float:
+    return float(_key(x))
+
+
+def union(*sets: Pieces) -> Pieces:
+    return normalize(tuple(p for s in sets for p in s))
+
+
+def intersect(a: Pieces, b: Pieces) -> Pieces:
+    out = []
+    for alo, ahi, alo_open, ahi_open in a:
+        for blo, bhi, blo_open, bhi_open in b:
+            c_lo = _cmp(alo, blo)
+            lo, lo_open = (alo, alo_open) if c_lo > 0 else (blo, blo_open) if c_lo < 0 else (alo, alo_open or blo_open)
+            c_hi = _cmp(ahi, bhi)
+            hi, hi_open = (ahi, ahi_open) if c_hi < 0 else (bhi, bhi_open) if c_hi > 0 else (ahi, ahi_open or bhi_open)
+            out.extend(interval(lo, hi, lo_open, hi_open))
+    return normalize(tuple(out))
+
+
+def complement(s: Pieces) -> Pieces:
+    """The reals minus `s`."""
+    out, lo, lo_open = [], -OO, True
+    for p_lo, p_hi, p_lo_open, p_hi_open in s:
+        out.extend(interval(lo, p_lo, lo_open, not p_lo_open))
+        lo, lo_open = p_hi, not p_hi_open
+    out.extend(interval(lo, OO, lo_open, True))
+    return normalize(tuple(out))
+
+
+def difference(a: Pieces, b: Pieces) -> Pieces:
+    return intersect(a, complement(b))

@@ -1,0 +1,62 @@
+"""Policy choices of the math verifier, with their documented defaults."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifiers.verdict import VerifierError
+
+
+class VerifierTypeError(VerifierError, TypeError):
+    """A verifier got an argument of the wrong type (catchable as either base class)."""
+
+
+PERCENT_POLICIES = ("either", "number", "fraction")
+ANGLE_POLICIES = ("either", "degrees")
+HEDGE_POLICIES = ("wrong", "last")
+
+
+@dataclass(frozen=True)
+class MathOptions:
+    """How `verifiers.math.verify` decides. Frozen and hashable: it travels to the worker processes.
+
+    percent: gold `25\\%` accepts `25\\%`, `25` and, under "either" (default), also `0.25`;
+        "number" accepts only 25 (the sign is dropped), "fraction" only 0.25 (`%` means /100).
+    angles: gold `30^\\circ` accepts `30`; under "either" (default) also `\\pi/6` (and a radian gold
+        accepts the same angle written in degrees); "degrees" compares the numbers only.
+    rel_tol: relative tolerance used only when the gold is written with a decimal point
+        (`0.5`, `1.2e5` is exact, `2.50`); every other gold is compared exactly.
+    round_to_gold: a decimal gold with at least `round_min_digits` significant digits also accepts
+        a more precise answer that rounds to it (`3.14` accepts `\\pi` and `3.1416`).
+    hedge: "wrong" (default) scores several different final answers (`\\boxed{3}` ... `\\boxed{4}`)
+        as incorrect; "last" takes the last one.
+    timeout_s: wall-clock bound of one call, waiting for a worker included.
+    isolate: run SymPy in worker processes that are killed on the deadline (default). False runs
+        in the calling thread, guarded against hostile input but without a hard deadline.
+    max_response_chars: only the last this many characters of a response are searched for the
+        answer (final answers come last), which bounds extraction time on giant responses.
+    """
+
+    percent: str = "either"
+    angles: str = "either"
+    rel_tol: float = 1e-6
+    round_to_gold: bool = True
+    round_min_digits: int = 3
+    hedge: str = "wrong"
+    timeout_s: float = 0.8
+    max_answer_chars: int = 2000
+    max_boxes: int = 16
+    max_response_chars: int = 200_000
+    isolate: bool = True
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("percent", PERCENT_POLICIES), ("angles", ANGLE_POLICIES), ("hedge", HEDGE_POLICIES)):
+            if getattr(self, name) not in allowed:
+                raise VerifierError(f"MathOptions.{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if not 0 <= self.rel_tol < 1:
+            raise VerifierError(f"MathOptions.rel_tol must be in [0, 1), got {self.rel_tol!r}")
+        if not 0 < self.timeout_s <= 60:
+            raise VerifierError(f"MathOptions.timeout_s must be in (0, 60], got {self.timeout_s!r}")
+        for name in ("round_min_digits", "max_answer_chars", "max_boxes", "max_response_chars"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise VerifierError(f"MathOptions.{name} must be a positive int, got {value!r}")

@@ -14,7 +14,7 @@ import docker
 
 from .docker_sandbox import DockerSandbox
 from .hostile import CASES, Case
-from .owner import LABEL, OWNER_LABEL, owner_token
+from .owner import LABEL, POOL_LABEL
 from .types import Limits, Result, Status
 
 # Run after every case: what a fresh program sees. Prints the problems and the container identity
@@ -99,10 +99,10 @@ def run_suite(cases: Iterable[Case] = CASES, *, image: str | None = None,
         for case in cases:
             outcomes.append(run_case(box, case))
             on_outcome(outcomes[-1])
-    return outcomes, host_problems()
+    return outcomes, host_problems(box.pool_id)
 
 
-def host_problems(wait_s: float = 15.0) -> list[str]:
+def host_problems(pool_id: str, wait_s: float = 15.0) -> list[str]:
     client = docker.from_env(timeout=30)
     try:
         client.ping()
@@ -110,8 +110,7 @@ def host_problems(wait_s: float = 15.0) -> list[str]:
         return [f"the Docker engine no longer answers: {exc}"]
     deadline = time.monotonic() + wait_s  # Docker's auto-remove finishes asynchronously
     while True:
-        mine = [c for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-                if (c.get("Labels") or {}).get(OWNER_LABEL) == owner_token()]
+        mine = client.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{POOL_LABEL}={pool_id}"]})
         if not mine or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import docker
 
 from .channel import Channel, RunnerGone
-from .owner import LABEL, OWNER_LABEL, owner_token
+from .owner import LABEL, OWNER_LABEL, POOL_LABEL, owner_token
 from .types import Limits
 
 RUNNER_COMMAND = ["python3", "/opt/rlvr/runner.py"]
@@ -59,7 +59,8 @@ def hardening(shape: Shape, settings: Settings) -> dict:
 class WarmContainer:
     """A started container whose runner has said it is ready."""
 
-    def __init__(self, client: docker.DockerClient, image: str, shape: Shape, settings: Settings):
+    def __init__(self, client: docker.DockerClient, image: str, shape: Shape, settings: Settings,
+                 pool_id: str = ""):
         self.client, self.shape = client, shape
         api = client.api
         host_config = api.create_host_config(auto_remove=True, **hardening(shape, settings))
@@ -68,7 +69,7 @@ class WarmContainer:
         created = api.create_container(
             image, command=RUNNER_COMMAND, stdin_open=True, detach=False, tty=False, user="0:0",
             working_dir="/work", hostname="sandbox", network_disabled=True,
-            labels={LABEL: "1", OWNER_LABEL: owner_token()}, host_config=host_config)
+            labels={LABEL: "1", OWNER_LABEL: owner_token(), POOL_LABEL: pool_id}, host_config=host_config)
         self.id = created["Id"]
         try:
             attached = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 1,

@@ -108,6 +108,11 @@ class DockerSandbox:
                              "output_bytes": limits.output_bytes, "pids": limits.pids}}
         return header, blobs + [bytes(data)]
 
+    @property
+    def pool_id(self) -> str:
+        """Labels this sandbox's containers (`rlvr.sandbox.pool`), apart from other sandboxes'."""
+        return self._pool.pool_id
+
     def close(self) -> None:
         self._finalizer()
 

@@ -14,6 +14,7 @@ import docker.errors
 
 LABEL = "rlvr.sandbox"
 OWNER_LABEL = "rlvr.sandbox.owner"
+POOL_LABEL = "rlvr.sandbox.pool"  # one pool: tells one sandbox's containers from another's
 
 
 def _boot_id() -> str:

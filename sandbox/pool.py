@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import uuid
 
 import docker
 import docker.errors
@@ -38,6 +39,7 @@ class Pool:
         self._tag: str | None = None
         self._down_until, self._down_reason = 0.0, ""
         self._pid = os.getpid()
+        self.pool_id = uuid.uuid4().hex
 
     @property
     def where(self) -> str:
@@ -147,7 +149,7 @@ class Pool:
                 raise Unavailable(self._down_reason)
         try:
             client, tag = self._connect()
-            container = WarmContainer(client, tag, shape, self.settings)
+            container = WarmContainer(client, tag, shape, self.settings, self.pool_id)
         except ImageBuildError as exc:
             raise self._down(f"sandbox image unavailable: {exc}") from exc
         except docker.errors.ImageNotFound as exc:

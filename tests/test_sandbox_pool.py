@@ -17,7 +17,7 @@ import pytest
 
 import sandbox
 from sandbox import DockerSandbox, Limits, Status, unavailable_reason
-from sandbox.owner import LABEL, OWNER_LABEL, owner_token
+from sandbox.owner import LABEL, OWNER_LABEL, POOL_LABEL, owner_token
 from conftest import require
 
 pytestmark = pytest.mark.docker
@@ -32,10 +32,9 @@ def client():
     return docker.from_env(timeout=30)
 
 
-def mine(client, token: str | None = None) -> list[dict]:
-    token = token or owner_token()
-    return [c for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-            if c["Labels"].get(OWNER_LABEL) == token]
+def mine(client, pool_id: str) -> list[dict]:
+    """The containers of one sandbox (other sandboxes of this process may be alive too)."""
+    return client.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{POOL_LABEL}={pool_id}"]})
 
 
 def wait_until(condition, timeout_s: float = 15.0) -> bool:
@@ -56,8 +55,8 @@ def test_concurrent_runs_from_threads(client):
             results = list(workers.map(one, range(40)))
         for i, result in results:
             assert result.ok and result.stdout == f"{i * 2} {i}\n", result
-        assert len(mine(client)) <= 3
-    assert wait_until(lambda: not mine(client)), "close() left containers behind"
+        assert len(mine(client, box.pool_id)) <= 3
+    assert wait_until(lambda: not mine(client, box.pool_id)), "close() left containers behind"
 
 
 def test_contaminated_container_is_replaced_before_reuse(client):
@@ -88,16 +87,16 @@ def test_unreachable_engine_is_unavailable_not_a_failure():
 def test_container_killed_under_a_run_is_replaced(client):
     with DockerSandbox(pool_size=1, limits=QUICK) as box:
         assert box.run({}, ["true"]).ok
-        (victim,) = mine(client)
+        (victim,) = mine(client, box.pool_id)
         client.api.kill(victim["Id"])  # idle: the next run notices and gets a fresh container
         assert box.run({}, ["true"]).ok
-        (victim,) = mine(client)
+        (victim,) = mine(client, box.pool_id)
         killer = threading.Timer(0.5, client.api.kill, args=(victim["Id"],))
         killer.start()  # during a run: it is retried once on a fresh container
         result = box.run({"main.py": "import time; time.sleep(1.5); print('done')"}, ["python3", "main.py"])
         killer.join()
         assert result.ok and result.stdout == "done\n", result
-        assert [c["Id"] for c in mine(client)] != [victim["Id"]]
+        assert [c["Id"] for c in mine(client, box.pool_id)] != [victim["Id"]]
 
 
 def test_stale_containers_are_reaped_at_start(client, tmp_path):

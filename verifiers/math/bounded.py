@@ -263,7 +263,10 @@ class WorkerPool:
                 w.process.wait(0.5)
             except subprocess.TimeoutExpired:
                 w.process.kill()
-                w.process.wait(0.5)
+                try:
+                    w.process.wait(5)
+                except subprocess.TimeoutExpired:  # a loaded machine: the kill lands later
+                    pass
             w.conn.close()
         for p in self._reaping:
             try:

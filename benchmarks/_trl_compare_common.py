@@ -1,0 +1,126 @@
+"""What both sides of `trl_compare.py` share: the run's settings, the tasks of each step, and
+the reward (rlvr's own environment scoring one completion), so TRL and rlvr see the same
+prompts, the same chat formatting and the same scores."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One comparison run, the same on both sides. `beta` is the KL coefficient (rlvr's grpo preset:
+    0.04), `epsilon` the clip range; `threads` None keeps torch's default."""
+
+    model: str
+    env: str = "rlvr/Arithmetic-v0"
+    env_args: dict[str, Any] = field(default_factory=dict)
+    steps: int = 20
+    tasks_per_step: int = 16
+    group_size: int = 8
+    max_tokens: int = 32
+    temperature: float = 1.0
+    lr: float = 1e-4
+    warmup_steps: int = 30  # linear warm-up, then constant (rlvr's schedule)
+    beta: float = 0.04
+    epsilon: float = 0.2
+    seed: int = 0
+    threads: int | None = None  # torch intra-op threads on both sides (None: torch's default)
+    rlvr_sampler: str = "vllm"
+    trl_generation: str = "hf"  # "hf" (model.generate), "cb" (continuous batching) or "vllm" (colocate)
+    trl_gradient_checkpointing: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "tasks_per_step", "group_size", "max_tokens"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.group_size < 2:
+            raise ValueError(f"GRPO compares samples within a group: group_size must be >= 2, got {self.group_size}")
+        for name in ("temperature", "lr"):
+            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be an int >= 0, got {self.warmup_steps!r}")
+        if not (math.isfinite(self.beta) and self.beta >= 0) or not 0 < self.epsilon < 1:
+            raise ValueError(f"need beta >= 0 and 0 < epsilon < 1, got {self.beta!r}, {self.epsilon!r}")
+        if self.rlvr_sampler not in ("vllm", "hf"):
+            raise ValueError(f"rlvr_sampler must be vllm or hf, got {self.rlvr_sampler!r}")
+        if self.trl_generation not in ("hf", "cb", "vllm"):
+            raise ValueError(f"trl_generation must be hf, cb or vllm, got {self.trl_generation!r}")
+
+    @property
+    def batch_size(self) -> int:
+        return self.tasks_per_step * self.group_size
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> "Settings":
+        return cls(**json.loads(Path(path).read_text()))
+
+
+def lr_factor(warmup_steps: int):
+    """rlvr's learning-rate multiplier for optimizer step s (from 0), as `trainers.loop.Trainer`
+    computes it for a constant schedule: (s + 1) / warmup_steps during the warm-up, then 1."""
+    return lambda s: (s + 1) / warmup_steps if s < warmup_steps else 1.0
+
+
+def step_seeds(seed: int, step: int, n: int) -> list[int]:
+    """The environment reset seeds rlvr's loop trains on at `step` (with no held-out evaluation
+    during training, as here), so that TRL, fed the same tasks in order, trains on rlvr's tasks."""
+    from trainers.config import TrainConfig
+    from trainers.loop import training_seeds
+
+    return training_seeds(TrainConfig(seed=seed, tasks_per_step=n, eval_tasks=0), step)
+
+
+class EnvReward:
+    """A TRL reward function that scores each completion with rlvr's environment: reset onto the
+    task, step with the completion's text; the step's reward is rlvr's reward for that episode.
+    Completions are scored concurrently, each thread with its own environment, as rlvr's rollout
+    steps its environments (the verifier may wait on its worker processes). A grader error (not
+    a wrong answer) gives None, which TRL leaves out, as rlvr leaves such an episode out."""
+
+    __name__ = "env_reward"  # TRL names its reward metrics after the function
+
+    def __init__(self, env_id: str, env_args: dict[str, Any], max_workers: int = 16):
+        self.env_id, self.env_args = env_id, dict(env_args)
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(max_workers=max_workers)
+        self._lock = threading.Lock()
+        self.errors = 0
+
+    def _env(self):
+        if not hasattr(self._local, "env"):
+            from envs import make
+
+            self._local.env = make(self.env_id, **self.env_args)
+        return self._local.env
+
+    def task(self, seed: int) -> tuple[list[dict[str, str]], str]:
+        """The opening messages and the task id of the task that reset seed `seed` draws (as
+        rlvr's rollout resets its environments)."""
+        messages, info = self._env().reset(seed=seed)
+        return messages, str(info["task_id"])
+
+    def score(self, text: str, task_id: str) -> float | None:
+        env = self._env()
+        env.reset(options={"task_id": task_id})
+        _, reward, _, _, info = env.step(text)
+        verdict = info.get("verdict")
+        if verdict is not None and verdict.is_error:
+            with self._lock:
+                self.errors += 1
+            return None
+        return float(reward)
+
+    def __call__(self, prompts, completions, task_id, **_: Any) -> list[float | None]:
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return list(self._pool.map(self.score, texts, task_id))

@@ -1,0 +1,102 @@
+"""The numbers and the table of `trl_compare.py`: pure functions over the two sides' results.
+
+Accuracy is compared task by task: both trained models are evaluated on the same held-out tasks
+with the same sampling seeds, so the per-task difference in pass rate is paired, and its 95%
+percentile-bootstrap interval over tasks says whether rlvr learned less than TRL beyond noise.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+SPEEDUP_TARGET = 2.0
+
+
+def median_after_warmup(seconds: Sequence[float]) -> float:
+    """The median step time without the first (warm-up) step."""
+    if not seconds:
+        raise ValueError("no steps were timed")
+    return statistics.median(seconds[1:] if len(seconds) > 1 else seconds)
+
+
+def per_task_pass_rates(episodes_jsonl: Path) -> dict[int, float]:
+    """Fraction of correct samples per held-out task (group id), `error` episodes left out."""
+    by_task: dict[int, list[bool]] = {}
+    for line in Path(episodes_jsonl).read_text().splitlines():
+        record = json.loads(line)
+        if record["outcome"] != "error":
+            by_task.setdefault(int(record["group_id"]), []).append(record["outcome"] == "correct")
+    return {task: sum(v) / len(v) for task, v in by_task.items()}
+
+
+def paired_difference(a: dict[int, float], b: dict[int, float], seed: int = 0) -> dict[str, float]:
+    """Mean over shared tasks of b - a, with its 95% percentile-bootstrap interval over tasks."""
+    from envs.evaluate import bootstrap_ci
+
+    tasks = sorted(set(a) & set(b))
+    if not tasks:
+        raise ValueError("the two evaluations share no task")
+    mean, low, high = bootstrap_ci([b[t] - a[t] for t in tasks], seed=seed)
+    return {"estimate": mean, "ci_low": low, "ci_high": high, "tasks": len(tasks)}
+
+
+def verdicts(trl: dict[str, Any], rlvr: dict[str, Any], accuracy_diff: dict[str, float] | None) -> dict[str, Any]:
+    """The three targets: at least 2x faster per step, no more peak memory, and accuracy not
+    below TRL's beyond noise (the paired interval of rlvr - TRL reaches 0 or above)."""
+    speedup = median_after_warmup(trl["step_seconds"]) / median_after_warmup(rlvr["step_seconds"])
+    memory_ratio = rlvr["peak_rss_bytes"] / trl["peak_rss_bytes"]
+    out: dict[str, Any] = {"speedup": speedup, "faster": speedup >= SPEEDUP_TARGET,
+                           "memory_ratio": memory_ratio, "leaner": memory_ratio <= 1.0}
+    if accuracy_diff is not None:
+        out["learns_as_well"] = accuracy_diff["ci_high"] >= 0.0
+    return out
+
+
+def schedules_match(trl: dict[str, Any], rlvr: dict[str, Any], rel: float = 1e-6) -> bool:
+    """Whether both sides used the same learning rate at every step (a check that the settings
+    really are the same, read from what each trainer reports)."""
+    a, b = trl.get("step_lrs") or [], rlvr.get("step_lrs") or []
+    return len(a) == len(b) > 0 and all(abs(x - y) <= rel * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
+def _pass(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+def _acc(e: dict[str, Any]) -> str:
+    p = e["pass_at_1"]
+    return f"{p['estimate']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}]"
+
+
+def _mean(x: Sequence[float]) -> str:
+    return f"{sum(x) / len(x):.3f}" if x else "-"
+
+
+def table(trl: dict[str, Any], rlvr: dict[str, Any], evals: dict[str, Any], accuracy_diff: dict | None) -> str:
+    v = verdicts(trl, rlvr, accuracy_diff)
+    t_cpu, r_cpu = median_after_warmup(trl["step_cpu_seconds"]), median_after_warmup(rlvr["step_cpu_seconds"])
+    rows = [
+        ("", "TRL GRPOTrainer", "rlvr grpo", "rlvr vs TRL", "target"),
+        ("seconds / step (median)", f"{median_after_warmup(trl['step_seconds']):.3f}",
+         f"{median_after_warmup(rlvr['step_seconds']):.3f}", f"{v['speedup']:.2f}x faster",
+         f">= {SPEEDUP_TARGET:g}x: {_pass(v['faster'])}"),
+        ("CPU seconds / step (median)", f"{t_cpu:.3f}", f"{r_cpu:.3f}", f"{t_cpu / r_cpu:.2f}x less", ""),
+        ("peak memory (MiB)", f"{trl['peak_rss_bytes'] / 2**20:,.0f}", f"{rlvr['peak_rss_bytes'] / 2**20:,.0f}",
+         f"{v['memory_ratio']:.2f}x", f"<= 1x: {_pass(v['leaner'])}"),
+        ("train reward, first 3 steps", _mean(trl["train_rewards"][:3]), _mean(rlvr["train_rewards"][:3]), "", ""),
+        ("train reward, last 3 steps", _mean(trl["train_rewards"][-3:]), _mean(rlvr["train_rewards"][-3:]), "", ""),
+    ]
+    if evals and accuracy_diff is not None:
+        d = accuracy_diff
+        rows += [
+            ("held-out pass@1, start", _acc(evals["base"]), _acc(evals["base"]), "", ""),
+            ("held-out pass@1, after", _acc(evals["trl"]), _acc(evals["rlvr"]),
+             f"{100 * d['estimate']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}] pts",
+             f"not below: {_pass(v['learns_as_well'])}"),
+        ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)

@@ -1,0 +1,302 @@
+"""Run a sampler in environments: G episodes per task, token-exact, returned as groups.
+
+All episodes advance in lockstep, one turn at a time: each turn is ONE `sampler.generate` call
+for every active episode (the first turn asks for `n=G` per task, since a group shares its
+prompt; later turns `n=1` per episode), then the environment steps (decode, `env.step`, reply
+tokens) run concurrently in a thread pool, since a step may wait on a sandbox or a verifier.
+
+Token exactness. `prompt_ids` is the chat template of the opening messages with the generation
+prompt. After it, the model's tokens are stored exactly as sampled (loss mask 1, sampler
+logprobs); the environment's reply goes in as the template's tokens for the new messages only:
+template(conversation + reply, generation prompt) minus the template(conversation) prefix (the
+prefix property is checked, `TemplateError` otherwise), with the model's turn rendered from its
+decoded text only to find that boundary, never stored. The model's text is never re-tokenized.
+
+A model turn that ends without eos (the `max_tokens` limit or a stop string) in a multi-turn
+episode: the environment still steps on the decoded text, and the rollout closes the turn with
+the template's end-of-turn tokens (eos and what follows it), masked 0, so the next turn starts
+exactly as the template would start it.
+
+Outcomes: the final turn's verdict, except that a last turn cut by `max_tokens` makes it
+`truncated` unless the verifier found it correct, and a verdict of `error` (or an env or grader
+that raises) makes the episode `error` at once: counted, tokens kept, excluded from `Group`
+statistics. An episode whose next prompt plus `max_tokens` would not fit in `max_length` ends
+`truncated` there, without the reply tokens (prompt plus completion never exceed `max_length`).
+
+Seeds: with `sampling.seed` set, turn t samples with seed `sampling.seed + t * 1_000_003`.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+from tqdm.auto import tqdm
+
+from envs.core import EnvError, Message
+from envs.episode import Episode
+from envs.registry import make
+from envs.sampler import Sample, Sampler, SamplingSettings, Tokenizer
+from verifiers.verdict import Outcome, Verdict
+
+TURN_SEED_STRIDE = 1_000_003
+
+
+class TemplateError(EnvError, ValueError):
+    """The chat template cannot extend a conversation by appending tokens (no prefix property,
+    or no eos token closing an assistant turn)."""
+
+
+@dataclass
+class Group:
+    """The G episodes of one task. Statistics leave `error` episodes out."""
+
+    task_id: str
+    group_id: int
+    episodes: list[Episode]
+
+    @property
+    def valid(self) -> list[Episode]:
+        return [ep for ep in self.episodes if not ep.is_error]
+
+    @property
+    def rewards(self) -> list[float]:
+        return [ep.reward for ep in self.valid]
+
+    @property
+    def num_errors(self) -> int:
+        return len(self.episodes) - len(self.valid)
+
+    @property
+    def mean_reward(self) -> float | None:
+        rewards = self.rewards
+        return sum(rewards) / len(rewards) if rewards else None
+
+
+def template_ids(tokenizer: Tokenizer, messages: list[Message], add_generation_prompt: bool) -> list[int]:
+    """The chat template's token ids for `messages`, as a list of ints."""
+    ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt,
+                                        return_dict=False)
+    if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
+        ids = ids["input_ids"]
+    return [int(t) for t in ids]
+
+
+def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message], model_ended_turn: bool) -> list[int]:
+    """Tokens that follow the model's last turn (the last message of `conversation`) up to the
+    next generation prompt: the end of that turn when the model did not emit eos itself, the
+    template's tail after eos, the reply messages, and the generation prompt."""
+    before = template_ids(tokenizer, conversation, add_generation_prompt=False)
+    after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True)
+    if after[: len(before)] != before:
+        raise TemplateError("the chat template re-renders earlier turns when a message is added "
+                            "(no prefix property), so environment replies cannot be appended as tokens")
+    eos = tokenizer.eos_token_id
+    if eos not in before:
+        raise TemplateError(f"the chat template does not close assistant turns with eos (id {eos})")
+    close_at = len(before) - before[::-1].index(eos)  # just after the eos that closes the model's turn
+    return before[close_at if model_ended_turn else close_at - 1 :] + after[len(before) :]
+
+
+@dataclass
+class _Run:
+    """One episode in progress."""
+
+    env: Any
+    group: int
+    task_id: str
+    seed: int | None
+    messages: list[Message]
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    turn_rewards: list[float] = field(default_factory=list)
+    verdict: Verdict | None = None
+    outcome: Outcome | None = None
+    finish_reason: str = ""
+    turns: int = 0
+    error: str | None = None
+    note: str = ""
+
+    @property
+    def done(self) -> bool:
+        return self.outcome is not None
+
+    def context_ids(self) -> list[int]:
+        return self.prompt_ids + self.completion_ids
+
+
+def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | None) -> None:
+    """Append the model's turn, step the environment on its text, append the reply tokens
+    unless the next turn would then start past `context_limit` (the episode ends there)."""
+    run.completion_ids += sample.token_ids
+    run.loss_mask += [1] * len(sample.token_ids)
+    run.logprobs += sample.logprobs
+    run.finish_reason = sample.finish_reason
+    run.turns += 1
+    try:
+        text = tokenizer.decode(list(sample.token_ids), skip_special_tokens=True)
+        run.messages.append({"role": "assistant", "content": text})
+        reply, reward, terminated, truncated, info = run.env.step(text)
+        run.turn_rewards.append(float(reward))
+        verdict = info.get("verdict")
+        if not isinstance(verdict, Verdict):
+            raise EnvError(f"env.step returned no Verdict in info['verdict'] (got {type(verdict).__name__})")
+        run.verdict = verdict
+        if verdict.is_error:
+            run.error, run.outcome = verdict.detail or "the verifier failed", Outcome.ERROR
+        elif terminated or truncated:
+            run.outcome = verdict.outcome
+            if sample.finish_reason == "length" and verdict.outcome is not Outcome.CORRECT:
+                run.outcome = Outcome.TRUNCATED
+        else:
+            ended = bool(sample.token_ids) and sample.token_ids[-1] == tokenizer.eos_token_id
+            extra = reply_ids(tokenizer, run.messages, list(reply), ended)
+            if context_limit is not None and len(run.context_ids()) + len(extra) > context_limit:
+                run.outcome, run.note = Outcome.TRUNCATED, "the next turn would not fit in the context"
+                return
+            run.messages.extend(copy.deepcopy(reply))
+            run.completion_ids += extra
+            run.loss_mask += [0] * len(extra)
+            run.logprobs += [0.0] * len(extra)
+    except TemplateError:
+        raise  # a setup problem, not an episode's: every episode would hit it
+    except Exception as e:  # noqa: BLE001 - an env or verifier crash is this episode's error, counted
+        run.error, run.outcome = f"{type(e).__name__}: {e}", Outcome.ERROR
+
+
+def _seeded(sampling: SamplingSettings, turn: int) -> SamplingSettings:
+    return sampling if sampling.seed is None else dataclasses.replace(sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
+
+
+def _generate(sampler: Sampler, prompts: list[list[int]], n: int, sampling: SamplingSettings) -> list[list[Sample]]:
+    out = sampler.generate(prompts, n, sampling)
+    if len(out) != len(prompts) or any(len(s) != n for s in out):
+        raise RuntimeError(f"the sampler returned {[len(s) for s in out]} samples for {len(prompts)} prompts x {n}")
+    return out
+
+
+def _open(make_env: Callable[[], Any], tokenizer: Tokenizer, group: int, task_id: str | None, seed: int | None,
+          prompt_ids: list[int] | None = None) -> _Run:
+    """A fresh env reset onto a task (by id, or drawn by `seed`); the prompt is rendered unless
+    the group's is given."""
+    env = make_env()
+    messages, info = env.reset(seed=seed, options=None if task_id is None else {"task_id": task_id})
+    task_id = str(info.get("task_id", env.unwrapped.task.task_id))
+    prompt = template_ids(tokenizer, messages, add_generation_prompt=True) if prompt_ids is None else prompt_ids
+    return _Run(env=env, group=group, task_id=task_id, seed=seed, messages=list(messages), prompt_ids=prompt)
+
+
+def _followers(make_env: Callable[[], Any], leader: _Run, tokenizer: Tokenizer, count: int) -> list[_Run]:
+    """The other G-1 copies of a group: reset onto the leader's task, with its seed."""
+    runs = [_open(make_env, tokenizer, leader.group, leader.task_id, leader.seed, leader.prompt_ids)
+            for _ in range(count)]
+    if any(r.messages != leader.messages for r in runs):
+        raise EnvError(f"copies of task {leader.task_id} reset to different prompts: the env is not deterministic")
+    for r in runs:
+        r.outcome, r.note = leader.outcome, leader.note
+    return runs
+
+
+def _verifier_version(verdict: Verdict | None) -> str | None:
+    info = verdict.info if verdict is not None else {}
+    return info.get("verifier_version") or info.get("verifier")
+
+
+def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: SamplingSettings,
+             model_info: Mapping[str, Any]) -> Episode:
+    env = run.env.unwrapped
+    verdict = run.verdict
+    metadata = {
+        "env_version": getattr(env, "version", None), "env_kwargs": dict(env_kwargs), "seed": run.seed,
+        "verifier": _verifier_version(verdict) or getattr(env, "verifier_version", None),
+        **{k: v for k, v in model_info.items() if k != "step"},
+        "model": model_info.get("model"), "model_step": model_info.get("model_step", model_info.get("step")),
+        "sampling": dataclasses.asdict(sampling), "turns": run.turns,
+        "detail": run.note or (verdict.detail if verdict else ""),
+    }
+    if run.error is not None:
+        metadata["error"] = run.error
+    return Episode(
+        env_id=env_id, task_id=run.task_id, group_id=run.group, prompt_ids=list(run.prompt_ids),
+        completion_ids=run.completion_ids, loss_mask=run.loss_mask, logprobs=[float(x) for x in run.logprobs],
+        turn_rewards=run.turn_rewards, outcome=run.outcome or Outcome.ERROR, messages=run.messages,
+        finish_reason=run.finish_reason, metadata=metadata,
+    )
+
+
+def rollout(
+    env_id: str, env_kwargs: Mapping[str, Any] | None, sampler: Sampler, tokenizer: Tokenizer, *,
+    task_ids: Sequence[str] | None = None, seeds: Sequence[int] | None = None, group_size: int,
+    sampling: SamplingSettings, model_info: Mapping[str, Any] | None = None, progress: bool = True,
+    max_workers: int = 16, max_length: int | None = None, group_id_start: int = 0,
+) -> list[Group]:
+    """G = `group_size` episodes for each task (given by id, or drawn by reset seed), one group
+    per task in the order given; group ids count from `group_id_start`. `max_length` (prompt plus
+    completion tokens; default the sampler's `max_model_len` if it has one) bounds an episode."""
+    if (task_ids is None) == (seeds is None):
+        raise ValueError("pass exactly one of task_ids and seeds")
+    if group_size < 1 or max_workers < 1:
+        raise ValueError(f"group_size and max_workers must be >= 1, got {group_size}, {max_workers}")
+    env_kwargs, model_info = dict(env_kwargs or {}), dict(model_info or {})
+    if max_length is None:  # a sampler that knows its context limit (VLLMSampler) sets it
+        max_length = getattr(sampler, "max_model_len", None)
+    starts = [(str(t), None) for t in task_ids] if task_ids is not None else [(None, int(s)) for s in seeds]
+    probe = make(env_id, disable_env_checker=True, **env_kwargs)  # a bad id or argument fails here, typed
+    spec_id = probe.spec.id
+    probe.close()
+
+    opened: list[Any] = []
+
+    def make_env():
+        env = gym.make(spec_id, disable_env_checker=True, **env_kwargs)
+        opened.append(env)
+        return env
+
+    limit = None if max_length is None else max_length - sampling.max_tokens  # longest prompt of a turn
+    try:
+        with ThreadPoolExecutor(max_workers=max_workers) as pool, \
+                tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
+            groups = _play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
+        return [
+            Group(g[0].task_id, group_id_start + i, [_episode(r, env_id, env_kwargs, sampling, model_info) for r in g])
+            for i, g in enumerate(groups)
+        ]
+    finally:
+        for env in opened:
+            env.close()
+
+
+def _play(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], starts: list, sampler: Sampler,
+          tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings, limit: int | None,
+          group_id_start: int) -> list[list[_Run]]:
+    """Reset the groups and play every episode to its end, one sampler call per turn."""
+    leaders = list(pool.map(lambda i: _open(make_env, tokenizer, group_id_start + i, *starts[i]), range(len(starts))))
+    for r in leaders:
+        if limit is not None and len(r.prompt_ids) > limit:
+            r.outcome, r.note = Outcome.TRUNCATED, "the prompt does not fit in the context"
+    # Only a group's leader is needed to sample its first turn: the other copies are made and
+    # reset in the pool while the sampler runs.
+    pending = [pool.submit(_followers, make_env, r, tokenizer, group_size - 1) for r in leaders]
+    # Turn 1: one call on the groups' shared prompts, n = G each.
+    live = [r for r in leaders if not r.done]
+    samples = _generate(sampler, [r.prompt_ids for r in live], group_size, _seeded(sampling, 0)) if live else []
+    groups = [[leader] + f.result() for leader, f in zip(leaders, pending)]
+    pairs = [(r, s) for g, ss in zip([g for g in groups if not g[0].done], samples) for r, s in zip(g, ss)]
+    turn = 0
+    while pairs:
+        list(pool.map(lambda rs: _step(rs[0], rs[1], tokenizer, limit), pairs))
+        turn += 1
+        bar.update(sum(r.done for r, _ in pairs))
+        bar.set_postfix(turn=turn)
+        # Later turns: one call on every active episode's context, n = 1 each.
+        active = [r for g in groups for r in g if not r.done]
+        samples = _generate(sampler, [r.context_ids() for r in active], 1, _seeded(sampling, turn)) if active else []
+        pairs = [(r, ss[0]) for r, ss in zip(active, samples)]
+    bar.update(bar.total - bar.n)
+    return groups

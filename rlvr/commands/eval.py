@@ -1,0 +1,212 @@
+"""`rlvr eval`: sample a model on an environment's tasks and report pass@k.
+
+Writes DIR/episodes.jsonl as it goes (one line per episode) and DIR/summary.json at the end,
+and prints the summary as a table. Run it again with the same arguments to resume an
+interrupted run: finished tasks are kept, the rest are sampled. Tasks are the environment's
+reset seeds `--task-start`, `--task-start + 1`, ... (by default the held-out seeds the trainer
+evaluates on).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HELD_OUT_SEED_START = 1_000_000  # the trainer draws training seeds below this
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("eval", help="evaluate a model on an environment: pass@k, outcomes, speed",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="tiny", help="model directory or 'tiny' (default); with --base-url, "
+                   "the served model's name")
+    p.add_argument("--env", default="rlvr/Arithmetic-v0", help="environment id (default rlvr/Arithmetic-v0)")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="environment keyword argument (value read as YAML); repeatable")
+    p.add_argument("--tasks", type=int, default=100, help="number of tasks (default 100)")
+    p.add_argument("--k", default="1", help="comma-separated k for pass@k (default 1)")
+    p.add_argument("--samples", type=int, default=None, help="samples per task (default: the largest k)")
+    p.add_argument("--sampler", choices=["vllm", "hf", "openai"], default=None,
+                   help="vllm (default), hf, or openai (implied by --base-url)")
+    p.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--api-key", default=None, help="bearer token for --base-url")
+    p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: --model)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--max-tokens", type=int, default=64, help="tokens per model turn (default 64)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--task-start", type=int, default=HELD_OUT_SEED_START, help="first task seed")
+    p.add_argument("--chunk", type=int, default=32, help="tasks per rollout call; the unit of resuming")
+    p.add_argument("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments, or an --out that holds another run."""
+
+
+def parse_ks(text: str) -> list[int]:
+    try:
+        ks = sorted({int(k) for k in text.split(",") if k.strip()})
+    except ValueError:
+        raise UsageError(f"--k must be comma-separated integers, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise UsageError(f"--k values must be >= 1, got {text!r}")
+    return ks
+
+
+def sampler_kind(args: argparse.Namespace) -> str:
+    kind = args.sampler or ("openai" if args.base_url else "vllm")
+    if (kind == "openai") != bool(args.base_url):
+        raise UsageError("--base-url goes with --sampler openai, and --sampler openai needs --base-url")
+    return kind
+
+
+def model_label(args: argparse.Namespace) -> str:
+    """The model as recorded in episodes and the summary: its resolved directory, or name @ server."""
+    from trainers.models import resolve_model
+
+    return f"{args.model} @ {args.base_url}" if args.base_url else str(resolve_model(args.model))
+
+
+def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(sampler, tokenizer)."""
+    from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+
+    kind = sampler_kind(args)
+    if kind == "openai":
+        from trainers.samplers import OpenAISampler
+
+        tokenizer = load_tokenizer(args.tokenizer or args.model)
+        return OpenAISampler(args.base_url, args.model, args.api_key, tokenizer=tokenizer), tokenizer
+    path = resolve_model(args.model)
+    tokenizer = load_tokenizer(args.tokenizer or path)
+    if kind == "hf":
+        from trainers.samplers import HFSampler
+
+        return HFSampler(load_causal_lm(path), tokenizer), tokenizer
+    from trainers.samplers import VLLMSampler
+
+    return VLLMSampler(str(path), seed=args.seed, max_model_len=args.max_model_len), tokenizer
+
+
+def _identity(env_id: str, env_args: dict, model: str, sampling: dict, group_size: int) -> dict[str, Any]:
+    """What two runs must share for their episodes to be pooled."""
+    return {"env": env_id, "env_args": env_args, "model": model, "sampling": sampling, "samples": group_size}
+
+
+def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
+    run_file = out / "run.json"
+    if run_file.exists():
+        previous = json.loads(run_file.read_text())
+        if previous != json.loads(json.dumps(identity)):
+            raise UsageError(f"{out} holds episodes of another run ({previous}); pass a new --out")
+    else:
+        run_file.write_text(json.dumps(identity, indent=2))
+
+
+def run(args: argparse.Namespace) -> int:
+    from envs.core import EnvError
+    from envs.episode_log import EpisodeLogError
+    from trainers.models import ModelError
+    from trainers.samplers.openai_sampler import SamplerError
+
+    try:
+        return _run(args)
+    except (UsageError, EnvError, ModelError, EpisodeLogError, SamplerError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    import envs
+    from envs.episode_log import append_records, episode_from_record, load_complete_groups
+    from envs.evaluate import format_table, summarize
+    from envs.rollout import rollout
+    from envs.sampler import SamplingSettings
+    from tqdm.auto import tqdm
+
+    ks = parse_ks(args.k)
+    group_size = args.samples or ks[-1]
+    if args.tasks < 1 or args.chunk < 1 or group_size < 1:
+        raise UsageError("--tasks, --chunk and --samples must be >= 1")
+    if group_size < ks[-1]:
+        raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
+    env_args = envs.parse_env_args(args.env_arg)
+    envs.make(args.env, **env_args).close()  # a bad id or argument fails now, before the model loads
+    try:
+        sampling = SamplingSettings(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
+                                    seed=args.seed)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+    kind, model = sampler_kind(args), model_label(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "episodes.jsonl"
+    sampling_dict = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
+                     "seed": args.seed, "task_start": args.task_start}
+    _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size))
+    records = load_complete_groups(log, group_size)
+    sampler, tokenizer = build_sampler(args)
+
+    done = {int(r["group_id"]) for r in records}
+    todo = [i for i in range(args.tasks) if i not in done]
+    tokens, seconds = 0, 0.0
+    try:
+        with tqdm(total=args.tasks, initial=args.tasks - len(todo), disable=not args.progress, desc="tasks",
+                  unit="task") as bar:
+            for start in range(0, len(todo), args.chunk):
+                chunk = todo[start : start + args.chunk]
+                t0 = time.perf_counter()
+                groups = _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model)
+                seconds += time.perf_counter() - t0
+                new = [ep for g in groups for ep in g.episodes]
+                tokens += sum(sum(ep.loss_mask) for ep in new)
+                append_records(log, [_record(ep, tokenizer) for ep in new])
+                records += [ep.to_dict() for ep in new]
+                bar.update(len(chunk))
+    finally:
+        if hasattr(sampler, "close"):
+            sampler.close()
+
+    episodes = [episode_from_record(r) for r in records if r["group_id"] < args.tasks]
+    summary = summarize(episodes, ks, env_id=args.env, env_args=env_args, model=model,
+                        seconds=seconds if todo else None, tokens=tokens if todo else None, seed=args.seed,
+                        sampler=kind, samples_per_task=group_size,
+                        sampling=sampling_dict)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(format_table(summary))
+    return 0
+
+
+def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model):
+    """Tasks `chunk` (indices into the run's task list) as groups whose ids are those indices."""
+    groups = []
+    # Consecutive runs of indices go in one call each (a resumed run may have holes).
+    runs: list[list[int]] = []
+    for i in chunk:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    for r in runs:
+        # Seeds follow the task index (the rollout adds i * G for the i-th task of a call), so a
+        # resumed run samples with the seeds the uninterrupted one would have used.
+        seeded = dataclasses.replace(sampling, seed=sampling.seed + r[0] * group_size)
+        groups += rollout(args.env, env_args, sampler, tokenizer, seeds=[args.task_start + i for i in r],
+                          group_size=group_size, sampling=seeded, model_info={"model": model, "model_step": None},
+                          progress=False, group_id_start=r[0])
+    return groups
+
+
+def _record(ep, tokenizer) -> dict[str, Any]:
+    """An episode line: readable prompt and completion text first, then the exact episode."""
+    return {"prompt": tokenizer.decode(ep.prompt_ids), "completion": tokenizer.decode(ep.completion_ids),
+            **ep.to_dict()}

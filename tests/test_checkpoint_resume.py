@@ -1,0 +1,112 @@
+"""`--resume` continues exactly, and a run killed with SIGKILL resumes from its last good
+checkpoint. Real training runs of the tiny model with the Hugging Face sampler (deterministic)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+
+from trainers import checkpoint as ckpt
+from trainers.config import ConfigError, TrainConfig
+from trainers.loop import Trainer
+
+SMALL = dict(model="tiny", sampler="hf", tasks_per_step=4, group_size=4, max_tokens=10, lr=1e-3, threads=1,
+             progress=False, save_every=1, seed=3, algo_args={"kl_coef": 0.01})
+
+
+def run(out: Path, steps: int, resume: bool = False, **extra) -> dict:
+    config = TrainConfig.from_dict({**SMALL, **extra, "out": str(out), "steps": steps, "resume": resume})
+    return Trainer(config).train()
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(path / "model.safetensors")
+
+
+def test_resume_is_exact(tmp_path):
+    """Two steps in one run == one step, resume, one more step: same weights, optimizer state
+    and metrics, bit for bit."""
+    run(tmp_path / "straight", steps=2)
+    run(tmp_path / "resumed", steps=1)
+    summary = run(tmp_path / "resumed", steps=2, resume=True)
+    assert summary["start_step"] == 1 and summary["steps"] == 2
+    a = ckpt.latest_checkpoint(tmp_path / "straight")
+    b = ckpt.latest_checkpoint(tmp_path / "resumed")
+    assert a.name == b.name == "step-00000002"
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    first = weights(ckpt.checkpoint_dir(tmp_path / "straight") / "step-00000001")
+    assert not all(torch.equal(wa[k], first[k]) for k in wa)  # the second step did change something
+    sa, sb = ckpt.load_state(a), ckpt.load_state(b)
+    for key, value in sa["optimizer"]["state"].items():
+        assert torch.equal(value["exp_avg"], sb["optimizer"]["state"][key]["exp_avg"])
+    assert sa["scheduler"] == sb["scheduler"]
+    ma = [json.loads(x) for x in (tmp_path / "straight" / "metrics.jsonl").read_text().splitlines()]
+    mb = [json.loads(x) for x in (tmp_path / "resumed" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in mb] == [1, 2]
+    for key in ("reward_mean", "policy_loss", "grad_norm", "kl", "entropy"):
+        assert [m[key] for m in ma] == [m[key] for m in mb], key
+
+
+def test_existing_run_needs_resume(tmp_path):
+    run(tmp_path, steps=1)
+    with pytest.raises(ConfigError, match="--resume"):
+        TrainConfig.from_dict({**SMALL, "out": str(tmp_path), "steps": 2}).check()
+
+
+def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc.poll() is not None:
+            raise AssertionError(f"training exited early with {proc.returncode}: {proc.stderr.read()[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError("training made no checkpoint in time")
+        time.sleep(0.2)
+
+
+def train_command(out: Path, steps: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "rlvr", "train", "--model", "tiny", "--sampler", "hf", "--steps", str(steps),
+            "--tasks-per-step", "4", "--group-size", "4", "--max-tokens", "10", "--save-every", "1",
+            "--keep-last", "2", "--threads", "1", "--out", str(out), "--no-progress", "--seed", "5", *extra]
+
+
+def test_sigkill_then_resume(tmp_path):
+    """Kill -9 a training process while it checkpoints every step; the last complete checkpoint
+    loads in `transformers`, and `--resume` continues from it to the end."""
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.Popen(train_command(tmp_path, 1000), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        wait_for(lambda: (ckpt.latest_checkpoint(tmp_path) or Path("step-0")).name >= "step-00000003", 300, proc)
+        time.sleep(0.3)  # land somewhere in the next step, possibly mid-save
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    last = ckpt.latest_checkpoint(tmp_path)
+    step = ckpt.load_state(last)["step"]
+    assert step >= 3 and last.name == f"step-{step:08d}"
+    AutoModelForCausalLM.from_pretrained(last)  # a complete, loadable Hugging Face directory
+
+    done = subprocess.run(train_command(tmp_path, step + 2, "--resume"), capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"resuming from {last}" in done.stderr
+    assert not any(p.name.startswith(".tmp-") for p in ckpt.checkpoint_dir(tmp_path).iterdir())
+    assert ckpt.latest_checkpoint(tmp_path).name == f"step-{step + 2:08d}"
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(1, step + 3))  # no gap, no step twice

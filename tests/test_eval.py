@@ -1,0 +1,170 @@
+"""pass@k and its interval against worked numbers, the summary, the episode log's resume, and
+`rlvr eval` end to end on the tiny model (Hugging Face and vLLM samplers)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from itertools import combinations
+
+import pytest
+
+from conftest import require
+from envs.episode import Episode
+from envs.episode_log import EpisodeLogError, append_records, load_complete_groups, read_records
+from envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
+from rlvr.cli import main
+from trainers.models import resolve_model
+from verifiers.verdict import Outcome
+
+
+@pytest.mark.parametrize("n,c,k,expected", [
+    (5, 2, 1, 0.4), (5, 2, 2, 0.7), (5, 0, 3, 0.0), (5, 5, 1, 1.0), (5, 4, 2, 1.0), (1, 1, 1, 1.0),
+    (10, 3, 4, 1 - math.comb(7, 4) / math.comb(10, 4)),  # 1 - 35/210 = 0.8333...
+])
+def test_pass_at_k_worked_numbers(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pass_at_k_is_the_chance_that_some_k_subset_holds_a_correct_sample():
+    for n in range(1, 8):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                subsets = list(combinations([1] * c + [0] * (n - c), k))
+                assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets), abs=1e-12)
+
+
+@pytest.mark.parametrize("n,c,k,error", [(5, 6, 1, ValueError), (5, 2, 6, ValueError), (5, 2, 0, ValueError),
+                                         (5, -1, 1, ValueError), (5.0, 2, 1, TypeError), (5, True, 1, TypeError)])
+def test_pass_at_k_bad_input(n, c, k, error):
+    with pytest.raises(error):
+        pass_at_k(n, c, k)
+
+
+def test_bootstrap_interval():
+    assert bootstrap_ci([0.25, 0.25, 0.25]) == (0.25, 0.25, 0.25)
+    values = [1.0] * 50 + [0.0] * 50
+    mean, lo, hi = bootstrap_ci(values, seed=3)
+    assert mean == 0.5 and bootstrap_ci(values, seed=3) == (mean, lo, hi)  # seeded: reproducible
+    half_width = 1.96 * math.sqrt(0.25 / 100)  # the normal approximation: 0.098
+    assert lo == pytest.approx(0.5 - half_width, abs=0.02) and hi == pytest.approx(0.5 + half_width, abs=0.02)
+    with pytest.raises(ValueError):
+        bootstrap_ci([])
+
+
+def episode(group: int, outcome: Outcome, reward: float, tokens: int = 3) -> Episode:
+    return Episode("rlvr/Arithmetic-v0", str(100 + group), group, [1, 2], [7] * tokens, [1] * tokens, [-0.5] * tokens,
+                   [reward], outcome, [{"role": "user", "content": "q"}], "stop", {"model_step": 0})
+
+
+C, I, F, E = Outcome.CORRECT, Outcome.INCORRECT, Outcome.FORMAT_ERROR, Outcome.ERROR
+# Task 0: 5 samples, 2 correct. Task 1: 4 valid samples, 3 correct, and one grader error (not a sample).
+EPISODES = ([episode(0, o, float(o is C)) for o in (C, I, C, F, I)]
+            + [episode(1, o, float(o is C)) for o in (C, C, E, I, C)])
+
+
+def test_pass_at_k_summary_leaves_errors_out():
+    s = pass_at_k_summary(EPISODES, [1, 2, 5])
+    assert s["1"]["estimate"] == pytest.approx((0.4 + 0.75) / 2)  # task 1 is n=4, c=3: 3/4
+    assert s["2"]["estimate"] == pytest.approx((0.7 + 1.0) / 2)
+    assert s["5"] == {**s["5"], "tasks": 1, "estimate": pytest.approx(1.0)}  # task 1 has only 4 samples
+    assert s["1"]["ci_low"] <= s["1"]["estimate"] <= s["1"]["ci_high"]
+
+
+def test_summary_counts_and_table():
+    s = summarize(EPISODES, [1, 2], env_id="rlvr/Arithmetic-v0", env_args={"difficulty": 2}, model="tiny",
+                  seconds=2.0, tokens=27)
+    assert s["outcomes"] == {"correct": 5, "incorrect": 3, "format_error": 1, "truncated": 0, "error": 1}
+    assert (s["tasks"], s["episodes"], s["valid_episodes"]) == (2, 10, 9)
+    assert s["mean_reward"]["estimate"] == pytest.approx((2 / 5 + 3 / 4) / 2)  # per task, errors left out
+    assert s["tokens_per_second"] == 13.5
+    json.dumps(s)  # summary.json is plain JSON
+    table = format_table(s)
+    for text in ("pass@1", "0.575", "pass@2", "format_error 1", "error 1", "rlvr/Arithmetic-v0 {'difficulty': 2}"):
+        assert text in table
+
+
+def test_log_resumes_after_a_torn_write(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    append_records(path, [ep.to_dict() for ep in EPISODES])
+    assert [Episode.from_dict(r) for r in read_records(path)] == EPISODES
+    text = path.read_text()
+    torn = text[: text.index("\n", len(text) // 3 * 2)] + '\n{"env_id": "rlvr/Ari'  # group 1 cut short, a torn line
+    path.write_text(torn)
+    kept = load_complete_groups(path, group_size=5)
+    assert [r["group_id"] for r in kept] == [0] * 5
+    assert path.read_text() == "".join(text.splitlines(keepends=True)[:5])  # rewritten without the rest
+    append_records(path, [EPISODES[5].to_dict()])
+    assert len(read_records(path)) == 6  # appending after the repair makes whole lines
+
+
+def test_log_refuses_a_damaged_middle(tmp_path):
+    path = tmp_path / "episodes.jsonl"
+    path.write_text('{"not": "an episode"}\n')
+    with pytest.raises(EpisodeLogError):
+        read_records(path)
+    path.write_text("garbage\n" + json.dumps(EPISODES[0].to_dict()) + "\n")
+    with pytest.raises(EpisodeLogError):
+        read_records(path)
+
+
+@pytest.fixture(scope="module")
+def model_dir():
+    return resolve_model("tiny")
+
+
+def eval_args(model_dir, out, *extra):
+    return ["eval", "--model", str(model_dir), "--env", "rlvr/GuessNumber-v0", "--env-arg", "n=8",
+            "--env-arg", "max_turns=2", "--k", "1,2", "--max-tokens", "6", "--chunk", "2", "--no-progress",
+            "--out", str(out), *extra]
+
+
+def test_eval_writes_resumes_and_extends(model_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "3")) == 0
+    table = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    assert summary["tasks"] == 3 and summary["episodes"] == 6 == len(lines)
+    assert summary["env"] == "rlvr/GuessNumber-v0" and summary["env_args"] == {"n": 8, "max_turns": 2}
+    assert set(summary["pass_at_k"]) == {"1", "2"} and summary["tokens_per_second"] > 0
+    assert sum(summary["outcomes"].values()) == 6 and "pass@2" in table
+    first = json.loads(lines[0])
+    assert {"prompt", "completion", "reward", "outcome", "metadata"} <= first.keys()
+    assert first["prompt"].startswith("<|im_start|>user") and first["metadata"]["seed"] == 1_000_000
+
+    # Interrupted during the second chunk: task 2's group half written, its last line torn.
+    (out / "episodes.jsonl").write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])
+    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "3")) == 0
+    resumed = (out / "episodes.jsonl").read_text().splitlines()
+    assert resumed[:4] == lines[:4] and len(resumed) == 6  # finished tasks kept, task 2 sampled again
+    assert [json.loads(x)["group_id"] for x in resumed] == [0, 0, 1, 1, 2, 2]
+
+    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "4")) == 0  # more tasks: only the new one
+    assert (out / "episodes.jsonl").read_text().splitlines()[:6] == resumed
+    assert json.loads((out / "summary.json").read_text())["episodes"] == 8
+
+
+def test_eval_refuses_bad_arguments(model_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(eval_args(model_dir, out, "--k", "0", "--sampler", "hf")) == 2
+    assert main(["eval", "--env", "rlvr/Nope-v0", "--out", str(out)]) == 2
+    assert main(["eval", "--model", str(tmp_path / "missing"), "--out", str(out)]) == 2
+    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "1", "--samples", "2")) == 0
+    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "1", "--temperature", "0.5")) == 2
+    assert "another run" in capsys.readouterr().err
+    assert main(eval_args(model_dir, tmp_path / "x", "--sampler", "openai")) == 2  # needs --base-url
+
+
+def test_eval_with_vllm(model_dir, tmp_path, capsys):
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    out = tmp_path / "run"
+    # All defaults: the tiny model, the vLLM sampler, rlvr/Arithmetic-v0.
+    assert main(["eval", "--tasks", "4", "--k", "1,4", "--max-tokens", "12", "--no-progress", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sampler"] == "vllm" and summary["episodes"] == 16 and summary["tokens"] > 0
+    assert summary["model"] == str(model_dir) and summary["env"] == "rlvr/Arithmetic-v0"
+    assert summary["outcomes"]["correct"] > 0  # the shipped model answers some held-out tasks right
+    assert "pass@4" in capsys.readouterr().out

@@ -1,0 +1,147 @@
+"""`OpenAISampler` against a real vLLM OpenAI-compatible server of the tiny model on localhost
+(the server `vllm serve` runs; started as `python -m vllm.entrypoints.openai.api_server`, since
+the vllm-cpu distribution's `vllm` script cannot find its own version), and `rlvr eval --base-url`."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import torch
+
+from conftest import require
+from envs.sampler import SamplingSettings
+from rlvr.cli import main
+from test_samplers import reference_logprobs
+from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+from trainers.samplers import HFSampler, OpenAISampler, SamplerError
+
+START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def model_dir():
+    return resolve_model("tiny")
+
+
+@pytest.fixture(scope="module")
+def server(model_dir, tmp_path_factory):
+    """A served tiny model: (base url, served name). Stopped (and its process group) at the end."""
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+    port, log = free_port(), tmp_path_factory.mktemp("server") / "server.log"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--enforce-eager", "--max-model-len", "256", "--logprobs-mode", "processed_logprobs",
+           "--no-enable-chunked-prefill"]  # vLLM-CPU cannot split seeded prefills (see VLLMSampler)
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline, ready = time.monotonic() + START_TIMEOUT, False
+        while time.monotonic() < deadline and proc.poll() is None and not ready:
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as r:
+                    ready = r.status == 200
+            except OSError:
+                time.sleep(1)
+        tail = log.read_text(errors="replace")[-1500:]
+        require(ready, f"vLLM server did not start in {START_TIMEOUT} s (exit {proc.poll()}): {tail}")
+        yield url, "tiny"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir):
+    return load_tokenizer(model_dir)
+
+
+@pytest.fixture(scope="module")
+def hf_model(model_dir):
+    return load_causal_lm(model_dir)
+
+
+@pytest.fixture(scope="module")
+def prompts(tokenizer):
+    return [tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
+                                          tokenize=True, return_dict=False)
+            for q in ("Compute 3 + 5. Give the final answer as \\boxed{answer}.", "Compute 40 - 2.")]
+
+
+def test_served_samples_are_token_exact_with_sampled_logprobs(server, prompts, hf_model, tokenizer):
+    url, name = server
+    sampler = OpenAISampler(url + "/v1", name)
+    settings = SamplingSettings(temperature=0.8, max_tokens=10, seed=7)
+    out = sampler.generate(prompts, 3, settings)
+    assert [len(g) for g in out] == [3, 3]
+    for prompt, group in zip(prompts, out):
+        for s in group:
+            assert s.finish_reason in ("stop", "length") and len(s.token_ids) == len(s.logprobs) >= 1
+            assert (s.finish_reason == "stop") == (s.token_ids[-1] == tokenizer.eos_token_id)
+            ref = reference_logprobs(hf_model, prompt, s.token_ids, 0.8)
+            assert torch.allclose(torch.tensor(s.logprobs), ref, atol=1e-4)
+    assert sampler.generate(prompts, 3, settings) == out  # seeded: reproducible
+
+
+def test_token_id_fallbacks(server, prompts, tokenizer):
+    """Servers without `return_token_ids`: ids from "token_id:N" logprob entries, else from the text."""
+    url, name = server
+    settings = SamplingSettings(max_tokens=8, seed=3)
+    exact = OpenAISampler(url, name).generate(prompts, 2, settings)
+    from_logprobs = OpenAISampler(url, name)
+    from_logprobs._extras = {"return_tokens_as_token_ids": True}
+    assert from_logprobs.generate(prompts, 2, settings) == exact
+    from_text = OpenAISampler(url, name, tokenizer=tokenizer)
+    from_text._extras = {}
+    for g_text, g_exact in zip(from_text.generate(prompts, 2, settings), exact):
+        for t, e in zip(g_text, g_exact):  # re-tokenized: the same text (the server drops a cut-off
+            # UTF-8 character at the end), not necessarily the same ids: not token-exact
+            exact_text = tokenizer.decode(e.token_ids, skip_special_tokens=True).rstrip("\ufffd")
+            assert tokenizer.decode(t.token_ids).rstrip("\ufffd") == exact_text
+
+
+def test_served_greedy_matches_hugging_face(server, prompts, hf_model, tokenizer):
+    url, name = server
+    settings = SamplingSettings(temperature=0.0, max_tokens=10)
+    served = OpenAISampler(url, name).generate(prompts, 2, settings)
+    local = HFSampler(hf_model, tokenizer).generate(prompts, 2, settings)
+    for gs, gl in zip(served, local):
+        assert gs[0] == gs[1] and gs[0].token_ids == gl[0].token_ids
+
+
+def test_unreachable_server_is_a_typed_error():
+    sampler = OpenAISampler(f"http://127.0.0.1:{free_port()}", "tiny", retries=1, timeout=5)
+    t0 = time.monotonic()
+    with pytest.raises(SamplerError, match="unreachable"):
+        sampler.generate([[1, 2, 3]], 1, SamplingSettings())
+    assert time.monotonic() - t0 < 10
+
+
+def test_eval_of_a_served_model(server, tmp_path, capsys):
+    url, name = server
+    out = tmp_path / "served"
+    assert main(["eval", "--base-url", url, "--model", name, "--tasks", "3",  # tokenizer: the local "tiny"
+                 "--k", "1,2", "--max-tokens", "12", "--no-progress", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sampler"] == "openai" and summary["model"] == f"{name} @ {url}" and summary["episodes"] == 6
+    assert "pass@2" in capsys.readouterr().out

@@ -1,0 +1,121 @@
+"""The update phase of the loop on a real (random-init, tiny) Qwen2: gradient accumulation over
+micro-batches gives the gradient of one big batch, for every aggregation mode and for PPO's
+value loss; advantages land where they should (multi-turn: model tokens only)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+from envs.episode import Episode
+from trainers.algorithms import get_algorithm
+from trainers.batch import collate
+from trainers.components import Models
+from trainers.config import TrainConfig
+from trainers.loop import training_seeds
+from trainers.phases import accumulate_gradients, compute_advantages, old_and_ref_logprobs
+from trainers.policy import ValueHead
+from verifiers.verdict import Outcome
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         tie_word_embeddings=False)
+    return Qwen2ForCausalLM(config).eval()
+
+
+def make_episodes(n_groups=3, group_size=4, seed=0):
+    """Groups with unequal completion lengths, multi-turn masks and mixed rewards."""
+    g = torch.Generator().manual_seed(seed)
+    episodes = []
+    for group in range(n_groups):
+        prompt = torch.randint(1, 64, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+        for i in range(group_size):
+            length = int(torch.randint(1, 10, (1,), generator=g))
+            completion = torch.randint(1, 64, (length,), generator=g).tolist()
+            mask = [1] * length
+            if length > 4:  # an environment reply in the middle (multi-turn)
+                mask[2:4] = [0, 0]
+            reward = float((group + i) % 2)
+            episodes.append(Episode(
+                "rlvr/Test-v0", str(group), group, prompt, completion, mask, [-1.0 * m for m in mask], [reward],
+                Outcome.CORRECT if reward else Outcome.INCORRECT, [], "length" if length == 9 else "stop"))
+    return episodes
+
+
+def gradients(models, algo, cfg, t, rows):
+    for p in models.policy_parameters():
+        p.grad = None
+    accumulate_gradients(models, algo, cfg, t, rows, {})
+    return [p.grad.clone() for p in models.policy_parameters()]
+
+
+@pytest.mark.parametrize("name", ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "ppo"])
+def test_micro_batches_give_the_big_batch_gradient(model, name):
+    algo = get_algorithm(name, constant_length=9) if name == "dr_grpo" else get_algorithm(name)
+    policy = copy.deepcopy(model)
+    models = Models(path=None, tokenizer=None, policy=policy,
+                    reference=copy.deepcopy(model).requires_grad_(False) if algo.needs_reference else None,
+                    value_head=ValueHead(32) if algo.needs_value_head else None)
+    if models.value_head is not None:
+        torch.nn.init.normal_(models.value_head.linear.weight, std=0.1)
+    batch = collate(make_episodes(), pad_token_id=0)
+    cfg = TrainConfig(tasks_per_step=3, group_size=4, temperature=0.8)
+    t = old_and_ref_logprobs(models, algo, cfg, batch)  # also the value head's old values
+    assert (t.old_values is not None) == models.wants_values
+    compute_advantages(algo, t)
+    with torch.no_grad():  # move the policy a little so ratios differ from 1 and clipping can act
+        for p in policy.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    rows = torch.tensor([0, 3, 4, 7, 8, 11, 2, 9])  # a shuffled minibatch of 8 out of 12
+    whole = gradients(models, algo, TrainConfig(tasks_per_step=3, group_size=4, temperature=0.8), t, rows)
+    for micro in (1, 3):  # 3 does not divide 8: a ragged last micro-batch must be fine too
+        cfg = TrainConfig(tasks_per_step=3, group_size=4, temperature=0.8, micro_batch_size=micro)
+        parts = gradients(models, algo, cfg, t, rows)
+        for a, b in zip(whole, parts):
+            torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-4)
+    assert any(bool(g.abs().sum() > 0) for g in whole)
+
+
+def test_gae_rewards_sit_on_the_last_model_token(model):
+    """gamma = lambda = 1 and zero values: every model token's advantage is the episode reward;
+    the environment's tokens (mask 0) get none."""
+    algo = get_algorithm("ppo", lam=1.0, whiten_advantages=False, kl_coef=0.0)
+    models = Models(path=None, tokenizer=None, policy=model, value_head=ValueHead(32))
+    episodes = make_episodes(n_groups=2, group_size=3, seed=1)
+    batch = collate(episodes, pad_token_id=0)
+    t = old_and_ref_logprobs(models, algo, TrainConfig(), batch)
+    t.old_values = torch.zeros_like(batch.loss_mask)
+    compute_advantages(algo, t)
+    want = batch.rewards[:, None] * batch.loss_mask
+    torch.testing.assert_close(t.advantages, want)
+    torch.testing.assert_close(t.returns, want)
+
+
+def test_sequence_advantages_and_gap(model):
+    """GRPO advantages per group (worked: rewards [1, 0, 1, 0] -> +-0.866 with the sample std),
+    and the sampler/trainer gap is measured on model tokens only."""
+    algo = get_algorithm("grpo", kl_coef=0.0)
+    models = Models(path=None, tokenizer=None, policy=model)
+    episodes = make_episodes(n_groups=1, group_size=4, seed=2)
+    batch = collate(episodes, pad_token_id=0)
+    t = old_and_ref_logprobs(models, algo, TrainConfig(), batch)
+    compute_advantages(algo, t)
+    # rewards [0, 1, 0, 1]: mean 0.5, sample std sqrt(1/3) -> +-0.5 / 0.57735 = +-0.8660
+    torch.testing.assert_close(t.advantages, torch.tensor([-0.8660, 0.8660, -0.8660, 0.8660]), atol=1e-4, rtol=0)
+    # sampler logprobs were -1 on model tokens: the gap is |trainer + 1| there and nothing elsewhere
+    want = ((t.old_logprobs + 1).abs() * batch.loss_mask).max()
+    assert t.stats["logprob_gap_max"] == pytest.approx(float(want), abs=1e-6)
+
+
+def test_training_seeds_are_reproducible_and_never_held_out():
+    cfg = TrainConfig(tasks_per_step=4000, eval_tasks=500_000, eval_seed_start=1_000)
+    seeds = training_seeds(cfg, step=3)
+    assert seeds == training_seeds(cfg, step=3) and seeds != training_seeds(cfg, step=4)
+    assert not any(1_000 <= s < 501_000 for s in seeds)
+    assert min(seeds) >= 0 and max(seeds) < 2**31 - 1

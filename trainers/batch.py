@@ -1,0 +1,116 @@
+"""Episodes -> padded tensors for the trainer.
+
+Layout: every row is `prompt + completion`. Prompts are left-padded to a common length P and
+completions right-padded to a common length T, so completion token j of every row sits at column
+P + j and is predicted by the logits at column P + j - 1. Everything per token (`loss_mask`,
+`sampler_logprobs`, and the trainer's logprobs, values and advantages) is then a (B, T) tensor
+in completion space. Position ids count real tokens only, so left padding does not shift them and
+the trainer sees the same positions the sampler did.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Sequence
+
+import torch
+
+from envs.episode import Episode
+from verifiers.verdict import Outcome
+
+
+class BatchError(ValueError):
+    """Episodes that cannot form a batch (empty, or token lists of different lengths)."""
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor         # (B, P+T) long
+    attention_mask: torch.Tensor    # (B, P+T) long, 0 on padding
+    position_ids: torch.Tensor      # (B, P+T) long
+    prompt_len: int                 # P
+    loss_mask: torch.Tensor         # (B, T) float, 1 exactly on the model's own tokens
+    sampler_logprobs: torch.Tensor  # (B, T) float, 0 where loss_mask is 0
+    rewards: torch.Tensor           # (B,) float, the episode's total reward
+    group_ids: torch.Tensor         # (B,) long, episodes of one task share an id
+    truncated: torch.Tensor         # (B,) bool, the model was cut off (finish reason "length")
+    correct: torch.Tensor           # (B,) bool, outcome "correct"
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    @property
+    def completion_ids(self) -> torch.Tensor:
+        return self.input_ids[:, self.prompt_len :]
+
+    @property
+    def completion_len(self) -> int:
+        return self.input_ids.shape[1] - self.prompt_len
+
+    def select(self, rows: torch.Tensor | Sequence[int]) -> "Batch":
+        """The given rows, with columns that are padding in all of them trimmed away (so
+        micro-batches of short episodes cost less)."""
+        rows = torch.as_tensor(rows, dtype=torch.long)
+        attn = self.attention_mask[rows]
+        prompt_attn = attn[:, : self.prompt_len]
+        lead = int((prompt_attn.sum(0) == 0).long().cumprod(0).sum())  # all-padding columns on the left
+        used = attn[:, self.prompt_len :].sum(1).max() if len(rows) else 0
+        width = max(1, int(used))
+        keep = slice(lead, self.prompt_len + width)
+        comp = slice(0, width)
+        return Batch(
+            input_ids=self.input_ids[rows, keep],
+            attention_mask=attn[:, keep],
+            position_ids=self.position_ids[rows, keep],
+            prompt_len=self.prompt_len - lead,
+            loss_mask=self.loss_mask[rows, comp],
+            sampler_logprobs=self.sampler_logprobs[rows, comp],
+            rewards=self.rewards[rows],
+            group_ids=self.group_ids[rows],
+            truncated=self.truncated[rows],
+            correct=self.correct[rows],
+        )
+
+    def to(self, device: torch.device | str) -> "Batch":
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return Batch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()})
+
+
+def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
+    """Pad episodes into a `Batch` (see the module docstring for the layout)."""
+    if not episodes:
+        raise BatchError("no episodes to batch")
+    for i, ep in enumerate(episodes):
+        if not len(ep.completion_ids) == len(ep.loss_mask) == len(ep.logprobs):
+            raise BatchError(
+                f"episode {i} (task {ep.task_id}): completion_ids, loss_mask and logprobs differ in length "
+                f"({len(ep.completion_ids)}, {len(ep.loss_mask)}, {len(ep.logprobs)})"
+            )
+        if not ep.prompt_ids:
+            raise BatchError(f"episode {i} (task {ep.task_id}) has an empty prompt")
+    n = len(episodes)
+    p = max(len(ep.prompt_ids) for ep in episodes)
+    t = max(1, max(len(ep.completion_ids) for ep in episodes))
+    input_ids = torch.full((n, p + t), pad_token_id, dtype=torch.long)
+    attention_mask = torch.zeros((n, p + t), dtype=torch.long)
+    loss_mask = torch.zeros((n, t), dtype=torch.float32)
+    sampler_logprobs = torch.zeros((n, t), dtype=torch.float32)
+    for row, ep in enumerate(episodes):
+        lp, lc = len(ep.prompt_ids), len(ep.completion_ids)
+        input_ids[row, p - lp : p] = torch.tensor(ep.prompt_ids, dtype=torch.long)
+        input_ids[row, p : p + lc] = torch.tensor(ep.completion_ids, dtype=torch.long)
+        attention_mask[row, p - lp : p + lc] = 1
+        loss_mask[row, :lc] = torch.tensor(ep.loss_mask, dtype=torch.float32)
+        sampler_logprobs[row, :lc] = torch.tensor(ep.logprobs, dtype=torch.float32)
+    sampler_logprobs *= loss_mask  # the contract says 0 off the mask; make it so
+    return Batch(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=(attention_mask.cumsum(1) - 1).clamp(min=0),
+        prompt_len=p,
+        loss_mask=loss_mask,
+        sampler_logprobs=sampler_logprobs,
+        rewards=torch.tensor([ep.reward for ep in episodes], dtype=torch.float32),
+        group_ids=torch.tensor([ep.group_id for ep in episodes], dtype=torch.long),
+        truncated=torch.tensor([ep.finish_reason == "length" for ep in episodes]),
+        correct=torch.tensor([ep.outcome is Outcome.CORRECT for ep in episodes]),
+    )

@@ -1,0 +1,140 @@
+"""What a `Trainer` is built from: the models (policy, frozen reference, value head or critic),
+the optimizer, and the sampler, each made from a `TrainConfig`."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import torch
+from torch import nn
+
+from envs.sampler import Sample, SamplingSettings
+from trainers.algorithms import AlgoConfig
+from trainers.config import ConfigError, TrainConfig
+from trainers.policy import Critic, ValueHead
+
+CRITIC_DIR = "critic"
+
+
+@dataclass
+class Models:
+    path: Path  # the base model directory: tokenizer, reference weights
+    tokenizer: Any
+    policy: nn.Module
+    reference: nn.Module | None = None
+    value_head: ValueHead | None = None
+    critic: Critic | None = None
+
+    @property
+    def pad_token_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else self.tokenizer.eos_token_id)
+
+    @property
+    def wants_values(self) -> bool:
+        return self.value_head is not None or self.critic is not None
+
+    def policy_parameters(self) -> list[nn.Parameter]:
+        """What the policy's optimizer group and gradient clipping cover (a value head shares the trunk)."""
+        extra = list(self.value_head.parameters()) if self.value_head is not None else []
+        return list(self.policy.parameters()) + extra
+
+    def save(self, directory: Path) -> None:
+        """A Hugging Face directory that `transformers` and vLLM load as it is."""
+        self.policy.save_pretrained(directory, safe_serialization=True)
+        self.tokenizer.save_pretrained(directory)
+        if self.critic is not None:
+            self.critic.model.save_pretrained(directory / CRITIC_DIR, safe_serialization=True)
+
+    def extra_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {}
+        if self.value_head is not None:
+            state["value_head"] = self.value_head.state_dict()
+        if self.critic is not None:
+            state["critic_head"] = self.critic.head.state_dict()
+        return state
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        if self.value_head is not None:
+            self.value_head.load_state_dict(state["value_head"])
+        if self.critic is not None:
+            self.critic.head.load_state_dict(state["critic_head"])
+
+
+def build_models(config: TrainConfig, algo: AlgoConfig, resume_from: Path | None) -> Models:
+    """Policy from the checkpoint (or the base model), reference from the base model when KL is
+    on, and a value head or critic when the algorithm needs values."""
+    from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+
+    path = resolve_model(config.model)
+    policy = _eval(load_causal_lm(resume_from or path))
+    models = Models(path=path, tokenizer=load_tokenizer(path), policy=policy)
+    if algo.needs_reference:
+        models.reference = _eval(load_causal_lm(path)).requires_grad_(False)
+    kind = config.value_model if config.value_model != "auto" else ("head" if algo.needs_value_head else "none")
+    if algo.needs_value_head and kind == "head":
+        models.value_head = ValueHead(policy.config.hidden_size)
+    elif algo.needs_value_head and kind == "critic":
+        critic_path = resume_from / CRITIC_DIR if resume_from is not None else path
+        models.critic = Critic(_eval(load_causal_lm(critic_path)))
+    return models
+
+
+def _eval(model: nn.Module) -> nn.Module:
+    return model.eval()  # dropout off, see trainers.loop
+
+
+def build_optimizer(config: TrainConfig, models: Models) -> torch.optim.Optimizer:
+    groups = [{"params": list(models.policy.parameters()), "lr": config.lr}]
+    value_params = list(models.value_head.parameters()) if models.value_head is not None else []
+    value_params += list(models.critic.parameters()) if models.critic is not None else []
+    if value_params:
+        groups.append({"params": value_params, "lr": config.value_lr or config.lr})
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.adam_betas, weight_decay=config.weight_decay)
+
+
+def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None):
+    """vLLM in this process, loading the checkpoint we resume from (so it starts in sync), or
+    Hugging Face `generate` on the live policy object."""
+    if config.sampler == "hf":
+        from trainers.samplers import HFSampler
+
+        return HFSampler(models.policy, models.tokenizer)
+    try:
+        from trainers.samplers import VLLMSampler
+    except ImportError as exc:
+        raise ConfigError(f"the vllm sampler needs vLLM ({exc}); install it or use --sampler hf") from None
+    # No chunked prefill: vLLM 0.32 on CPU crashes ("CPU Generator does not use offset") when a
+    # seeded request's prefill is split across engine steps, which large evaluation batches do.
+    return VLLMSampler(str(resume_from or models.path), seed=config.seed, max_model_len=max_model_len(models),
+                       enable_chunked_prefill=False)
+
+
+def max_model_len(models: Models) -> int:
+    """Context length for the sampler and for multi-turn rollouts: the model's, capped."""
+    return min(int(getattr(models.policy.config, "max_position_embeddings", 4096)), 4096)
+
+
+class TimedSampler:
+    """Wraps a sampler to count the seconds spent in `generate` (the rest of a rollout is scoring)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.seconds = 0.0
+
+    def reset_clock(self) -> None:
+        self.seconds = 0.0
+
+    def generate(self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings) -> list[list[Sample]]:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.generate(prompt_token_ids, n, sampling)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+        update = getattr(self.inner, "update_weights", None)
+        if update is not None:
+            update(named_tensors)

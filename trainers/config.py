@@ -1,0 +1,240 @@
+"""`TrainConfig`: every setting of a training run, from a YAML file and command-line overrides,
+checked before anything heavy is loaded so that a bad run fails in a second, not after minutes."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A training setting that cannot work; the message says which and why."""
+
+
+SAMPLERS = ("vllm", "hf")
+OLD_LOGPROBS = ("recompute", "sampler")
+VALUE_MODELS = ("auto", "none", "head", "critic")
+SCHEDULES = ("constant", "linear", "cosine")
+GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
+
+
+@dataclass
+class TrainConfig:
+    # what to train, where, how
+    model: str = "tiny"
+    env: str = "rlvr/Arithmetic-v0"
+    env_args: dict[str, Any] = field(default_factory=dict)
+    algo: str = "grpo"
+    algo_args: dict[str, Any] = field(default_factory=dict)  # overrides of the preset's AlgoConfig fields
+    # one step: tasks_per_step tasks x group_size samples = the batch, in episodes
+    steps: int = 100
+    tasks_per_step: int = 16
+    group_size: int = 8
+    minibatch_size: int | None = None  # episodes per optimizer step (None: the whole batch)
+    micro_batch_size: int | None = None  # episodes per forward/backward (None: the whole minibatch)
+    epochs: int | None = None  # passes over the batch (None: the algorithm's)
+    # sampling
+    sampler: str = "vllm"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 32
+    # optimisation
+    # Tuned for the tiny model (benchmarks/learning.py). Warm-up matters: Adam's first steps are
+    # sign-like, every weight moves by ~lr at once, and the tiny model loses accuracy without it.
+    lr: float = 1e-4
+    lr_schedule: str = "constant"
+    warmup_steps: int = 30
+    weight_decay: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    max_grad_norm: float = 1.0
+    # "recompute": the trainer recomputes the old logprobs; "sampler": also weight each token's
+    # loss by the truncated importance weight min(pi_old / pi_sampler, tis_cap) (Yao et al., 2025)
+    old_logprobs: str = "recompute"
+    tis_cap: float = 2.0
+    value_model: str = "auto"  # auto: a value head when the algorithm needs values
+    value_lr: float | None = None  # the critic's / value head's learning rate (None: lr)
+    # the run
+    seed: int = 0
+    out: str = "runs/latest"
+    save_every: int = 50
+    keep_last: int = 2
+    resume: bool = False
+    eval_tasks: int = 0  # held-out tasks measured before and after (0: no evaluation)
+    eval_every: int = 0  # also every N steps (0: only before and after)
+    eval_seed_start: int = 1_000_000  # held-out tasks: reset seeds eval_seed_start, eval_seed_start + 1, ...
+    eval_temperature: float = 1.0
+    time_limit: float | None = None  # seconds of training; stop (and save) after the step that passes it
+    threads: int | None = None  # torch intra-op threads (None: torch's default)
+    progress: bool = True
+
+    @property
+    def batch_size(self) -> int:
+        return self.tasks_per_step * self.group_size
+
+    @property
+    def num_minibatches(self) -> int:
+        return self.batch_size // (self.minibatch_size or self.batch_size)
+
+    @property
+    def micro_batch(self) -> int:
+        return self.micro_batch_size or self.minibatch_size or self.batch_size
+
+    # ---- loading -----------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ConfigError(f"unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        config = cls(**{k: _coerce(known[k], v) for k, v in values.items()})
+        config.validate()
+        return config
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> "TrainConfig":
+        """Settings from the YAML file at `path` (if any), then `overrides` on top."""
+        values: dict[str, Any] = {}
+        if path is not None:
+            path = Path(path)
+            if not path.is_file():
+                raise ConfigError(f"config file {path} does not exist")
+            try:
+                loaded = yaml.safe_load(path.read_text()) or {}
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"config file {path} must hold a mapping of settings, got {type(loaded).__name__}")
+            values.update(loaded)
+        for key, value in (overrides or {}).items():
+            if key in ("env_args", "algo_args") and isinstance(value, Mapping):
+                values[key] = {**values.get(key, {}), **value}
+            else:
+                values[key] = value
+        return cls.from_dict(values)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["adam_betas"] = list(self.adam_betas)
+        return d
+
+    # ---- checking ----------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Checks that need nothing but the settings themselves."""
+        _positive(self, "steps", "tasks_per_step", "group_size", "max_tokens", "keep_last", "save_every")
+        _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "weight_decay", "seed", "eval_seed_start")
+        _one_of(self, "sampler", SAMPLERS)
+        _one_of(self, "old_logprobs", OLD_LOGPROBS)
+        _one_of(self, "value_model", VALUE_MODELS)
+        _one_of(self, "lr_schedule", SCHEDULES)
+        for name in ("lr", "max_grad_norm", "tis_cap", "temperature", "eval_temperature"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise ConfigError(f"time_limit must be > 0 seconds, got {self.time_limit!r}")
+        if self.value_lr is not None and not self.value_lr > 0:
+            raise ConfigError(f"value_lr must be > 0, got {self.value_lr!r}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if self.epochs is not None and self.epochs < 1:
+            raise ConfigError(f"epochs must be >= 1, got {self.epochs}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"threads must be >= 1, got {self.threads}")
+        if not all(0 <= b < 1 for b in self.adam_betas):
+            raise ConfigError(f"adam_betas must be in [0, 1), got {self.adam_betas}")
+        mb = self.minibatch_size or self.batch_size
+        if mb < 1 or self.batch_size % mb:
+            raise ConfigError(
+                f"minibatch_size {mb} must divide the batch of tasks_per_step x group_size = "
+                f"{self.tasks_per_step} x {self.group_size} = {self.batch_size} episodes"
+            )
+        if self.micro_batch < 1 or mb % self.micro_batch:
+            raise ConfigError(f"micro_batch_size {self.micro_batch} must divide minibatch_size {mb}")
+        if not isinstance(self.env_args, dict) or not isinstance(self.algo_args, dict):
+            raise ConfigError("env_args and algo_args must be mappings of KEY: VALUE")
+
+    def check(self):
+        """All checks, including those that look up the algorithm, the environment and the model
+        (all cheap: nothing is loaded). Returns the resolved `AlgoConfig`."""
+        from envs import make  # the registry's typed errors: UnknownEnvError, EnvArgumentError
+        from trainers.algorithms import get_algorithm
+        from trainers.checkpoint import latest_checkpoint
+        from trainers.models import resolve_model
+
+        self.validate()
+        if not self.resume and latest_checkpoint(self.out) is not None:
+            raise ConfigError(f"{self.out} already holds checkpoints of a run: pass --resume to continue it, "
+                              "or choose another --out")
+        try:
+            algo = get_algorithm(self.algo, **self.algo_args)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"algorithm {self.algo!r}: {_message(exc)}") from None
+        if algo.advantage in GROUP_ESTIMATORS and self.group_size < 2:
+            raise ConfigError(f"{self.algo} compares samples within a group: group_size must be >= 2, got {self.group_size}")
+        if algo.needs_value_head and self.value_model == "none":
+            raise ConfigError(f"{self.algo} needs values: use value_model 'head' or 'critic', not 'none'")
+        try:
+            make(self.env, **self.env_args).close()
+        except Exception as exc:  # UnknownEnvError / EnvArgumentError / the env's own ValueError
+            raise ConfigError(f"environment {self.env!r} with {self.env_args}: {_message(exc)}") from None
+        try:
+            resolve_model(self.model)
+        except Exception as exc:  # the models module's typed error; re-raised as a setting error
+            raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
+        return algo
+
+    @property
+    def wants_values(self) -> bool:
+        return self.value_model in ("head", "critic")
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _coerce(f: dataclasses.Field, value: Any) -> Any:
+    """YAML and the command line give lists for tuples; keep the dataclass's own types."""
+    if f.name == "adam_betas":
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise ConfigError(f"adam_betas must be two numbers, got {value!r}")
+        return (float(value[0]), float(value[1]))
+    if value is None:
+        return None
+    expected = {int: int, float: float, bool: bool, str: str}
+    kind = f.type if isinstance(f.type, type) else _base_type(str(f.type))
+    if kind in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{f.name} must be a number, got {value!r}")
+    if kind is float and isinstance(value, int):
+        return float(value)
+    if kind is float and isinstance(value, str):  # YAML 1.1 reads "1e-4" as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
+    if kind in expected and not isinstance(value, kind):
+        raise ConfigError(f"{f.name} must be {kind.__name__}, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _base_type(annotation: str) -> type | None:
+    head = annotation.split("|")[0].strip()
+    return {"int": int, "float": float, "bool": bool, "str": str}.get(head)
+
+
+def _positive(config: TrainConfig, *names: str) -> None:
+    for name in names:
+        if getattr(config, name) < 1:
+            raise ConfigError(f"{name} must be >= 1, got {getattr(config, name)!r}")
+
+
+def _non_negative(config: TrainConfig, *names: str) -> None:
+    for name in names:
+        if getattr(config, name) < 0:
+            raise ConfigError(f"{name} must be >= 0, got {getattr(config, name)!r}")
+
+
+def _one_of(config: TrainConfig, name: str, allowed: tuple[str, ...]) -> None:
+    if getattr(config, name) not in allowed:
+        raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {getattr(config, name)!r}")

@@ -1,0 +1,323 @@
+"""The training loop: one function per phase of a step.
+
+    rollout -> filter -> old/reference logprobs (+ the sampler/trainer gap) -> values
+      -> advantages -> update (epochs x minibatches x micro-batches) -> sync -> log -> checkpoint
+
+The `Trainer` holds the policy, the optional frozen reference model, the optional value head or
+separate critic, the optimizer, the scheduler and the sampler. With the vLLM sampler the new
+weights are pushed into the engine in place after each step; the HF sampler shares the policy
+object, so its sync is free. Dropout stays off (`eval()` mode) throughout: the importance
+ratios must compare the policy with itself, not with a randomly thinned copy.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from envs.sampler import SamplingSettings
+from trainers import checkpoint as ckpt
+from trainers.advantages import dynamic_sampling_keep, overlong_filter
+from trainers.algorithms import AlgoConfig
+from trainers.batch import collate
+from trainers.components import Models, TimedSampler, build_models, build_optimizer, build_sampler, max_model_len
+from trainers.config import TrainConfig
+from trainers.metrics import MetricsLogger
+from trainers.phases import StepTensors, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch
+
+SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
+
+
+@dataclass
+class Rollout:
+    """What one step sampled: the episodes kept for training plus counts for the metrics."""
+
+    episodes: list
+    all_episodes: list
+    errors: int
+    groups_total: int
+    groups_kept: int
+    seconds_sampling: float
+    seconds_scoring: float
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None):
+        self.config = config
+        self.algo = algo if algo is not None else config.check()
+        if self.algo.aggregation == "seq_mean_token_sum_norm" and self.algo.constant_length is None:
+            self.algo = _replace(self.algo, constant_length=config.max_tokens)  # Dr. GRPO: the generation budget
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.out = Path(config.out)
+        self.step = 0
+        resume_from = self._resume_point()
+        if resume_from is None:
+            _seed_everything(config.seed)
+        self.models: Models = build_models(config, self.algo, resume_from)
+        self.policy = self.models.policy
+        self.optimizer = build_optimizer(config, self.models)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        if resume_from is not None:
+            self._restore(resume_from)
+            print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
+        self.sampler = TimedSampler(build_sampler(config, self.models, resume_from))
+        self.logger: MetricsLogger | None = None
+
+    # ---- the run ---------------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        """Run steps until `config.steps`; returns a summary (held-out accuracy before/after if asked)."""
+        cfg = self.config
+        self.logger = MetricsLogger(self.out, cfg.steps, start_step=self.step, progress=cfg.progress)
+        summary: dict[str, Any] = {"start_step": self.step}
+        try:
+            if cfg.eval_tasks and self.step == 0:
+                summary["eval_before"] = self.evaluate_and_log(step=0)
+            started = time.monotonic()
+            while self.step < cfg.steps:
+                metrics = self.train_step()
+                self.step += 1
+                out_of_time = cfg.time_limit is not None and time.monotonic() - started > cfg.time_limit
+                last = self.step == cfg.steps or out_of_time
+                if cfg.eval_every and self.step % cfg.eval_every == 0 and not last:
+                    metrics["eval_accuracy"] = self.evaluate_and_log(self.step)["accuracy"]
+                metrics["time_elapsed"] = time.monotonic() - started
+                self.logger.log(self.step, metrics)
+                if self.step % cfg.save_every == 0 or last:
+                    self.save()
+                if out_of_time:
+                    summary["stopped"] = f"time limit of {cfg.time_limit:g} s reached"
+                    break
+            if cfg.eval_tasks:
+                summary["eval_after"] = self.evaluate_and_log(self.step)
+            summary["reward_png"] = str(self.logger.plot())
+        finally:
+            self.logger.close()
+        summary["steps"] = self.step
+        return summary
+
+    def train_step(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        rollout = self.rollout(self.step)
+        metrics = self.rollout_metrics(rollout)
+        if rollout.episodes:
+            t0 = time.perf_counter()
+            tensors = self.prepare(rollout)
+            metrics.update(tensors.stats)
+            metrics.update(self.update(tensors))
+            self.scheduler.step()
+            metrics["time_training"] = time.perf_counter() - t0
+            metrics["time_syncing"] = self.sync()
+        else:  # every group was dropped (errors, or no signal under dynamic sampling)
+            metrics.update(skipped=1, time_training=0.0, time_syncing=0.0)
+        elapsed = time.perf_counter() - started
+        metrics["time_step"] = elapsed
+        metrics["tokens_per_second"] = metrics["tokens_generated"] / max(elapsed, 1e-9)
+        metrics["lr"] = self.scheduler.get_last_lr()[0]
+        return metrics
+
+    # ---- phases ----------------------------------------------------------------------------
+    def rollout(self, step: int) -> Rollout:
+        """Sample `tasks_per_step` groups of `group_size`, score them, and drop what must not train."""
+        from envs.rollout import rollout
+
+        cfg = self.config
+        seeds = training_seeds(cfg, step)
+        sampling = self._sampling(cfg.temperature, seed=_mix(cfg.seed, step))
+        self.sampler.reset_clock()
+        t0 = time.perf_counter()
+        groups = rollout(
+            cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=seeds,
+            group_size=cfg.group_size, sampling=sampling, model_info=self._model_info(), progress=False,
+            max_length=max_model_len(self.models),
+        )
+        total = time.perf_counter() - t0
+        all_episodes = [ep for g in groups for ep in g.episodes]
+        valid = [ep for ep in all_episodes if not ep.is_error]
+        kept_groups = self._filter_groups(valid)
+        episodes = [ep for ep in valid if ep.group_id in kept_groups]
+        return Rollout(
+            episodes=episodes, all_episodes=all_episodes, errors=len(all_episodes) - len(valid),
+            groups_total=len(groups), groups_kept=len(kept_groups),
+            seconds_sampling=self.sampler.seconds, seconds_scoring=max(0.0, total - self.sampler.seconds),
+        )
+
+    def _filter_groups(self, episodes: list) -> set[int]:
+        """Group ids to train on: all, or (DAPO dynamic sampling) those whose rewards differ."""
+        ids = {ep.group_id for ep in episodes}
+        if not self.algo.dynamic_sampling or not episodes:
+            return ids
+        rewards = torch.tensor([ep.reward for ep in episodes])
+        group_ids = torch.tensor([ep.group_id for ep in episodes])
+        keep = dynamic_sampling_keep(rewards, group_ids)
+        return {int(g) for g, k in zip(group_ids, keep) if k}
+
+    @torch.no_grad()
+    def prepare(self, rollout: Rollout) -> StepTensors:
+        """Old and reference logprobs, the sampler/trainer gap, values and advantages."""
+        batch = collate(rollout.episodes, self.models.pad_token_id)
+        if self.algo.overlong_filtering:
+            batch.loss_mask = overlong_filter(batch.loss_mask, batch.truncated)
+        t = old_and_ref_logprobs(self.models, self.algo, self.config, batch)  # and the value head's values
+        if self.models.critic is not None:
+            (t.old_values,) = per_micro_batch(batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),))
+        compute_advantages(self.algo, t)
+        return t
+
+    def update(self, t: StepTensors) -> dict[str, float]:
+        """Epochs over shuffled minibatches; one optimizer step per minibatch, its gradient
+        accumulated over micro-batches whose loss denominators are the minibatch's (global)."""
+        cfg, algo = self.config, self.algo
+        epochs = cfg.epochs or algo.ppo_epochs
+        n = len(t.batch)
+        gen = torch.Generator().manual_seed(_mix(cfg.seed, self.step, 1))  # reproducible on resume
+        sums: dict[str, float] = {}
+        grad_norms = []
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=gen)
+            for rows in torch.tensor_split(order, min(cfg.num_minibatches, n)):
+                grad_norms.append(self._optimizer_step(t, rows, sums))
+        tokens, updates = max(sums.get("tokens", 0.0), 1.0), max(len(grad_norms), 1)
+        stats = {
+            "clip_frac": sums.get("clipped", 0.0) / tokens, "approx_kl": sums.get("approx_kl", 0.0) / tokens,
+            "policy_loss": sums.get("policy_loss", 0.0) / updates, "grad_norm": float(np.mean(grad_norms)),
+            "optimizer_steps": len(grad_norms),
+        }
+        if self.models.wants_values:
+            stats["value_loss"] = sums.get("value_loss", 0.0) / updates
+            stats["value_clip_frac"] = sums.get("value_clipped", 0.0) / tokens
+        return stats
+
+    def _optimizer_step(self, t: StepTensors, rows: torch.Tensor, sums: dict[str, float]) -> float:
+        self.optimizer.zero_grad(set_to_none=True)
+        accumulate_gradients(self.models, self.algo, self.config, t, rows, sums)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.models.policy_parameters(), self.config.max_grad_norm)
+        if self.models.critic is not None:
+            torch.nn.utils.clip_grad_norm_(self.models.critic.parameters(), self.config.max_grad_norm)
+        self.optimizer.step()
+        return float(grad_norm)
+
+    def sync(self) -> float:
+        """Push the new weights into the sampler (in place for vLLM; nothing to do for HF)."""
+        t0 = time.perf_counter()
+        self.sampler.update_weights((name, p.detach()) for name, p in self.policy.named_parameters())
+        return time.perf_counter() - t0
+
+    def rollout_metrics(self, r: Rollout) -> dict[str, Any]:
+        valid = [ep for ep in r.all_episodes if not ep.is_error]
+        rewards = np.array([ep.reward for ep in valid], dtype=np.float64)
+        lengths = [sum(ep.loss_mask) for ep in valid]
+        outcomes = [str(ep.outcome) for ep in valid]
+        n = max(len(valid), 1)
+        return {
+            "reward_mean": float(rewards.mean()) if len(rewards) else 0.0,
+            "reward_std": float(rewards.std()) if len(rewards) else 0.0,
+            "pass_rate": outcomes.count("correct") / n,
+            "format_error_rate": outcomes.count("format_error") / n,
+            "truncated_rate": sum(ep.finish_reason == "length" for ep in valid) / n,
+            "response_length": float(np.mean(lengths)) if lengths else 0.0,
+            "tokens_generated": int(sum(lengths)),
+            "episodes": len(r.all_episodes), "errors": r.errors, "episodes_trained": len(r.episodes),
+            "groups_kept": r.groups_kept, "groups_total": r.groups_total,
+            "time_sampling": r.seconds_sampling, "time_scoring": r.seconds_scoring,
+        }
+
+    # ---- evaluation and checkpoints --------------------------------------------------------
+    def evaluate(self, n: int | None = None, temperature: float | None = None) -> dict[str, Any]:
+        """Accuracy on the fixed held-out seeds eval_seed_start .. + n, one sample each."""
+        from envs.rollout import rollout
+
+        cfg = self.config
+        n = n or cfg.eval_tasks
+        seeds = list(range(cfg.eval_seed_start, cfg.eval_seed_start + n))
+        sampling = self._sampling(cfg.eval_temperature if temperature is None else temperature, seed=_mix(cfg.seed, 7))
+        groups = rollout(cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=seeds, group_size=1,
+                         sampling=sampling, model_info=self._model_info(), progress=False,
+                         max_length=max_model_len(self.models))
+        episodes = [ep for g in groups for ep in g.episodes if not ep.is_error]
+        k = max(len(episodes), 1)
+        return {
+            "accuracy": sum(str(ep.outcome) == "correct" for ep in episodes) / k,
+            "reward_mean": sum(ep.reward for ep in episodes) / k,
+            "tasks": n, "errors": sum(len(g.episodes) for g in groups) - len(episodes),
+        }
+
+    def evaluate_and_log(self, step: int) -> dict[str, Any]:
+        results = self.evaluate()
+        if self.logger is not None:
+            self.logger.log_eval(step, results)
+            self.logger.write(f"step {step}: held-out accuracy {results['accuracy']:.3f} on {results['tasks']} tasks")
+        return results
+
+    def save(self) -> Path:
+        state = {
+            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+            "rng": ckpt.rng_state(), "config": self.config.to_dict(), **self.models.extra_state(),
+        }
+        return ckpt.save_checkpoint(self.out, self.step, self.models.save, state, self.config.keep_last)
+
+    def _resume_point(self) -> Path | None:
+        if not self.config.resume:
+            return None
+        ckpt.remove_partial(self.out)
+        return ckpt.latest_checkpoint(self.out)  # None: nothing saved yet, start fresh
+
+    def _restore(self, path: Path) -> None:
+        state = ckpt.load_state(path)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.models.load_extra_state(state)
+        ckpt.set_rng_state(state["rng"])
+        self.step = int(state["step"])
+
+    # ---- helpers ---------------------------------------------------------------------------
+    def _lr_factor(self, step: int) -> float:
+        cfg = self.config
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+        if cfg.lr_schedule == "linear":
+            return max(0.0, 1.0 - progress)
+        if cfg.lr_schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+        return 1.0
+
+    def _sampling(self, temperature: float, seed: int) -> SamplingSettings:
+        return SamplingSettings(temperature=temperature, top_p=self.config.top_p,
+                                max_tokens=self.config.max_tokens, seed=seed)
+
+    def _model_info(self) -> dict[str, Any]:
+        return {"model": str(self.models.path), "model_step": self.step}
+
+
+def training_seeds(cfg: TrainConfig, step: int) -> list[int]:
+    """The step's reset seeds: a function of (seed, step) alone, so a resumed run draws the same
+    tasks, and never one of the held-out evaluation seeds."""
+    held_out = cfg.eval_tasks
+    seeds = np.random.default_rng([cfg.seed, step]).integers(0, SEED_SPACE - held_out, size=cfg.tasks_per_step)
+    return [int(s) + held_out if s >= cfg.eval_seed_start else int(s) for s in seeds]
+
+
+def _mix(*parts: int) -> int:
+    """A stable 31-bit seed from integers (numpy's seed sequence mixes them well)."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def _seed_everything(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _replace(algo: AlgoConfig, **changes) -> AlgoConfig:
+    import dataclasses
+
+    return dataclasses.replace(algo, **changes)

@@ -1,0 +1,137 @@
+"""Where a run's numbers go: `metrics.jsonl` (one line per step), `eval.jsonl` (held-out
+evaluations), TensorBoard events, `reward.png` (the reward curve) and a live progress line."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+# The progress line shows these, in this order, when present.
+PROGRESS_KEYS = (
+    ("reward", "reward_mean", "{:.3f}"), ("pass", "pass_rate", "{:.2f}"), ("kl", "kl", "{:.4f}"),
+    ("ent", "entropy", "{:.3f}"), ("clip", "clip_frac", "{:.3f}"), ("gnorm", "grad_norm", "{:.2f}"),
+    ("len", "response_length", "{:.1f}"), ("gap", "logprob_gap_max", "{:.1e}"),
+    ("tok/s", "tokens_per_second", "{:.0f}"), ("eval", "eval_accuracy", "{:.3f}"),
+)
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Records of a JSONL file; a last line cut short by a crash is ignored."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _keep_until(path: Path, step: int) -> None:
+    """After a resume from checkpoint `step`, forget the records of steps that will be redone."""
+    kept = [r for r in read_jsonl(path) if r.get("step", 0) <= step]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept))
+    tmp.replace(path)
+
+
+def progress_line(metrics: Mapping[str, Any]) -> str:
+    parts = []
+    for label, key, fmt in PROGRESS_KEYS:
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            parts.append(f"{label} {fmt.format(value)}")
+    return " | ".join(parts)
+
+
+class MetricsLogger:
+    """Writes every step's metrics to JSONL and TensorBoard and shows the progress bar.
+    `start_step` > 0 (a resume) drops records of later steps, which the run will redo."""
+
+    def __init__(self, out_dir: str | Path, total_steps: int, start_step: int = 0, progress: bool = True):
+        from torch.utils.tensorboard import SummaryWriter
+        from tqdm.auto import tqdm
+
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.eval_path = self.out_dir / "eval.jsonl"
+        for path in (self.metrics_path, self.eval_path):
+            if start_step > 0:
+                _keep_until(path, start_step)
+            else:
+                path.write_text("")
+        # purge_step hides TensorBoard events of steps after the checkpoint we resumed from
+        self.writer = SummaryWriter(str(self.out_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None)
+        self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step", disable=not progress,
+                        file=sys.stderr, dynamic_ncols=True)
+
+    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
+        record = {"step": step, **metrics}
+        with self.metrics_path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        for key, value in metrics.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.writer.add_scalar(f"train/{key}", value, step)
+        self.bar.set_postfix_str(progress_line(metrics), refresh=False)
+        self.bar.update(1)
+
+    def log_eval(self, step: int, results: Mapping[str, Any]) -> None:
+        with self.eval_path.open("a") as f:
+            f.write(json.dumps({"step": step, **results}) + "\n")
+        for key, value in results.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.writer.add_scalar(f"eval/{key}", value, step)
+        self.writer.flush()
+
+    def write(self, text: str) -> None:
+        """Print a line without breaking the progress bar."""
+        self.bar.write(text, file=sys.stderr)
+
+    def plot(self) -> Path:
+        return plot_reward(read_jsonl(self.metrics_path), read_jsonl(self.eval_path), self.out_dir / "reward.png")
+
+    def close(self) -> None:
+        self.writer.close()
+        self.bar.close()
+
+
+def plot_reward(history: list[dict[str, Any]], evals: list[dict[str, Any]], path: str | Path) -> Path:
+    """The reward curve: per-step mean reward with a +-std band and its moving average, and the
+    held-out accuracy where it was measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: write files only
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    rows = [r for r in history if "reward_mean" in r]
+    if rows:
+        steps = [r["step"] for r in rows]
+        mean = [r["reward_mean"] for r in rows]
+        std = [r.get("reward_std", 0.0) for r in rows]
+        ax.plot(steps, mean, color="tab:blue", alpha=0.35, lw=1, label="train reward (per step)")
+        ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
+                        color="tab:blue", alpha=0.08, lw=0)
+        window = max(1, len(mean) // 20)
+        smooth = [sum(mean[max(0, i - window + 1) : i + 1]) / len(mean[max(0, i - window + 1) : i + 1])
+                  for i in range(len(mean))]
+        ax.plot(steps, smooth, color="tab:blue", lw=2, label=f"train reward (mean of {window})")
+    points = [e for e in evals if "accuracy" in e]
+    if points:
+        ax.plot([e["step"] for e in points], [e["accuracy"] for e in points], "o-", color="tab:orange",
+                lw=2, label="held-out accuracy")
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward / accuracy")
+    ax.grid(alpha=0.3)
+    if rows or points:
+        ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

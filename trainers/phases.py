@@ -1,0 +1,148 @@
+"""The maths of a training step's phases, as functions of their inputs (the `Trainer` in
+`trainers.loop` calls them in order; tests call them on their own):
+
+- `old_and_ref_logprobs`: the trainer's logprobs before the update (and the sampler/trainer gap),
+  the value head's values, the reference model's logprobs, the TIS weights;
+- `compute_advantages`: sequence-level or GAE advantages, KL in the reward if asked;
+- `accumulate_gradients`: one minibatch's loss, backwarded micro-batch by micro-batch with the
+  minibatch's (global) denominators.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from trainers.advantages import gae, sequence_advantages, whiten
+from trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
+from trainers.algorithms import AlgoConfig
+from trainers.batch import Batch
+from trainers.components import Models
+from trainers.config import TrainConfig
+from trainers.kl import kl_estimate, kl_penalized_rewards
+from trainers.policy import forward
+from trainers.policy_loss import compute_policy_loss, tis_weight
+from trainers.value_loss import value_loss
+
+
+@dataclass
+class StepTensors:
+    """Everything the update needs, computed once per step before any weight changes."""
+
+    batch: Batch
+    old_logprobs: torch.Tensor
+    ref_logprobs: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None  # (B,) or (B, T)
+    returns: torch.Tensor | None = None
+    is_weights: torch.Tensor | None = None
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@torch.no_grad()
+def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, batch: Batch) -> StepTensors:
+    """Trainer logprobs before the update, the reference model's, and the TIS weights. The
+    sampler holds the same weights right now (synced after the last step), so the difference
+    between its logprobs and these is the sync gap, measured on this step's tokens."""
+    def policy(mb: Batch):
+        out = forward(models.policy, mb, cfg.temperature, with_entropy=True, value_head=models.value_head)
+        return out.logprobs, out.entropy, out.values
+
+    old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy)
+    mask = batch.loss_mask
+    gap = (old - batch.sampler_logprobs).abs() * mask
+    t = StepTensors(batch=batch, old_logprobs=old, old_values=values)
+    t.stats.update(
+        logprob_gap_max=float(gap.max()) if mask.any() else 0.0,
+        logprob_gap_mean=float(gap.sum() / mask.sum().clamp(min=1)),
+        entropy=float(masked_mean(entropy, mask)),
+    )
+    if models.reference is not None:
+        (t.ref_logprobs,) = per_micro_batch(
+            batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
+        t.stats["kl"] = float(masked_mean(kl_estimate(old, t.ref_logprobs, mask, algo.kl_estimator), mask))
+    if cfg.old_logprobs == "sampler":
+        t.is_weights = tis_weight(old, batch.sampler_logprobs, mask, cfg.tis_cap)
+        t.stats["tis_weight_mean"] = float(masked_mean(t.is_weights, mask))
+        t.stats["tis_capped_frac"] = float(masked_mean((t.is_weights >= cfg.tis_cap).float(), mask))
+    return t
+
+
+def compute_advantages(algo: AlgoConfig, t: StepTensors) -> None:
+    """Sequence-level (REINFORCE, RLOO, GRPO) or token-level (GAE: the episode reward sits on
+    its last model token) advantages, with the KL penalty in the reward when the preset says so."""
+    batch, mask = t.batch, t.batch.loss_mask
+    kl = kl_estimate(t.old_logprobs, t.ref_logprobs, mask, algo.kl_estimator) if algo.kl_in_reward else None
+    if algo.advantage != "gae":
+        rewards = batch.rewards if kl is None else kl_penalized_rewards(batch.rewards, kl, mask, algo.kl_coef)
+        t.advantages = sequence_advantages(algo, rewards, batch.group_ids)
+        t.stats["advantage_abs_mean"] = float(t.advantages.abs().mean())
+        return
+    token_rewards = torch.zeros_like(mask)
+    last = _last_model_token(mask)
+    rows = (last >= 0).nonzero().squeeze(-1)
+    token_rewards[rows, last[rows]] = batch.rewards[rows]
+    if kl is not None:
+        token_rewards = kl_penalized_rewards(token_rewards, kl, mask, algo.kl_coef)
+    t.advantages, t.returns = gae(token_rewards, t.old_values, mask, algo.gamma, algo.lam)
+    if algo.whiten_advantages:
+        t.advantages = whiten(t.advantages, mask)
+    t.stats["advantage_abs_mean"] = float(masked_mean(t.advantages.abs(), mask))
+
+
+def accumulate_gradients(
+    models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: dict[str, float]
+) -> None:
+    """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
+    the whole minibatch's, so the summed gradient equals one backward over the minibatch."""
+    mask = t.batch.loss_mask[rows]
+    policy_denom = loss_denominator(mask, algo.aggregation)
+    value_denom = loss_denominator(mask, "token_mean")
+    for micro in torch.split(rows, cfg.micro_batch):
+        mb = t.batch.select(micro)
+        width = mb.completion_len
+        pick = lambda x: None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])  # noqa: E731
+        out = forward(models.policy, mb, cfg.temperature, with_entropy=algo.entropy_coef > 0, value_head=models.value_head)
+        pl = compute_policy_loss(
+            algo, out.logprobs, pick(t.old_logprobs), pick(t.advantages), mb.loss_mask,
+            ref_logprobs=pick(t.ref_logprobs), entropy=out.entropy, is_weights=pick(t.is_weights),
+        )
+        loss = aggregate_loss(pl.loss, mb.loss_mask, algo.aggregation, policy_denom, algo.constant_length)
+        m = mb.loss_mask > 0
+        _add(sums, "policy_loss", float(loss.detach()))
+        if models.wants_values:
+            values = out.values if models.critic is None else models.critic(mb)
+            vl = value_loss(values, pick(t.old_values), pick(t.returns), mb.loss_mask, algo.value_clip)
+            v = aggregate_loss(vl.loss, mb.loss_mask, "token_mean", value_denom)
+            loss = loss + algo.value_coef * v
+            _add(sums, "value_loss", float(v.detach()))
+            _add(sums, "value_clipped", float((vl.clipped & m).sum()))
+        loss.backward()
+        r = pl.ratio.detach()
+        _add(sums, "tokens", float(m.sum()))
+        _add(sums, "clipped", float((pl.clipped & m).sum()))
+        _add(sums, "approx_kl", float((((r - 1) - torch.log(r)) * m).sum()))
+
+
+def per_micro_batch(batch: Batch, size: int, fn) -> list[torch.Tensor | None]:
+    """Run `fn(micro_batch) -> tuple of (b, t) tensors or None` over micro-batches and stitch
+    each result back into a (B, T) tensor (micro-batches are trimmed, so t <= T)."""
+    b, width = len(batch), batch.completion_len
+    results: list[torch.Tensor | None] = []
+    for rows in torch.split(torch.arange(b), size):
+        for i, x in enumerate(fn(batch.select(rows))):
+            if i == len(results):
+                results.append(None if x is None else torch.zeros(b, width))
+            if x is not None:
+                results[i][rows, : x.shape[1]] = x.float()
+    return results
+
+
+def _add(sums: dict[str, float], key: str, value: float) -> None:
+    sums[key] = sums.get(key, 0.0) + value
+
+
+def _last_model_token(mask: torch.Tensor) -> torch.Tensor:
+    """Index of each row's last model token (-1 for a row without any)."""
+    idx = torch.arange(mask.shape[1]).expand_as(mask)
+    return torch.where(mask > 0, idx, torch.full_like(idx, -1)).max(dim=1).values

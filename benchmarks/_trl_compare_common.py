@@ -31,6 +31,7 @@ class Settings:
     beta: float = 0.04
     epsilon: float = 0.2
     seed: int = 0
+    held_out_tasks: int = 0  # evaluation tasks (reset seeds 1,000,000 on) that training must not draw
     threads: int | None = None  # torch intra-op threads on both sides (None: torch's default)
     rlvr_sampler: str = "vllm"
     trl_generation: str = "hf"  # "hf" (model.generate), "cb" (continuous batching) or "vllm" (colocate)
@@ -45,8 +46,9 @@ class Settings:
         for name in ("temperature", "lr"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be an int >= 0, got {self.warmup_steps!r}")
+        for name in ("warmup_steps", "held_out_tasks"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {getattr(self, name)!r}")
         if not (math.isfinite(self.beta) and self.beta >= 0) or not 0 < self.epsilon < 1:
             raise ValueError(f"need beta >= 0 and 0 < epsilon < 1, got {self.beta!r}, {self.epsilon!r}")
         if self.rlvr_sampler not in ("vllm", "hf"):
@@ -66,19 +68,30 @@ class Settings:
         return cls(**json.loads(Path(path).read_text()))
 
 
+def cpu_wait_seconds() -> float:
+    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux schedstat; 0
+    where unavailable). A step's wall time minus its growth is the step's time on an idle machine,
+    near enough: on a busy shared machine the wait, not the work, dominates a step."""
+    try:
+        return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def lr_factor(warmup_steps: int):
     """rlvr's learning-rate multiplier for optimizer step s (from 0), as `trainers.loop.Trainer`
     computes it for a constant schedule: (s + 1) / warmup_steps during the warm-up, then 1."""
     return lambda s: (s + 1) / warmup_steps if s < warmup_steps else 1.0
 
 
-def step_seeds(seed: int, step: int, n: int) -> list[int]:
-    """The environment reset seeds rlvr's loop trains on at `step` (with no held-out evaluation
-    during training, as here), so that TRL, fed the same tasks in order, trains on rlvr's tasks."""
+def step_seeds(settings: Settings, step: int) -> list[int]:
+    """The environment reset seeds rlvr's loop trains on at `step` (never a held-out one), so
+    that TRL, fed the same tasks in order, trains on exactly rlvr's tasks."""
     from trainers.config import TrainConfig
     from trainers.loop import training_seeds
 
-    return training_seeds(TrainConfig(seed=seed, tasks_per_step=n, eval_tasks=0), step)
+    return training_seeds(TrainConfig(seed=settings.seed, tasks_per_step=settings.tasks_per_step,
+                                      eval_tasks=settings.held_out_tasks), step)
 
 
 class EnvReward:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks folder, for the helpers
-from _trl_compare_common import Settings  # noqa: E402
+from _trl_compare_common import Settings, cpu_wait_seconds  # noqa: E402
 
 PHASES = ("time_sampling", "time_scoring", "time_training", "time_syncing")
 
@@ -31,7 +31,9 @@ def train_config(settings: Settings, out_dir: Path):
         "max_tokens": settings.max_tokens, "temperature": settings.temperature, "top_p": 1.0,
         "lr": settings.lr, "lr_schedule": "constant", "warmup_steps": settings.warmup_steps,
         "weight_decay": 0.0, "max_grad_norm": 1.0, "sampler": settings.rlvr_sampler, "seed": settings.seed,
-        "out": str(out_dir / "rlvr_run"), "eval_tasks": 0, "threads": settings.threads, "progress": False,
+        "out": str(out_dir / "rlvr_run"),
+        # only keeps training off the held-out seeds: `train_step` never evaluates
+        "eval_tasks": settings.held_out_tasks, "threads": settings.threads, "progress": False,
     })
 
 
@@ -39,22 +41,24 @@ def run(settings: Settings, out_dir: Path) -> dict:
     from trainers.loop import Trainer
 
     trainer = Trainer(train_config(settings, out_dir))
-    seconds, cpu_seconds, rewards, lrs, phases = [], [], [], [], []
+    seconds, cpu_seconds, wait_seconds, rewards, lrs, phases = [], [], [], [], [], []
     started = time.perf_counter()
     while trainer.step < settings.steps:
         lrs.append(trainer.scheduler.get_last_lr()[0])  # the rate this step's update uses
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, w0 = time.perf_counter(), time.process_time(), cpu_wait_seconds()
         metrics = trainer.train_step()
         trainer.step += 1
         seconds.append(time.perf_counter() - t0)
         cpu_seconds.append(time.process_time() - c0)
+        wait_seconds.append(cpu_wait_seconds() - w0)
         rewards.append(float(metrics["reward_mean"]))
         phases.append({k: float(metrics.get(k, 0.0)) for k in PHASES})
     total = time.perf_counter() - started
     model_dir = out_dir / "rlvr_model"
     trainer.models.save(model_dir)
     return {
-        "side": "rlvr", "step_seconds": seconds, "step_cpu_seconds": cpu_seconds, "train_seconds": total,
+        "side": "rlvr", "step_seconds": seconds, "step_cpu_seconds": cpu_seconds,
+        "step_wait_seconds": wait_seconds, "train_seconds": total,
         "train_rewards": rewards, "step_lrs": lrs, "phases": phases, "model_dir": str(model_dir),
         "sampler": settings.rlvr_sampler,
     }
@@ -62,7 +66,7 @@ def run(settings: Settings, out_dir: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print(__doc__.splitlines()[1].strip(), file=sys.stderr)
+        print("usage: python benchmarks/_trl_compare_rlvr.py SETTINGS.json OUT_DIR", file=sys.stderr)
         return 2
     settings, out_dir = Settings.load(Path(argv[0])), Path(argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """The TRL side of `trl_compare.py`: `trl.GRPOTrainer` on CPU, run in its own process so that its
-peak memory is its own.  `python benchmarks/_trl_compare_trl.py SETTINGS.json OUT_DIR`
+peak memory is its own: `python benchmarks/_trl_compare_trl.py SETTINGS.json OUT_DIR`.
 
 Matched to rlvr's `grpo` preset: group-normalised advantages (sample std), clipped ratio with
 eps 0.2 on both sides, per-sequence token-mean loss (`loss_type="grpo"`), k3 KL in the loss with
@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks folder, for the helpers
-from _trl_compare_common import EnvReward, Settings, lr_factor, step_seeds  # noqa: E402
+from _trl_compare_common import EnvReward, Settings, cpu_wait_seconds, lr_factor, step_seeds  # noqa: E402
 
 
 def build_dataset(settings: Settings, reward: EnvReward):
     """One row per task, step after step, in the order rlvr's loop draws them (no shuffling)."""
     from datasets import Dataset
 
-    seeds = [s for step in range(settings.steps) for s in step_seeds(settings.seed, step, settings.tasks_per_step)]
+    seeds = [s for step in range(settings.steps) for s in step_seeds(settings, step)]
     prompts, task_ids = zip(*(reward.task(s) for s in seeds))
     return Dataset.from_dict({"prompt": list(prompts), "task_id": list(task_ids)})
 
@@ -82,16 +82,18 @@ def step_timer():
         def __init__(self):
             self.seconds: list[float] = []
             self.cpu_seconds: list[float] = []
+            self.wait_seconds: list[float] = []
             self.rewards: list[float] = []
             self.lrs: list[float] = []
-            self._t0 = self._c0 = 0.0
+            self._t0 = self._c0 = self._w0 = 0.0
 
         def on_step_begin(self, args, state, control, **kwargs):
-            self._t0, self._c0 = time.perf_counter(), time.process_time()
+            self._t0, self._c0, self._w0 = time.perf_counter(), time.process_time(), cpu_wait_seconds()
 
         def on_step_end(self, args, state, control, **kwargs):
             self.seconds.append(time.perf_counter() - self._t0)
             self.cpu_seconds.append(time.process_time() - self._c0)
+            self.wait_seconds.append(cpu_wait_seconds() - self._w0)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "reward" in logs:
@@ -121,7 +123,8 @@ def run(settings: Settings, out_dir: Path) -> dict:
     model_dir = out_dir / "trl_model"
     trainer.save_model(str(model_dir))
     return {
-        "side": "trl", "step_seconds": timer.seconds, "step_cpu_seconds": timer.cpu_seconds, "train_seconds": total,
+        "side": "trl", "step_seconds": timer.seconds, "step_cpu_seconds": timer.cpu_seconds,
+        "step_wait_seconds": timer.wait_seconds, "train_seconds": total,
         "train_rewards": timer.rewards, "step_lrs": timer.lrs,
         "model_dir": str(model_dir), "grader_errors": reward.errors, "generation": settings.trl_generation,
     }
@@ -129,7 +132,7 @@ def run(settings: Settings, out_dir: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print(__doc__.splitlines()[1].strip(), file=sys.stderr)
+        print("usage: python benchmarks/_trl_compare_trl.py SETTINGS.json OUT_DIR", file=sys.stderr)
         return 2
     settings, out_dir = Settings.load(Path(argv[0])), Path(argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,12 +6,15 @@ tasks and settings, in one run; prints seconds per step, peak memory and held-ou
 
 Each side trains in its own process (`_trl_compare_trl.py`, `_trl_compare_rlvr.py`), so each
 peak memory is that side's alone (the process's resident set plus its helpers'). Seconds per
-step is the median after the first (warm-up) step; CPU seconds per step is printed too, since it
-is far less disturbed by other load on a shared machine. Accuracy is pass@1 on held-out tasks
-(reset seeds 1,000,000 and up, which training never draws) for the starting model and both
-trained models, by the same code: `rlvr eval` with the Hugging Face sampler, temperature 1.0,
-the same sampling seed. Targets: rlvr at least 2x faster per step, no more memory, and accuracy
-not below TRL's beyond noise (paired bootstrap over the held-out tasks).
+step is the median after the first (warm-up) step, judged on the wall time less the time the
+trainer's thread spent waiting for a CPU (the same on an idle machine; on a busy shared one the
+waits come from the neighbours); the raw wall time and CPU seconds are printed too. On a busy
+machine pass `--threads 1`: two torch threads per process on two shared cores mostly spin and
+wait. Accuracy is pass@1 on held-out tasks (reset seeds 1,000,000 and up, which training never
+draws) for the starting model and both trained models, by the same code: `rlvr eval` with the
+Hugging Face sampler, temperature 1.0, the same sampling seed. Targets: rlvr at least 2x faster
+per step, no more memory, and accuracy not below TRL's beyond noise (paired bootstrap over the
+held-out tasks).
 """
 from __future__ import annotations
 
@@ -80,8 +83,9 @@ def settings_from(args: argparse.Namespace, model_dir: Path) -> Settings:
         model=str(model_dir), env_args=parse_env_args(args.env_arg), steps=args.steps,
         tasks_per_step=args.tasks_per_step, group_size=args.group_size, max_tokens=args.max_tokens,
         temperature=args.temperature, lr=args.lr, warmup_steps=args.warmup_steps, beta=args.beta,
-        epsilon=args.epsilon, seed=args.seed, threads=args.threads, rlvr_sampler=args.rlvr_sampler,
-        trl_generation=args.trl_generation, trl_gradient_checkpointing=args.trl_gradient_checkpointing,
+        epsilon=args.epsilon, seed=args.seed, held_out_tasks=args.eval_tasks, threads=args.threads,
+        rlvr_sampler=args.rlvr_sampler, trl_generation=args.trl_generation,
+        trl_gradient_checkpointing=args.trl_gradient_checkpointing,
     )
 
 
@@ -145,10 +149,18 @@ def phases_line(rlvr: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from trainers.models import resolve_model
+    from envs import EnvError, make
+    from trainers.models import ModelError, resolve_model
 
-    model_dir = resolve_model(args.model)
-    settings = settings_from(args, model_dir)
+    try:  # bad settings fail here, in a second, before anything trains
+        if args.eval_tasks < 0 or args.eval_samples < 1 or args.kv_cache_gib < 0 or args.timeout <= 0:
+            raise ValueError("need --eval-tasks >= 0, --eval-samples >= 1, --kv-cache-gib >= 0, --timeout > 0")
+        model_dir = resolve_model(args.model)
+        settings = settings_from(args, model_dir)
+        make(settings.env, **settings.env_args).close()
+    except (ValueError, ModelError, EnvError) as exc:
+        print(f"trl_compare: error: {exc}", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="trl_compare_"))
     out.mkdir(parents=True, exist_ok=True)
     settings.save(out / "settings.json")

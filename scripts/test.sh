@@ -5,8 +5,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 bash scripts/setup.sh
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} TOKENIZERS_PARALLELISM=false
+# The learning runs (marker `slow`, minutes each) join with RLVR_SLOW_TESTS=1 or `-m slow`.
+select=(-m "not slow")
+if [ "${RLVR_SLOW_TESTS:-0}" = 1 ] || [[ " $* " == *" -m "* ]]; then select=(); fi
 set +e
-.venv/bin/python -m pytest -q -rs --durations=15 "$@"
+.venv/bin/python -m pytest -q -rs --durations=15 "${select[@]}" "$@"
 rc=$?
 set -e
 # pytest's 5 means "no tests collected": that is a failure for us, not a pass.

@@ -110,3 +110,18 @@ def test_sigkill_then_resume(tmp_path):
     assert ckpt.latest_checkpoint(tmp_path).name == f"step-{step + 2:08d}"
     records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == list(range(1, step + 3))  # no gap, no step twice
+
+
+def test_ppo_with_a_critic_resumes(tmp_path):
+    """The critic's weights and value head travel with the checkpoint and come back on resume."""
+    extra = dict(algo="ppo", value_model="critic", tasks_per_step=2, group_size=2, algo_args={})
+    run(tmp_path, steps=1, **extra)
+    saved = ckpt.latest_checkpoint(tmp_path)
+    assert (saved / "critic" / "model.safetensors").is_file()
+    config = TrainConfig.from_dict({**SMALL, **extra, "out": str(tmp_path), "steps": 2, "resume": True})
+    trainer = Trainer(config)
+    critic = trainer.models.critic
+    want = weights(saved / "critic")
+    assert all(torch.equal(p, want[n]) for n, p in critic.model.state_dict().items() if n in want)
+    assert torch.equal(critic.head.linear.weight, ckpt.load_state(saved)["critic_head"]["linear.weight"])
+    assert trainer.train()["steps"] == 2

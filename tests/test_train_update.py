@@ -119,3 +119,40 @@ def test_training_seeds_are_reproducible_and_never_held_out():
     assert seeds == training_seeds(cfg, step=3) and seeds != training_seeds(cfg, step=4)
     assert not any(1_000 <= s < 501_000 for s in seeds)
     assert min(seeds) >= 0 and max(seeds) < 2**31 - 1
+
+
+def test_sampler_old_logprobs_weight_tokens_by_truncated_importance(model):
+    """old_logprobs='sampler': each token's loss is weighted by min(pi_old / pi_sampler, cap);
+    here the sampler said -1 on every model token, so the weight is min(exp(old + 1), 2)."""
+    algo = get_algorithm("grpo", kl_coef=0.0)
+    models = Models(path=None, tokenizer=None, policy=model)
+    batch = collate(make_episodes(seed=3), pad_token_id=0)
+    t = old_and_ref_logprobs(models, algo, TrainConfig(old_logprobs="sampler", tis_cap=2.0), batch)
+    want = torch.clamp(torch.exp(t.old_logprobs + 1.0), max=2.0) * batch.loss_mask
+    torch.testing.assert_close(t.is_weights, want)
+    assert 0 < t.stats["tis_weight_mean"] <= 2.0
+    assert old_and_ref_logprobs(models, algo, TrainConfig(), batch).is_weights is None
+
+
+def test_separate_critic_gets_value_gradients_only(model):
+    """value_model='critic': the critic's own trunk learns the values; the policy's gradient is
+    the policy loss's alone (no value loss flows into it)."""
+    from trainers.policy import Critic
+
+    algo = get_algorithm("ppo", kl_coef=0.0)
+    policy = copy.deepcopy(model)
+    models = Models(path=None, tokenizer=None, policy=policy, critic=Critic(copy.deepcopy(model)))
+    torch.nn.init.normal_(models.critic.head.linear.weight, std=0.1)
+    batch = collate(make_episodes(), pad_token_id=0)
+    cfg = TrainConfig(tasks_per_step=3, group_size=4)
+    t = old_and_ref_logprobs(models, algo, cfg, batch)
+    with torch.no_grad():
+        t.old_values = models.critic(batch)
+    compute_advantages(algo, t)
+    rows = torch.arange(len(batch))
+    with_critic = gradients(models, algo, cfg, t, rows)
+    trunk = models.critic.model.get_decoder()
+    assert all(p.grad is not None for p in [*trunk.parameters(), *models.critic.head.parameters()])
+    alone = Models(path=None, tokenizer=None, policy=policy)  # the same policy, no values at all
+    for a, b in zip(with_critic, gradients(alone, algo, cfg, t, rows)):
+        torch.testing.assert_close(a, b)

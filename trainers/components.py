@@ -134,6 +134,16 @@ class TimedSampler:
         finally:
             self.seconds += time.perf_counter() - t0
 
+    @property
+    def max_model_len(self) -> int | None:
+        """The rollout ends episodes before this (vLLM raises past it); None for no limit."""
+        return getattr(self.inner, "max_model_len", None)
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
     def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
         update = getattr(self.inner, "update_weights", None)
         if update is not None:

@@ -111,7 +111,7 @@ class Trainer:
             tensors = self.prepare(rollout)
             metrics.update(tensors.stats)
             metrics.update(self.update(tensors))
-            self.scheduler.step()
+            self.scheduler.step()  # the schedule counts optimizer updates: a skipped step does not advance it
             metrics["time_training"] = time.perf_counter() - t0
             metrics["time_syncing"] = self.sync()
         else:  # every group was dropped (errors, or no signal under dynamic sampling)

@@ -37,7 +37,8 @@ class ValueHead(nn.Module):
 
 
 class Critic(nn.Module):
-    """A separate critic: its own copy of a causal LM's trunk plus a value head."""
+    """A separate critic: its own copy of a causal LM (started from the policy's weights) with a
+    value head on its trunk."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -45,8 +46,9 @@ class Critic(nn.Module):
         self.head = ValueHead(model.config.hidden_size)
 
     def forward(self, batch: Batch) -> torch.Tensor:
-        out = self.model(**_model_inputs(batch), logits_to_keep=1, output_hidden_states=True)
-        return self.head(_completion_hidden(out.hidden_states[-1], batch))
+        # the trunk only: a critic needs no logits (its lm_head is kept so the checkpoint loads as a causal LM)
+        hidden = self.model.get_decoder()(**_model_inputs(batch)).last_hidden_state
+        return self.head(_completion_hidden(hidden, batch)).float()
 
 
 def _model_inputs(batch: Batch) -> dict[str, torch.Tensor]:

@@ -10,6 +10,11 @@ Logprobs are those of the distribution actually sampled from (`logprobs_mode=
 masking, so with `top_p < 1` they are renormalised over the nucleus; at temperature 0 (greedy)
 vLLM skips the scaling and they are plain log-softmax of the raw logits. A trainer matches them
 with `log_softmax(logits / temperature)` (top-p 1).
+
+Seeds: with `SamplingSettings.seed`, the i-th prompt's request gets seed + i*n (vLLM seeds its n
+samples seed, seed+1, ...), so no two samples of a call share a seed and a call is reproducible.
+Greedy (temperature 0) samples once per prompt and copies it n times. On CPU two defaults
+differ from vLLM's: whole-prompt prefill and a 2 GiB KV cache (reasons in `__init__`).
 """
 from __future__ import annotations
 

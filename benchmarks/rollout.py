@@ -29,7 +29,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each (the median is reported)")
     args = p.parse_args(argv)
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
 
     import envs
     from envs.rollout import rollout, template_ids

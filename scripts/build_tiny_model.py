@@ -34,7 +34,7 @@ Accuracy on {n} held-out tasks of `rlvr/Arithmetic-v0`, difficulty 2 (seeds {fir
 | sampled, temperature 1.0 | {t1:.1%} | {t1_fmt:.1%} |
 | greedy | {greedy:.1%} | {greedy_fmt:.1%} |
 
-Build: {seconds:.0f} s on one thread (deterministic kernels, seed {seed});
+Build: {seconds:.0f} s wall, {cpu_seconds:.0f} s CPU, on one thread (deterministic kernels, seed {seed});
 `model.safetensors` SHA-256 `{sha}`.
 """
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = TinySpec()
     built = build(args.out, spec)
     sha = hashlib.sha256((args.out / "model.safetensors").read_bytes()).hexdigest()
-    print(f"built {args.out} in {built.seconds:.1f} s: {built.parameters:,} parameters, vocabulary "
+    print(f"built {args.out} in {built.seconds:.1f} s ({built.cpu_seconds:.1f} s CPU): {built.parameters:,} parameters, vocabulary "
           f"{built.vocab_size}, final loss {built.final_loss:.3f}, sha256 {sha}")
     if args.eval_tasks <= 0:
         return 0
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "README.md").write_text(CARD.format(
         **spec.__dict__, parameters=built.parameters, vocab=built.vocab_size, n=args.eval_tasks,
         first=EVAL_SEED_START, t1=sampled.correct, t1_fmt=sampled.well_formed, greedy=greedy.correct,
-        greedy_fmt=greedy.well_formed, seconds=built.seconds, sha=sha,
+        greedy_fmt=greedy.well_formed, seconds=built.seconds, cpu_seconds=built.cpu_seconds, sha=sha,
     ))
     return 0
 

@@ -4,7 +4,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 bash scripts/setup.sh
-export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} TOKENIZERS_PARALLELISM=false
+export TOKENIZERS_PARALLELISM=false
 # The learning runs (marker `slow`, minutes each) join with RLVR_SLOW_TESTS=1 or `-m slow`.
 select=(-m "not slow")
 if [ "${RLVR_SLOW_TESTS:-0}" = 1 ] || [[ " $* " == *" -m "* ]]; then select=(); fi

@@ -159,7 +159,6 @@ def test_eval_refuses_bad_arguments(model_dir, tmp_path, capsys):
 
 def test_eval_with_vllm(model_dir, tmp_path, capsys):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     out = tmp_path / "run"
     # All defaults: the tiny model, the vLLM sampler, rlvr/Arithmetic-v0.
     assert main(["eval", "--tasks", "4", "--k", "1,4", "--max-tokens", "12", "--no-progress", "--out", str(out)]) == 0

@@ -190,7 +190,6 @@ def test_bad_arguments(hf_sampler, tokenizer):
 def test_vllm_rollout_on_arithmetic(model_dir, tokenizer, capsys, request):
     """The training path: vLLM, a single-turn env, G samples per task from one call, progress shown."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from trainers.samplers import VLLMSampler
 
     engine = VLLMSampler(str(model_dir), max_model_len=256)

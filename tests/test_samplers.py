@@ -44,7 +44,6 @@ def prompts(tokenizer) -> list[list[int]]:
 @pytest.fixture(scope="module")
 def vllm_sampler(model_dir):
     require(HAS_VLLM, "vllm is not installed")
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     from trainers.samplers import VLLMSampler
 
     with VLLMSampler(str(model_dir), max_model_len=MAX_LEN) as sampler:
@@ -186,3 +185,34 @@ def test_update_weights_in_place_with_tied_embeddings(model_dir, tokenizer, prom
     sampler.close()
     with pytest.raises(RuntimeError, match="closed"):
         sampler.generate(prompts, 1, settings)
+
+
+def test_kv_cache_is_sized_to_the_batch():
+    """Worked numbers for the tiny model (4 layers, 2 KV heads of 32, float32): 2 x 4 x 2 x 32 x 4
+    = 2,048 bytes a token; 8 sequences of 256 + 128 tokens = 6 MiB; never less than one
+    sequence, never more than the 2 GiB cap."""
+    from transformers import AutoConfig
+
+    from trainers.samplers.vllm_sampler import CPU_KV_CACHE_MAX_BYTES, kv_cache_bytes
+
+    config = AutoConfig.from_pretrained(resolve_model("tiny"))
+    assert kv_cache_bytes(config, 256, 8) == 8 * 384 * 2048 == 6 * 2**20
+    assert kv_cache_bytes(config, 256, 8, "bfloat16") == 3 * 2**20
+    assert kv_cache_bytes(config, 256, 0) == 384 * 2048
+    assert kv_cache_bytes(config, 256, 10**6) == CPU_KV_CACHE_MAX_BYTES
+
+
+def test_vllm_runs_more_sequences_than_its_batch(model_dir, prompts, request):
+    """A sampler sized for 8 sequences at once (a 6 MiB KV cache on CPU) still serves 4 x 8
+    sequences: they run in waves."""
+    require(HAS_VLLM, "vllm is not installed")
+    from trainers.samplers import VLLMSampler
+
+    sampler = VLLMSampler(str(model_dir), max_model_len=MAX_LEN, max_num_seqs=8)
+    request.addfinalizer(sampler.close)
+    config = sampler.llm.llm_engine.vllm_config
+    assert config.scheduler_config.max_num_seqs == 8
+    if "VLLM_CPU_KVCACHE_SPACE" not in os.environ and config.device_config.device_type == "cpu":
+        assert config.cache_config.kv_cache_memory_bytes == 6 * 2**20
+    out = sampler.generate(prompts * 2, 8, SamplingSettings(max_tokens=24, seed=0))
+    assert [len(g) for g in out] == [8] * 4 and all(len(s.token_ids) > 0 for g in out for s in g)

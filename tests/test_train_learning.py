@@ -17,7 +17,10 @@ from conftest import require
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 ROOT = Path(__file__).resolve().parents[1]
-GAP = 1e-4  # sampler/trainer logprob gap after every sync, float32
+# Sampler/trainer logprob gap after every sync, float32: the mean over a step's tokens is ~5e-7;
+# the worst single token of a step is ~1e-5 typically and can pass 1e-4 late in long runs, on
+# digits the sharpened model is unsure of. A stale sampler shows ~1e-1 (tests/test_train_vllm.py).
+GAP_MEAN, GAP_MAX = 1e-5, 1e-3
 # Held-out accuracy is measured on the same 400 tasks with the same sampling seeds before and
 # after, so most of the sampling noise cancels; a rise of MARGIN points is far beyond it.
 EVAL_TASKS = 400
@@ -27,7 +30,6 @@ MARGIN = 5.0
 def train(out: Path, *args: str, timeout: int = 420) -> tuple[list[dict], list[dict]]:
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     cmd = [sys.executable, "-m", "rlvr", "train", "--out", str(out), "--no-progress", "--threads", "1", *args]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=timeout)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -35,7 +37,8 @@ def train(out: Path, *args: str, timeout: int = 420) -> tuple[list[dict], list[d
     evals = [json.loads(x) for x in (out / "eval.jsonl").read_text().splitlines()]
     assert (out / "reward.png").stat().st_size > 1000
     assert any((out / "tensorboard").glob("events.out.tfevents.*"))
-    assert max(m["logprob_gap_max"] for m in metrics) < GAP
+    assert max(m["logprob_gap_mean"] for m in metrics) < GAP_MEAN
+    assert max(m["logprob_gap_max"] for m in metrics) < GAP_MAX
     return metrics, evals
 
 

@@ -15,7 +15,9 @@ from trainers.batch import collate
 from trainers.components import Models
 from trainers.config import TrainConfig
 from trainers.loop import training_seeds
-from trainers.phases import accumulate_gradients, compute_advantages, old_and_ref_logprobs
+from trainers.phases import (
+    accumulate_gradients, compute_advantages, old_and_ref_logprobs, pre_update_stats, update_is_on_policy,
+)
 from trainers.policy import ValueHead
 from verifiers.verdict import Outcome
 
@@ -65,8 +67,10 @@ def test_micro_batches_give_the_big_batch_gradient(model, name):
     if models.value_head is not None:
         torch.nn.init.normal_(models.value_head.linear.weight, std=0.1)
     batch = collate(make_episodes(), pad_token_id=0)
-    cfg = TrainConfig(tasks_per_step=3, group_size=4, temperature=0.8)
+    # Two epochs: the old logprobs come from their own forward (one epoch would fuse it into the update's).
+    cfg = TrainConfig(tasks_per_step=3, group_size=4, temperature=0.8, epochs=2)
     t = old_and_ref_logprobs(models, algo, cfg, batch)  # also the value head's old values
+    assert t.old_logprobs is not None
     assert (t.old_values is not None) == models.wants_values
     compute_advantages(algo, t)
     with torch.no_grad():  # move the policy a little so ratios differ from 1 and clipping can act
@@ -104,7 +108,7 @@ def test_sequence_advantages_and_gap(model):
     models = Models(path=None, tokenizer=None, policy=model)
     episodes = make_episodes(n_groups=1, group_size=4, seed=2)
     batch = collate(episodes, pad_token_id=0)
-    t = old_and_ref_logprobs(models, algo, TrainConfig(), batch)
+    t = old_and_ref_logprobs(models, algo, TrainConfig(epochs=2), batch)
     compute_advantages(algo, t)
     # rewards [0, 1, 0, 1]: mean 0.5, sample std sqrt(1/3) -> +-0.5 / 0.57735 = +-0.8660
     torch.testing.assert_close(t.advantages, torch.tensor([-0.8660, 0.8660, -0.8660, 0.8660]), atol=1e-4, rtol=0)
@@ -156,3 +160,49 @@ def test_separate_critic_gets_value_gradients_only(model):
     alone = Models(path=None, tokenizer=None, policy=policy)  # the same policy, no values at all
     for a, b in zip(with_critic, gradients(alone, algo, cfg, t, rows)):
         torch.testing.assert_close(a, b)
+
+
+def test_on_policy_update_is_only_when_nothing_changes_the_weights_first(model):
+    """The separate old-logprob forward is skipped only for one epoch of one minibatch with
+    recomputed old logprobs, no KL in the reward and no values."""
+    plain = Models(path=None, tokenizer=None, policy=model)
+    grpo, ppo = get_algorithm("grpo"), get_algorithm("ppo")
+    assert update_is_on_policy(plain, grpo, TrainConfig(tasks_per_step=4, group_size=4))
+    assert not update_is_on_policy(plain, grpo, TrainConfig(tasks_per_step=4, group_size=4, epochs=2))
+    assert not update_is_on_policy(plain, grpo, TrainConfig(tasks_per_step=4, group_size=4, minibatch_size=8))
+    assert not update_is_on_policy(plain, grpo, TrainConfig(tasks_per_step=4, group_size=4, old_logprobs="sampler"))
+    assert not update_is_on_policy(plain, get_algorithm("reinforce", kl_placement="reward", kl_coef=0.1), TrainConfig())
+    assert not update_is_on_policy(Models(path=None, tokenizer=None, policy=model, value_head=ValueHead(32)),
+                                   ppo, TrainConfig(epochs=1))
+
+
+@pytest.mark.parametrize("name", ["grpo", "cispo", "gspo"])
+def test_on_policy_update_equals_the_two_forward_update(model, name):
+    """On-policy, the update's detached logprobs stand in for a separate no-grad forward: the
+    same gradient, and the same gap, entropy and KL metrics."""
+    algo = get_algorithm(name, kl_coef=0.05, kl_placement="loss")
+    models = Models(path=None, tokenizer=None, policy=copy.deepcopy(model),
+                    reference=copy.deepcopy(model).requires_grad_(False))
+    with torch.no_grad():  # a reference that differs, so the KL is not 0
+        for p in models.reference.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    batch = collate(make_episodes(), pad_token_id=0)
+    rows = torch.tensor([5, 0, 11, 3, 8, 1, 10, 6, 2, 9, 4, 7])
+    results = []
+    for epochs in (1, 2):
+        cfg = TrainConfig(tasks_per_step=3, group_size=4, micro_batch_size=5, epochs=epochs)
+        t = old_and_ref_logprobs(models, algo, cfg, batch)
+        assert (t.old_logprobs is None) == (epochs == 1)
+        compute_advantages(algo, t)
+        for p in models.policy_parameters():
+            p.grad = None
+        sums: dict[str, float] = {}
+        accumulate_gradients(models, algo, cfg, t, rows, sums)
+        stats = {**t.stats, **pre_update_stats(sums)}
+        results.append(([p.grad.clone() for p in models.policy_parameters()], stats))
+    (fused, fused_stats), (separate, separate_stats) = results
+    for a, b in zip(fused, separate):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-4)
+    for key in ("logprob_gap_max", "logprob_gap_mean", "entropy", "kl"):
+        assert fused_stats[key] == pytest.approx(separate_stats[key], rel=1e-5, abs=1e-7), key
+    assert fused_stats["kl"] > 0 and fused_stats["entropy"] > 0

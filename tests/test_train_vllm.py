@@ -4,6 +4,10 @@ measurement does catch a sampler that was not synced."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -36,6 +40,7 @@ def test_every_sync_leaves_sampler_and_trainer_equal(trainer):
         trainer.step += 1
         assert set(METRICS) <= set(metrics)
         assert metrics["logprob_gap_max"] < GAP, metrics["logprob_gap_max"]
+        assert metrics["logprob_gap_mean"] < GAP / 10
         assert metrics["time_syncing"] > 0 and metrics["tokens_per_second"] > 0
     moved = max(float((p.detach() - before[n]).abs().max()) for n, p in trainer.policy.named_parameters())
     assert moved > 1e-4  # the syncs carried real changes (about lr per Adam step), and vLLM followed them
@@ -49,3 +54,18 @@ def test_the_gap_catches_a_stale_sampler(trainer):
     assert metrics["logprob_gap_max"] > 100 * GAP
     trainer.step += 1
     assert trainer.train_step()["logprob_gap_max"] < GAP  # that step's sync put it right
+
+
+def test_resume_puts_the_checkpoint_into_vllm(tmp_path):
+    """`--resume` starts vLLM from the checkpoint directory (a Hugging Face directory vLLM loads
+    as it is), so the first resumed step's sampler logprobs are the trained weights'."""
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    base = [sys.executable, "-m", "rlvr", "train", "--out", str(tmp_path), "--no-progress", "--threads", "1",
+            "--tasks-per-step", "8", "--group-size", "4", "--max-tokens", "12", "--lr", "2e-3", "--warmup-steps", "0"]
+    for extra in (["--steps", "2"], ["--steps", "3", "--resume"]):
+        done = subprocess.run(base + extra, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [1, 2, 3]
+    assert all(r["logprob_gap_max"] < GAP for r in records)

@@ -108,8 +108,10 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
         raise ConfigError(f"the vllm sampler needs vLLM ({exc}); install it or use --sampler hf") from None
     # No chunked prefill: vLLM 0.32 on CPU crashes ("CPU Generator does not use offset") when a
     # seeded request's prefill is split across engine steps, which large evaluation batches do.
+    # One step's episodes run at once, and on CPU the KV cache is sized to them (evaluation
+    # batches run in waves of that size).
     return VLLMSampler(str(resume_from or models.path), seed=config.seed, max_model_len=max_model_len(models),
-                       enable_chunked_prefill=False)
+                       max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False)
 
 
 def max_model_len(models: Models) -> int:

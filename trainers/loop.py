@@ -29,7 +29,9 @@ from trainers.batch import collate
 from trainers.components import Models, TimedSampler, build_models, build_optimizer, build_sampler, max_model_len
 from trainers.config import TrainConfig
 from trainers.metrics import MetricsLogger
-from trainers.phases import StepTensors, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch
+from trainers.phases import (
+    StepTensors, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch, pre_update_stats,
+)
 
 SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
 
@@ -189,6 +191,7 @@ class Trainer:
             "policy_loss": sums.get("policy_loss", 0.0) / updates, "grad_norm": float(np.mean(grad_norms)),
             "optimizer_steps": len(grad_norms),
         }
+        stats.update(pre_update_stats(sums))  # on-policy: the gap, entropy and KL come from the update's forward
         if self.models.wants_values:
             stats["value_loss"] = sums.get("value_loss", 0.0) / updates
             stats["value_clip_frac"] = sums.get("value_clipped", 0.0) / tokens

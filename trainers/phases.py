@@ -2,7 +2,8 @@
 `trainers.loop` calls them in order; tests call them on their own):
 
 - `old_and_ref_logprobs`: the trainer's logprobs before the update (and the sampler/trainer gap),
-  the value head's values, the reference model's logprobs, the TIS weights;
+  the value head's values, the reference model's logprobs, the TIS weights; when
+  `update_is_on_policy`, the update's own first forward stands in for the first of these;
 - `compute_advantages`: sequence-level or GAE advantages, KL in the reward if asked;
 - `accumulate_gradients`: one minibatch's loss, backwarded micro-batch by micro-batch with the
   minibatch's (global) denominators.
@@ -30,7 +31,7 @@ class StepTensors:
     """Everything the update needs, computed once per step before any weight changes."""
 
     batch: Batch
-    old_logprobs: torch.Tensor
+    old_logprobs: torch.Tensor | None  # None: the update's own forward gives them (`update_is_on_policy`)
     ref_logprobs: torch.Tensor | None = None
     old_values: torch.Tensor | None = None
     advantages: torch.Tensor | None = None  # (B,) or (B, T)
@@ -39,24 +40,40 @@ class StepTensors:
     stats: dict[str, float] = field(default_factory=dict)
 
 
+def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> bool:
+    """Whether the update's own forward passes see the weights that sampled: one epoch of one
+    minibatch (the optimizer steps once, after every forward), old logprobs recomputed, and
+    nothing before the update that needs them (KL in the reward, values for GAE). Then a
+    separate no-grad forward would only repeat the update's: it is skipped, and the update's
+    logprobs, detached, are the old logprobs (ratio 1; TRL and verl do the same)."""
+    return ((cfg.epochs or algo.ppo_epochs) == 1 and cfg.num_minibatches == 1 and cfg.old_logprobs == "recompute"
+            and not algo.kl_in_reward and not models.wants_values)
+
+
 @torch.no_grad()
 def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, batch: Batch) -> StepTensors:
     """Trainer logprobs before the update, the reference model's, and the TIS weights. The
     sampler holds the same weights right now (synced after the last step), so the difference
-    between its logprobs and these is the sync gap, measured on this step's tokens."""
+    between its logprobs and these is the sync gap, measured on this step's tokens. When
+    `update_is_on_policy`, `old_logprobs` is left None and `accumulate_gradients` measures
+    the gap, entropy and KL from the update's forward instead."""
+    mask = batch.loss_mask
+    if update_is_on_policy(models, algo, cfg):
+        t = StepTensors(batch=batch, old_logprobs=None)
+        if models.reference is not None:
+            (t.ref_logprobs,) = per_micro_batch(
+                batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
+        return t
+
     def policy(mb: Batch):
         out = forward(models.policy, mb, cfg.temperature, with_entropy=True, value_head=models.value_head)
         return out.logprobs, out.entropy, out.values
 
     old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy)
-    mask = batch.loss_mask
-    gap = (old - batch.sampler_logprobs).abs() * mask
     t = StepTensors(batch=batch, old_logprobs=old, old_values=values)
-    t.stats.update(
-        logprob_gap_max=float(gap.max()) if mask.any() else 0.0,
-        logprob_gap_mean=float(gap.sum() / mask.sum().clamp(min=1)),
-        entropy=float(masked_mean(entropy, mask)),
-    )
+    sums: dict[str, float] = {}
+    add_pre_update_sums(sums, old, entropy, batch, None)
+    t.stats.update(pre_update_stats(sums))
     if models.reference is not None:
         (t.ref_logprobs,) = per_micro_batch(
             batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
@@ -94,7 +111,9 @@ def accumulate_gradients(
     models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: dict[str, float]
 ) -> None:
     """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
-    the whole minibatch's, so the summed gradient equals one backward over the minibatch."""
+    the whole minibatch's, so the summed gradient equals one backward over the minibatch.
+    Without `t.old_logprobs` (on-policy), the forward's detached logprobs are the old ones."""
+    fused = t.old_logprobs is None
     mask = t.batch.loss_mask[rows]
     policy_denom = loss_denominator(mask, algo.aggregation)
     value_denom = loss_denominator(mask, "token_mean")
@@ -102,9 +121,13 @@ def accumulate_gradients(
         mb = t.batch.select(micro)
         width = mb.completion_len
         pick = lambda x: None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])  # noqa: E731
-        out = forward(models.policy, mb, cfg.temperature, with_entropy=algo.entropy_coef > 0, value_head=models.value_head)
+        out = forward(models.policy, mb, cfg.temperature, with_entropy=algo.entropy_coef > 0 or fused,
+                      value_head=models.value_head)
+        old = out.logprobs.detach() if fused else pick(t.old_logprobs)
+        if fused:
+            add_pre_update_sums(sums, old, out.entropy.detach(), mb, pick(t.ref_logprobs), algo.kl_estimator)
         pl = compute_policy_loss(
-            algo, out.logprobs, pick(t.old_logprobs), pick(t.advantages), mb.loss_mask,
+            algo, out.logprobs, old, pick(t.advantages), mb.loss_mask,
             ref_logprobs=pick(t.ref_logprobs), entropy=out.entropy, is_weights=pick(t.is_weights),
         )
         loss = aggregate_loss(pl.loss, mb.loss_mask, algo.aggregation, policy_denom, algo.constant_length)
@@ -122,6 +145,34 @@ def accumulate_gradients(
         _add(sums, "tokens", float(m.sum()))
         _add(sums, "clipped", float((pl.clipped & m).sum()))
         _add(sums, "approx_kl", float((((r - 1) - torch.log(r)) * m).sum()))
+
+
+def add_pre_update_sums(
+    sums: dict[str, float], logprobs: torch.Tensor, entropy: torch.Tensor, batch: Batch,
+    ref_logprobs: torch.Tensor | None, kl_estimator: str = "k3",
+) -> None:
+    """Accumulate, over (micro-)batches, what is measured on the weights that sampled: the
+    sampler/trainer logprob gap (sum and max), entropy, and the KL to the reference."""
+    mask = batch.loss_mask
+    gap = (logprobs - batch.sampler_logprobs).abs() * mask
+    _add(sums, "pre_tokens", float(mask.sum()))
+    _add(sums, "gap_sum", float(gap.sum()))
+    sums["gap_max"] = max(sums.get("gap_max", 0.0), float(gap.max()) if mask.any() else 0.0)
+    _add(sums, "entropy_sum", float((entropy * mask).sum()))
+    if ref_logprobs is not None:
+        _add(sums, "kl_sum", float((kl_estimate(logprobs, ref_logprobs, mask, kl_estimator) * mask).sum()))
+
+
+def pre_update_stats(sums: dict[str, float]) -> dict[str, float]:
+    """The step's metrics from `add_pre_update_sums` (empty when nothing was added)."""
+    if "pre_tokens" not in sums:
+        return {}
+    tokens = max(sums["pre_tokens"], 1.0)
+    stats = {"logprob_gap_max": sums["gap_max"], "logprob_gap_mean": sums["gap_sum"] / tokens,
+             "entropy": sums["entropy_sum"] / tokens}
+    if "kl_sum" in sums:
+        stats["kl"] = sums["kl_sum"] / tokens
+    return stats
 
 
 def per_micro_batch(batch: Batch, size: int, fn) -> list[torch.Tensor | None]:

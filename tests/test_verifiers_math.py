@@ -106,6 +106,16 @@ def test_verdict_shape_and_outcomes():
     assert hedged.outcome is Outcome.INCORRECT and "hedged" in hedged.detail
 
 
+def test_two_plain_integers_are_judged_without_sympy():
+    """The fast path: different plainly written integers are wrong at once; anything else that
+    differs as a string (-0, 007, 1,000, 12.0) still goes to SymPy and is judged equal."""
+    assert vm.verify("\\boxed{12}", "13").detail == "a different integer"
+    assert vm.verify("\\boxed{-5}", "5").detail == "a different integer"
+    for answer, gold in [("-0", "0"), ("007", "7"), ("1,000", "1000"), ("12.0", "12"), ("12", "12.0")]:
+        verdict = vm.verify(f"\\boxed{{{answer}}}", gold)
+        assert verdict.outcome is Outcome.CORRECT, (answer, gold, verdict.detail)
+
+
 def test_misuse_is_a_typed_error():
     with pytest.raises(TypeError):
         vm.verify(5, "5")

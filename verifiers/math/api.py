@@ -1,6 +1,7 @@
 """`verify(response, gold)`: the math verifier's entry point.
 
-Extraction and an exact-string fast path run in the calling thread (linear scans, microseconds);
+Extraction and two fast paths (the same string; two different plain integers) run in the calling
+thread (linear scans, microseconds);
 parsing and SymPy run in a worker process under a hard deadline (see `bounded`).
 
 The default worker pool is a module-level cache, created on first use and closed at exit (and
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import threading
 
 from verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
@@ -22,6 +24,7 @@ from verifiers.math.options import MathOptions, VerifierTypeError
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
 VERSION = "1.0"
+_PLAIN_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,29}")  # one spelling per integer (no -0, no 007)
 DEFAULT_OPTIONS = MathOptions()
 POOL_SIZE = max(2, min(4, (os.cpu_count() or 2) // 2))
 
@@ -88,8 +91,14 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
     if not found.answers:
         why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no final answer found"
         return Verdict(0.0, Outcome.FORMAT_ERROR, why, info)
-    if len(found.answers) == 1 and squash(found.answers[0]) == squash(reference):
-        return Verdict(1.0, Outcome.CORRECT, "identical to the reference", info)
+    if len(found.answers) == 1:
+        answer, gold_answer = squash(found.answers[0]), squash(reference)
+        if answer == gold_answer:
+            return Verdict(1.0, Outcome.CORRECT, "identical to the reference", info)
+        if _PLAIN_INTEGER.fullmatch(answer) and _PLAIN_INTEGER.fullmatch(gold_answer):
+            # Two different integers written plainly are different numbers under every option
+            # (tolerances apply to decimal golds only): no need for SymPy or a worker.
+            return Verdict(0.0, Outcome.INCORRECT, "a different integer", info)
     too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
     if too_long:
         return Verdict(0.0, Outcome.INCORRECT, f"answer longer than {o.max_answer_chars} characters: not compared", info)

@@ -24,6 +24,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_POINTS = 15.0
+GAP_BOUND = 1e-4  # the sampler/trainer logprob gap the issue allows after a sync (float32)
 
 # Settings shared by every algorithm; each algorithm's own below them. Tuned on this 2-core
 # machine for the tiny model (see the README's learning section for what they reached).
@@ -66,15 +67,16 @@ def run_one(algo: str, out: Path, minutes: float, eval_tasks: int, eval_every: i
         "wall_minutes": wall / 60, "before": evals[0]["accuracy"], "after": evals[-1]["accuracy"],
         "curve": [(elapsed.get(e["step"], 0.0) / 60, e["accuracy"]) for e in evals],
         "gap_mean": sum(r.get("logprob_gap_mean", 0.0) for r in steps) / len(steps),
-        "gap_max": max(r.get("logprob_gap_max", 0.0) for r in steps), "settings": {**PER_ALGO.get(algo, {}), **extra},
+        "gap_max": max(r.get("logprob_gap_max", 0.0) for r in steps),
+        "gap_over": sum(r.get("logprob_gap_max", 0.0) >= GAP_BOUND for r in steps), "settings": {**PER_ALGO.get(algo, {}), **extra},
     }
 
 
 def table(results: list[dict], eval_tasks: int) -> str:
     head = (f"{'algorithm':<10} {'steps':>6} {'train min':>9} {'before':>7} {'after':>7} {'points':>7}  {'+15?':<5} "
-            f"{'gap mean':>8} {'gap max':>8}")
+            f"{'gap mean':>8} {'gap max':>8} {'>=1e-4':>6}")
     lines = [f"held-out accuracy on {eval_tasks} fixed tasks of rlvr/Arithmetic-v0, temperature 1.0; "
-             "gap: |sampler - trainer| logprob after each sync (mean over tokens; worst token)", head, "-" * len(head)]
+             "gap: |sampler - trainer| logprob after each sync (mean over tokens; worst token; steps whose worst token reached 1e-4)", head, "-" * len(head)]
     for r in results:
         if "error" in r:
             lines.append(f"{r['algo']:<10} failed: {r['error'].splitlines()[0]}")
@@ -82,7 +84,7 @@ def table(results: list[dict], eval_tasks: int) -> str:
         points = 100 * (r["after"] - r["before"])
         lines.append(f"{r['algo']:<10} {r['steps']:>6} {r['train_minutes']:>9.1f} {r['before']:>7.3f} "
                      f"{r['after']:>7.3f} {points:>+7.1f}  {'yes' if round(points, 6) >= TARGET_POINTS else 'NO':<5} "
-                     f"{r['gap_mean']:>8.1e} {r['gap_max']:>8.1e}")
+                     f"{r['gap_mean']:>8.1e} {r['gap_max']:>8.1e} {r['gap_over']:>6}")
     return "\n".join(lines)
 
 

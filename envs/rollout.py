@@ -208,7 +208,7 @@ def _verifier_version(verdict: Verdict | None) -> str | None:
     return info.get("verifier_version") or info.get("verifier")
 
 
-def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: SamplingSettings,
+def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: dict[str, Any],
              model_info: Mapping[str, Any]) -> Episode:
     env = run.env.unwrapped
     verdict = run.verdict
@@ -217,7 +217,7 @@ def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: Sampl
         "verifier": _verifier_version(verdict) or getattr(env, "verifier_version", None),
         **{k: v for k, v in model_info.items() if k != "step"},
         "model": model_info.get("model"), "model_step": model_info.get("model_step", model_info.get("step")),
-        "sampling": dataclasses.asdict(sampling), "turns": run.turns,
+        "sampling": dict(sampling), "turns": run.turns,
         "detail": run.note or (verdict.detail if verdict else ""),
     }
     if run.error is not None:
@@ -263,8 +263,9 @@ def rollout(
         with ThreadPoolExecutor(max_workers=max_workers) as pool, \
                 tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
             groups = _play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
+        settings = dataclasses.asdict(sampling)  # once: asdict is slow, and every episode records it
         return [
-            Group(g[0].task_id, group_id_start + i, [_episode(r, env_id, env_kwargs, sampling, model_info) for r in g])
+            Group(g[0].task_id, group_id_start + i, [_episode(r, env_id, env_kwargs, settings, model_info) for r in g])
             for i, g in enumerate(groups)
         ]
     finally:

@@ -17,11 +17,13 @@ from conftest import require
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 ROOT = Path(__file__).resolve().parents[1]
-# Sampler/trainer logprob gap after every sync, float32 (the bound: 1e-4). Measured: the
-# mean over a step's tokens is ~1e-6 and the worst token of a step ~1e-5 (at most 4e-5 in the first
-# 100 steps); only 4 of 2,100 steps of 10-minute runs passed 1e-4, late, when the sharpened model's
-# logits are large. A stale sampler shows ~1e-1 (tests/test_train_vllm.py).
-GAP_MEAN, GAP_MAX = 1e-5, 1e-4
+# Sampler/trainer logprob gap after every sync, float32. Measured: the mean over a step's tokens
+# is 5e-7 and the worst token of a step about 1e-5, up to 8e-5 in these 100-step runs; 6 of 4,533
+# steps of the 10-minute runs had one token at 1e-4 to 1.6e-4, late, when the sharpened model's
+# logits are large (benchmarks/README.md). The 1e-4 bound on every token is asserted on fresh
+# syncs in tests/test_train_vllm.py; here the worst token may reach 2e-4, so float rounding on
+# another CPU cannot fail a learning run. A stale sampler shows about 1e-1.
+GAP_MEAN, GAP_MAX = 1e-5, 2e-4
 # Held-out accuracy is measured on the same 400 tasks with the same sampling seeds before and
 # after, so most of the sampling noise cancels; a rise of MARGIN points is far beyond it.
 EVAL_TASKS = 400

@@ -101,8 +101,9 @@ class MetricsLogger:
 
 
 def plot_reward(history: list[dict[str, Any]], evals: list[dict[str, Any]], path: str | Path) -> Path:
-    """The reward curve: per-step mean reward with a +-std band and its moving average, and the
-    held-out accuracy where it was measured."""
+    """The reward curve: per-step mean reward with a band of +-1 standard error (the noise of
+    that mean over the step's episodes) and its moving average, and the held-out accuracy where
+    it was measured."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: write files only
@@ -113,10 +114,10 @@ def plot_reward(history: list[dict[str, Any]], evals: list[dict[str, Any]], path
     if rows:
         steps = [r["step"] for r in rows]
         mean = [r["reward_mean"] for r in rows]
-        std = [r.get("reward_std", 0.0) for r in rows]
+        se = [r.get("reward_std", 0.0) / max(1, r.get("episodes", 1)) ** 0.5 for r in rows]
         ax.plot(steps, mean, color="tab:blue", alpha=0.35, lw=1, label="train reward (per step)")
-        ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                        color="tab:blue", alpha=0.08, lw=0)
+        ax.fill_between(steps, [m - s for m, s in zip(mean, se)], [m + s for m, s in zip(mean, se)],
+                        color="tab:blue", alpha=0.12, lw=0)
         window = max(1, len(mean) // 20)
         smooth = [sum(mean[max(0, i - window + 1) : i + 1]) / len(mean[max(0, i - window + 1) : i + 1])
                   for i in range(len(mean))]

@@ -44,8 +44,11 @@ def kv_cache_bytes(hf_config: Any, max_model_len: int, max_num_seqs: int, dtype:
 
 
 def _import_vllm():
-    # Must precede the first `import vllm`: the engine mode is read when vLLM starts up.
+    # Must precede the first `import vllm`: the engine mode and log level are read when it starts.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # Every in-place weight sync logs two INFO lines and a harmless WARNING (rotary embeddings have
+    # no weights to load), which would bury the progress bar; set VLLM_LOGGING_LEVEL to see them.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     import vllm
     from vllm.inputs import TokensPrompt
 

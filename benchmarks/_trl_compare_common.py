@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -137,3 +138,14 @@ class EnvReward:
     def __call__(self, prompts, completions, task_id, **_: Any) -> list[float | None]:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         return list(self._pool.map(self.score, texts, task_id))
+
+
+def side_main(argv: list[str], side: str, run) -> int:
+    """Entry point of one side's script: `SETTINGS.json OUT_DIR` in, OUT_DIR/<side>_result.json out."""
+    if len(argv) != 2:
+        print(f"usage: python benchmarks/_trl_compare_{side}.py SETTINGS.json OUT_DIR", file=sys.stderr)
+        return 2
+    settings, out_dir = Settings.load(Path(argv[0])), Path(argv[1])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{side}_result.json").write_text(json.dumps(run(settings, out_dir), indent=2))
+    return 0

@@ -9,14 +9,13 @@ on both sides. The trained policy is saved as a Hugging Face directory for the e
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the benchmarks folder, for the helpers
-from _trl_compare_common import Settings, cpu_wait_seconds  # noqa: E402
+from _trl_compare_common import Settings, cpu_wait_seconds, side_main  # noqa: E402
 
 PHASES = ("time_sampling", "time_scoring", "time_training", "time_syncing")
 
@@ -64,17 +63,6 @@ def run(settings: Settings, out_dir: Path) -> dict:
     }
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python benchmarks/_trl_compare_rlvr.py SETTINGS.json OUT_DIR", file=sys.stderr)
-        return 2
-    settings, out_dir = Settings.load(Path(argv[0])), Path(argv[1])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = run(settings, out_dir)
-    (out_dir / "rlvr_result.json").write_text(json.dumps(result, indent=2))
-    return 0
-
-
 if __name__ == "__main__":
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local model directories only
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(side_main(sys.argv[1:], "rlvr", run))

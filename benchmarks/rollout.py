@@ -11,7 +11,6 @@ building the episodes. Throughput is generated tokens per second; the target is 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time

@@ -17,3 +17,38 @@ def require(condition: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"required component missing under CI: {reason}")
     pytest.skip(reason)
+
+
+# The shipped default model (trainers/assets/tiny), per test module. Imports are deferred so
+# that collecting tests which never touch a model stays light.
+@pytest.fixture(scope="module")
+def model_dir():
+    from trainers.models import resolve_model
+
+    return resolve_model("tiny")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir):
+    from trainers.models import load_tokenizer
+
+    return load_tokenizer(model_dir)
+
+
+@pytest.fixture(scope="module")
+def hf_model(model_dir):
+    from trainers.models import load_causal_lm
+
+    return load_causal_lm(model_dir)
+
+
+def random_qwen2():
+    """A tiny random-init Qwen2 (vocabulary 64, 2 layers, untied), seeded, in eval mode."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         tie_word_embeddings=False)
+    return Qwen2ForCausalLM(config).eval()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
 
+from conftest import random_qwen2
 from envs.episode import Episode
 from trainers.batch import BatchError, collate
 from trainers.policy import ValueHead, entropy_from_logits, forward
@@ -23,11 +23,7 @@ def episode(prompt, completion, mask=None, logprobs=None, group=0, reward=1.0, f
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         tie_word_embeddings=False)
-    return Qwen2ForCausalLM(config).eval()
+    return random_qwen2()
 
 
 EPISODES = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 from itertools import combinations
 
 import pytest
@@ -15,7 +14,6 @@ from envs.episode import Episode
 from envs.episode_log import EpisodeLogError, append_records, load_complete_groups, read_records
 from envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
 from rlvr.cli import main
-from trainers.models import resolve_model
 from verifiers.verdict import Outcome
 
 
@@ -107,11 +105,6 @@ def test_log_refuses_a_damaged_middle(tmp_path):
     path.write_text("garbage\n" + json.dumps(EPISODES[0].to_dict()) + "\n")
     with pytest.raises(EpisodeLogError):
         read_records(path)
-
-
-@pytest.fixture(scope="module")
-def model_dir():
-    return resolve_model("tiny")
 
 
 def eval_args(model_dir, out, *extra):

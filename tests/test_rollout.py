@@ -3,7 +3,6 @@ typed outcomes, error episodes, and the context limit."""
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import gymnasium as gym
 import pytest
@@ -12,7 +11,7 @@ from conftest import require
 from envs.core import ProceduralTasks, SingleTurnEnv, Task
 from envs.rollout import Group, reply_ids, rollout
 from envs.sampler import SamplingSettings
-from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+from trainers.models import load_causal_lm
 from trainers.samplers import HFSampler
 from verifiers.verdict import Outcome, Verdict
 
@@ -54,16 +53,6 @@ class ParityEnv(ProceduralTasks, SingleTurnEnv):
 
 
 gym.register("rlvr-test/Parity-v0", entry_point=ParityEnv)
-
-
-@pytest.fixture(scope="module")
-def model_dir():
-    return resolve_model("tiny")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir):
-    return load_tokenizer(model_dir)
 
 
 @pytest.fixture(scope="module")

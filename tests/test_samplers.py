@@ -5,33 +5,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from pathlib import Path
 
 import pytest
 import torch
 
 from envs.sampler import Sample, SamplingSettings
 from conftest import require
-from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+from trainers.models import resolve_model
 from trainers.samplers import HFSampler
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 MAX_LEN = 256
-
-
-@pytest.fixture(scope="module")
-def model_dir() -> Path:
-    return resolve_model("tiny")  # the shipped default model
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir):
-    return load_tokenizer(model_dir)
-
-
-@pytest.fixture(scope="module")
-def hf_model(model_dir):
-    return load_causal_lm(model_dir)
 
 
 @pytest.fixture(scope="module")

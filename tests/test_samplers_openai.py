@@ -20,7 +20,6 @@ from conftest import require
 from envs.sampler import SamplingSettings
 from rlvr.cli import main
 from test_samplers import reference_logprobs
-from trainers.models import load_causal_lm, load_tokenizer, resolve_model
 from trainers.samplers import HFSampler, OpenAISampler, SamplerError
 
 START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
@@ -30,11 +29,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def model_dir():
-    return resolve_model("tiny")
 
 
 @pytest.fixture(scope="module")
@@ -69,16 +63,6 @@ def server(model_dir, tmp_path_factory):
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(model_dir):
-    return load_tokenizer(model_dir)
-
-
-@pytest.fixture(scope="module")
-def hf_model(model_dir):
-    return load_causal_lm(model_dir)
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
 
+from conftest import random_qwen2
 from envs.episode import Episode
 from trainers.algorithms import get_algorithm
 from trainers.batch import collate
@@ -24,11 +24,7 @@ from verifiers.verdict import Outcome
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         tie_word_embeddings=False)
-    return Qwen2ForCausalLM(config).eval()
+    return random_qwen2()
 
 
 def make_episodes(n_groups=3, group_size=4, seed=0):

@@ -57,32 +57,32 @@ def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, bat
     between its logprobs and these is the sync gap, measured on this step's tokens. When
     `update_is_on_policy`, `old_logprobs` is left None and `accumulate_gradients` measures
     the gap, entropy and KL from the update's forward instead."""
-    mask = batch.loss_mask
     if update_is_on_policy(models, algo, cfg):
-        t = StepTensors(batch=batch, old_logprobs=None)
-        if models.reference is not None:
-            (t.ref_logprobs,) = per_micro_batch(
-                batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
-        return t
+        return StepTensors(batch=batch, old_logprobs=None, ref_logprobs=reference_logprobs(models, cfg, batch))
 
     def policy(mb: Batch):
         out = forward(models.policy, mb, cfg.temperature, with_entropy=True, value_head=models.value_head)
         return out.logprobs, out.entropy, out.values
 
     old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy)
-    t = StepTensors(batch=batch, old_logprobs=old, old_values=values)
+    t = StepTensors(batch=batch, old_logprobs=old, old_values=values, ref_logprobs=reference_logprobs(models, cfg, batch))
     sums: dict[str, float] = {}
-    add_pre_update_sums(sums, old, entropy, batch, None)
+    add_pre_update_sums(sums, old, entropy, batch, t.ref_logprobs, algo.kl_estimator)
     t.stats.update(pre_update_stats(sums))
-    if models.reference is not None:
-        (t.ref_logprobs,) = per_micro_batch(
-            batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
-        t.stats["kl"] = float(masked_mean(kl_estimate(old, t.ref_logprobs, mask, algo.kl_estimator), mask))
     if cfg.old_logprobs == "sampler":
+        mask = batch.loss_mask
         t.is_weights = tis_weight(old, batch.sampler_logprobs, mask, cfg.tis_cap)
         t.stats["tis_weight_mean"] = float(masked_mean(t.is_weights, mask))
         t.stats["tis_capped_frac"] = float(masked_mean((t.is_weights >= cfg.tis_cap).float(), mask))
     return t
+
+
+def reference_logprobs(models: Models, cfg: TrainConfig, batch: Batch) -> torch.Tensor | None:
+    """The frozen reference model's logprobs of the batch (None without a reference)."""
+    if models.reference is None:
+        return None
+    (ref,) = per_micro_batch(batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
+    return ref
 
 
 def compute_advantages(algo: AlgoConfig, t: StepTensors) -> None:

@@ -11,10 +11,9 @@ from collections.abc import Mapping, Sequence
 from .channel import RunnerGone, RunnerTimeout
 from .container import Settings, Shape
 from .pool import Pool, Unavailable
-from .types import Limits, Result, Status
+from .types import MAX_OUTPUT_BYTES, Limits, Result, Status
 
 MAX_STDIN_BYTES = 64 << 20
-MAX_OUTPUT_BYTES = 16 << 20  # the runner holds the output in its own memory headroom
 REPLY_GRACE_S = 15.0  # beyond the program's time limit, for setup, killing and cleanup
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+MAX_OUTPUT_BYTES = 16 << 20  # the most output one run may ask for (the runner holds it in memory)
+
 
 class Status(StrEnum):
     OK = "ok"                    # the program ran to its end (any exit code)

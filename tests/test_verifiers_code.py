@@ -145,15 +145,23 @@ def test_normalize_stdout_collapses_whitespace_but_keeps_lines():
 def test_grade_reads_harness_reports():
     call = code.CallTest("f", (1,), [1, 2])
     done = {"status": "done", "exit_code": 0, "time_s": 0.01}
-    assert grade(0, call, {**done, "result": {"value": "[1, 2]"}}).passed
-    wrong = grade(0, call, {**done, "result": {"value": "[2, 1]"}})
+    assert grade(0, call, {**done, "result": {"tag": "values", "body": "[[1,2]]"}}).passed
+    assert grade(0, call, {**done, "result": {"tag": "values", "body": '[{"t":[1,2]}]'}}).passed  # a tuple
+    wrong = grade(0, call, {**done, "result": {"tag": "values", "body": "[[2,1]]"}})
     assert wrong.status == "wrong_answer" and "expected [1, 2], got [2, 1]" in wrong.detail
     assert grade(0, call, {**done, "result": None}).status == "runtime_error"
     assert grade(0, call, {"status": "timeout", "time_s": 4.0}).status == "timeout"
     assert grade(0, call, {"status": "grader_killed"}).status == "runtime_error"
     assert grade(0, call, {"status": "skipped"}).status == "skipped"
-    failing = grade(1, code.AssertTest("assert f(1) == 2"), {**done, "result": {"passed": False, "error": "AssertionError"}})
-    assert failing.status == "wrong_answer"
+    judged = code.AssertTest("assert f(1) == 2")
+    failing = grade(1, judged, {**done, "result": {"tag": "values", "body": "[3]"}})
+    assert failing.status == "wrong_answer" and failing.trust == "isolated"
+    assert grade(1, judged, {**done, "result": {"tag": "values", "body": "[2]"}}).passed
+    # a "passed" report is not a value: a converted test cannot be passed by saying so
+    assert grade(1, judged, {**done, "result": {"tag": "passed", "body": ""}}).status == "invalid_value"
+    in_process = code.AssertTest("for i in range(3):\n    assert f(i) == i")
+    failing = grade(1, in_process, {**done, "result": {"tag": "failed", "body": "AssertionError"}})
+    assert failing.status == "wrong_answer" and failing.trust == "in-process"
     io = code.IOTest("1 2", "3\n")
     digest = code.harness_program.stdout_digest
     assert grade(0, io, {**done, "stdout_sha256": digest(" 3 \n\n")}).passed
@@ -247,16 +255,16 @@ def test_call_returns_are_compared_after_a_json_round_trip(box):
     tests = [code.CallTest("f", (), [1, {"2": "a"}, 0.3]), code.CallTest("g", (), [1, 2])]
     verdict = code.verify(fence(program), tests, sandbox=box, scoring="fraction")
     assert verdict.info["tests"][0]["passed"]
-    assert "not JSON-serialisable" in verdict.info["tests"][1]["detail"]
+    assert "not JSON data" in verdict.info["tests"][1]["detail"]
 
 
-def test_large_return_values_are_compared_by_canonical_hash(box):
+def test_large_return_values_come_back_whole(box):
     program = "def evens(n, bump=0):\n    return {'xs': list(range(0, n, 2)), 'n': n + bump}\n"
     expected = {"n": 100000, "xs": list(range(0, 100000, 2))}  # about 340 KB of JSON
     tests = [code.CallTest("evens", (100000,), expected), code.CallTest("evens", (100000, 1), expected)]
     verdict = code.verify(fence(program), tests, sandbox=box, scoring="fraction")
     assert [t["status"] for t in verdict.info["tests"]] == ["passed", "wrong_answer"], verdict.info
-    assert "differs from the expected" in verdict.info["tests"][1]["detail"]
+    assert "expected {" in verdict.info["tests"][1]["detail"] and "got {" in verdict.info["tests"][1]["detail"]
 
 
 def test_humaneval_style_check_function(box):

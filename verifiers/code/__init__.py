@@ -5,18 +5,21 @@
 
 Three kinds of tests (`IOTest`, `CallTest`, `AssertTest`, or their dicts via `load_tests`) run
 many per sandbox call inside a harness that gives each test a fresh process and its own time
-limit. Scoring is all-or-nothing or the fraction passed; `verdict.info["tests"]` lists each
-test's outcome; sandbox trouble is `Outcome.ERROR`, never a 0 for the model.
+limit. The program only produces values and output; expected values, comparisons and the
+verdict stay on the host (assert tests are converted to calls plus host-side checks where their
+code allows, `judged_asserts`; the others run in-process and the verdict says
+`info["trust"] == "in-process"`). Scoring is all-or-nothing or the fraction passed;
+`verdict.info["tests"]` lists each test's outcome; sandbox trouble is `Outcome.ERROR`, never a 0.
 """
 from verifiers.code.cases import AssertTest, CallTest, IOTest, Test, TestSpecError, load_test, load_tests, dump_test
-from verifiers.code.compare import TestOutcome, values_equal
+from verifiers.code.compare import TestOutcome, TestStatus, Trust, values_equal
 from verifiers.code.extract import code_blocks, extract_program
 from verifiers.code.harness import HarnessError, RunSettings
 from verifiers.code.harness_program import normalize_stdout
 from verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcomes, verify
 
 __all__ = [
-    "AssertTest", "CallTest", "HarnessError", "IOTest", "RunSettings", "SCORINGS", "Test", "TestOutcome",
+    "AssertTest", "CallTest", "HarnessError", "IOTest", "RunSettings", "SCORINGS", "Test", "TestOutcome", "TestStatus", "Trust",
     "TestSpecError", "VERSION", "code_blocks", "extract_program", "load_test", "load_tests", "normalize_stdout",
     "run_tests", "score_outcomes", "dump_test", "values_equal", "verify",
 ]

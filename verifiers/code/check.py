@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Sequence
 
 from verifiers.code.cases import Test, load_tests
-from verifiers.code.compare import TestOutcome, grade
+from verifiers.code.compare import TestOutcome, TestStatus, Trust, grade
 from verifiers.code.extract import extract_program
 from verifiers.code.harness import HarnessError, RunSettings, chunks, run_chunk
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
-VERSION = "1"
+VERSION = "2"  # 2: values judged on the host; assert tests converted to calls
 Scoring = Literal["all_or_nothing", "fraction"]
 SCORINGS = ("all_or_nothing", "fraction")
 
@@ -65,7 +65,10 @@ def verify(
     unless `settings` say otherwise) or "fraction" (share of tests passed; runs them all).
     `function`: the function to extract when the response has several blocks or none.
     `sandbox`: anything with `run(files, command, stdin, limits)`; None: `sandbox.shared_sandbox()`.
-    `info["tests"]` lists each test's outcome. Sandbox trouble gives `outcome="error"`."""
+    `info["tests"]` lists each test's outcome; `info["trust"]` is "isolated" when every test was
+    judged on the host from values or output, "in-process" when an assert test that could not be
+    converted ran in the program's interpreter (see `judged_asserts`). Sandbox trouble gives
+    `outcome="error"`."""
     if scoring not in SCORINGS:
         raise VerifierError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
     typed = load_tests(tests)
@@ -83,9 +86,11 @@ def verify(
         return Verdict(0.0, Outcome.ERROR, str(exc)[:500], info)
     score, outcome = score_outcomes(outcomes, scoring)
     passed = sum(o.passed for o in outcomes)
-    failures = [o for o in outcomes if not o.passed and o.status != "skipped"]
+    failures = [o for o in outcomes if not o.passed and o.status is not TestStatus.SKIPPED]
     detail = f"{passed}/{len(outcomes)} tests passed"
     if failures:
         detail += f"; test {failures[0].index} {failures[0].status}: {failures[0].detail}"
-    info.update(passed=passed, tests=[o.to_dict() for o in outcomes])
+    # "in-process": some assert test ran in the program's interpreter, where a program can forge it.
+    trust = Trust.IN_PROCESS if any(o.trust is Trust.IN_PROCESS for o in outcomes) else Trust.ISOLATED
+    info.update(passed=passed, trust=str(trust), tests=[o.to_dict() for o in outcomes])
     return Verdict(score, outcome, detail[:600], info)

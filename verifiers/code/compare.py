@@ -1,42 +1,65 @@
-"""Judging one test from the harness's report: pure functions, no I/O.
+"""Judging one test from the harness's report, on the host: pure functions, no I/O.
 
-Return values are compared after a JSON round trip of both sides (what `json.dumps` then
-`json.loads` gives: tuples become lists, dict keys become strings, sets are not allowed).
-Then `values_equal` is structural equality where bools equal only bools (`True != 1`), ints and
-floats compare by value, and floats match within a relative 1e-9 (absolute 1e-12) tolerance;
-two NaNs are equal. A return value whose JSON exceeds `harness_child.VALUE_INLINE` (64 KiB)
-comes back as a hash of its canonical JSON and must then match exactly (no float tolerance).
+The program's return values arrive as text and are read by `values.decode`, which builds exact
+plain types only; nothing the program defined is ever called here.
+- A call test compares the return value after a JSON round trip of both sides (tuples become
+  lists, dict keys strings; a set, bytes or complex value is not JSON and fails). Then
+  `values_equal` is structural equality where bools equal only bools (`True != 1`), ints and
+  floats compare by value, and floats match within a relative 1e-9 (absolute 1e-12) tolerance;
+  two NaNs are equal.
+- A converted assert test (`judged_asserts`) evaluates its checks over the values with Python's
+  own semantics.
+- An assert test that could not be converted ran in-process: its `passed` report is taken as it
+  came, and the outcome says `trust="in-process"`.
 """
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
+from verifiers.code import judged_asserts, values
 from verifiers.code.cases import AssertTest, CallTest, IOTest, Test
-from verifiers.code.harness_child import value_digest
 from verifiers.code.harness_program import stdout_digest
 
 SHOW_CHARS = 200  # how much of inputs and outputs a detail line quotes
 
 
+class TestStatus(StrEnum):
+    __test__ = False  # not a pytest test class
+
+    PASSED = "passed"
+    WRONG_ANSWER = "wrong_answer"      # ran, and the value or output is not the expected one
+    INVALID_VALUE = "invalid_value"    # returned something that is not plain data
+    RUNTIME_ERROR = "runtime_error"    # raised, exited non-zero, or never reported
+    TIMEOUT = "timeout"
+    OUTPUT_LIMIT = "output_limit"
+    SKIPPED = "skipped"                # not run: an earlier failure stopped the run, by option
+
+
+class Trust(StrEnum):
+    ISOLATED = "isolated"      # judged on the host from values or output: the program cannot forge it
+    IN_PROCESS = "in-process"  # an assert test that ran in the program's interpreter
+
+
 @dataclass(frozen=True)
 class TestOutcome:
-    """One test's result. `status`: passed, wrong_answer, runtime_error, timeout,
-    output_limit or skipped (not run: an earlier failure stopped the run, by option)."""
+    """One test's result: a typed `status`, a short `detail`, and how far it can be trusted."""
 
     __test__ = False  # not a pytest test class
 
     index: int
     kind: str
-    status: str
+    status: TestStatus
     detail: str = ""
     time_s: float | None = None
+    trust: Trust = Trust.ISOLATED
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status is TestStatus.PASSED
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed}
@@ -66,13 +89,13 @@ def _short_json(value: Any) -> str:
     return _short(json.dumps(value))
 
 
-def _crash(report: dict[str, Any]) -> str | None:
+def _crash(report: dict[str, Any]) -> TestStatus | None:
     """Why the run itself failed (whatever the expected output), or None. A spawn failure or a
     killed harness (`grader_killed`) can only be the program's doing: a runtime error."""
     status = report.get("status")
     if status in ("timeout", "output_limit"):
-        return status
-    return None if status == "done" else "runtime_error"
+        return TestStatus(status)
+    return None if status == "done" else TestStatus.RUNTIME_ERROR
 
 
 def _stderr_line(report: dict[str, Any]) -> str:
@@ -80,63 +103,88 @@ def _stderr_line(report: dict[str, Any]) -> str:
     return lines[-1].strip()[:SHOW_CHARS] if lines else ""
 
 
+def trust_of(test: Test) -> Trust:
+    if isinstance(test, AssertTest) and judged_asserts.convert(test.code) is None:
+        return Trust.IN_PROCESS
+    return Trust.ISOLATED
+
+
 def grade(index: int, test: Test, report: dict[str, Any]) -> TestOutcome:
     """Judge one test from its harness report (the expected output never entered the sandbox)."""
-    kind, time_s = test.kind, report.get("time_s")
-    status = report.get("status")
-    if status == "skipped":
-        return TestOutcome(index, kind, "skipped", "not run: an earlier test failed")
+    kind, time_s, trust = test.kind, report.get("time_s"), trust_of(test)
+
+    def outcome(status: TestStatus, detail: str = "") -> TestOutcome:
+        return TestOutcome(index, kind, status, detail[:600], time_s, trust)
+
+    if report.get("status") == "skipped":
+        return outcome(TestStatus.SKIPPED, "not run: an earlier test failed")
     crash = _crash(report)
-    if crash == "timeout":
-        return TestOutcome(index, kind, crash, f"time limit exceeded ({time_s}s)", time_s)
-    if crash == "output_limit":
-        return TestOutcome(index, kind, crash, "output limit exceeded", time_s)
+    if crash is TestStatus.TIMEOUT:
+        return outcome(crash, f"time limit exceeded ({time_s}s)")
+    if crash is TestStatus.OUTPUT_LIMIT:
+        return outcome(crash, "output limit exceeded")
     if crash:
-        return TestOutcome(index, kind, "runtime_error", str(report.get("detail", status))[:SHOW_CHARS], time_s)
+        return outcome(crash, str(report.get("detail", report.get("status")))[:SHOW_CHARS])
     if isinstance(test, IOTest):
-        return _grade_io(index, test, report, time_s)
+        return outcome(*_grade_io(test, report))
     result = report.get("result")
     if not isinstance(result, dict):
-        why = _stderr_line(report) or f"exited with code {report.get('exit_code')} before reporting"
-        return TestOutcome(index, kind, "runtime_error", why, time_s)
-    if "error" in result:
-        error = str(result["error"])[:500]
-        return TestOutcome(index, kind, "wrong_answer" if error.startswith("AssertionError") else "runtime_error",
-                           error, time_s)
+        return outcome(TestStatus.RUNTIME_ERROR,
+                       _stderr_line(report) or f"exited with code {report.get('exit_code')} before reporting")
+    tag, body = result.get("tag"), str(result.get("body", ""))
+    if tag == "error":
+        return outcome(TestStatus.RUNTIME_ERROR, body)
+    if tag == "invalid":
+        return outcome(TestStatus.INVALID_VALUE, f"the return value is not plain data: {body}")
+    if trust is Trust.IN_PROCESS:
+        if tag == "passed":
+            return outcome(TestStatus.PASSED)
+        wrong = tag == "failed" and body.startswith("AssertionError")
+        return outcome(TestStatus.WRONG_ANSWER if wrong else TestStatus.RUNTIME_ERROR, body or "the test code did not pass")
+    if tag != "values":
+        return outcome(TestStatus.INVALID_VALUE, f"a {tag!r} report where values were due")
+    try:
+        got = values.decode(body)
+    except values.NotPlainData as exc:
+        return outcome(TestStatus.INVALID_VALUE, f"unreadable return values: {exc}")
+    if not isinstance(got, list):
+        return outcome(TestStatus.INVALID_VALUE, "the return values are not a list")
     if isinstance(test, CallTest):
-        return _grade_call(index, test, result, time_s)
-    assert isinstance(test, AssertTest)
-    if result.get("passed") is True:
-        return TestOutcome(index, kind, "passed", "", time_s)
-    return TestOutcome(index, kind, "wrong_answer", "the test code did not pass", time_s)
+        return outcome(*_grade_call(test, got))
+    return outcome(*_grade_judged(test, got))
 
 
-def _grade_io(index: int, test: IOTest, report: dict[str, Any], time_s: Any) -> TestOutcome:
+def _grade_io(test: IOTest, report: dict[str, Any]) -> tuple[TestStatus, str]:
     exit_code = report.get("exit_code")
     if exit_code != 0:
-        why = _stderr_line(report) or "no error message"
-        return TestOutcome(index, "io", "runtime_error", f"exit code {exit_code}: {why}", time_s)
+        return TestStatus.RUNTIME_ERROR, f"exit code {exit_code}: {_stderr_line(report) or 'no error message'}"
     if report.get("stdout_sha256") == stdout_digest(test.expected_stdout):
-        return TestOutcome(index, "io", "passed", "", time_s)
-    return TestOutcome(
-        index, "io", "wrong_answer",
-        f"input {_short(test.stdin)!r}: expected {_short(test.expected_stdout)!r}, "
-        f"got {_short(report.get('stdout_head', ''))!r}", time_s,
-    )
+        return TestStatus.PASSED, ""
+    return TestStatus.WRONG_ANSWER, (f"input {_short(test.stdin)!r}: expected {_short(test.expected_stdout)!r}, "
+                                     f"got {_short(report.get('stdout_head', ''))!r}")
 
 
-def _grade_call(index: int, test: CallTest, result: dict[str, Any], time_s: Any) -> TestOutcome:
+def _grade_call(test: CallTest, got: list[Any]) -> tuple[TestStatus, str]:
     call = _short(f"{test.fn}({', '.join(json.dumps(a) for a in test.args)})")
-    if "value_sha256" in result:  # too large to send back: exact comparison of canonical JSON
-        if result["value_sha256"] == value_digest(json.dumps(test.expected)):
-            return TestOutcome(index, "call", "passed", "", time_s)
-        return TestOutcome(index, "call", "wrong_answer", f"{call}: the return value ({result.get('value_bytes')} "
-                           f"bytes of JSON, {_short(str(result.get('value_head', '')))}) differs from the expected", time_s)
+    if len(got) != 1:
+        return TestStatus.INVALID_VALUE, f"{call}: {len(got)} return values for one call"
+    try:  # what the program's value is after a JSON round trip (it is plain data: safe to dump)
+        value = json.loads(json.dumps(got[0]))
+    except (TypeError, ValueError) as exc:
+        return TestStatus.WRONG_ANSWER, f"{call}: the return value is not JSON data ({exc})"
+    if values_equal(value, test.expected):
+        return TestStatus.PASSED, ""
+    return TestStatus.WRONG_ANSWER, f"{call}: expected {_short_json(test.expected)}, got {_short_json(value)}"
+
+
+def _grade_judged(test: AssertTest, got: list[Any]) -> tuple[TestStatus, str]:
+    judged = judged_asserts.convert(test.code)
+    if len(got) != len(judged.calls):
+        return TestStatus.INVALID_VALUE, f"{len(got)} return values for {len(judged.calls)} calls"
     try:
-        got = json.loads(result["value"])
-    except (KeyError, TypeError, ValueError, RecursionError):
-        return TestOutcome(index, "call", "runtime_error", f"{call}: no readable return value", time_s)
-    if values_equal(got, test.expected):
-        return TestOutcome(index, "call", "passed", "", time_s)
-    return TestOutcome(index, "call", "wrong_answer",
-                       f"{call}: expected {_short_json(test.expected)}, got {_short(str(result['value']))}", time_s)
+        judged_asserts.evaluate(judged, got)
+    except AssertionError as exc:
+        return TestStatus.WRONG_ANSWER, f"AssertionError: {exc}"
+    except Exception as exc:  # noqa: BLE001 - as the test would raise on these values: a runtime error
+        return TestStatus.RUNTIME_ERROR, f"{type(exc).__name__}: {str(exc)[:SHOW_CHARS]}"
+    return TestStatus.PASSED, ""

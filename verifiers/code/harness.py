@@ -8,17 +8,19 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Sequence
 
-from sandbox.types import Limits, Status
-from verifiers.code import harness_child, harness_program
+from sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
+from verifiers.code import harness_program, judged_asserts
 from verifiers.code.cases import CallTest, IOTest, Test
 
-HARNESS_FILES = ("harness_program.py", "harness_child.py")  # shipped as they are named here
+HARNESS_FILES = ("harness_program.py", "harness_child.py", "values.py")  # shipped as named here
 SPEC_FILE = "spec.json"
 STARTUP_S = 3.0          # the harness's own start, on a busy machine
 PER_TEST_OVERHEAD_S = 0.5  # spawn, kill and reap around each test's own limit
 # A report line holds at most HEAD_CHARS + TAIL_CHARS of program text (up to 12 bytes a char in
-# ASCII JSON: a surrogate pair), a few short fields, and a return value's JSON (escaped: 2x).
-REPORT_LINE_BYTES = 12 * (harness_program.HEAD_CHARS + harness_program.TAIL_CHARS) + 2 * harness_child.VALUE_INLINE + 4096
+# ASCII JSON: a surrogate pair), a few short fields and a result body: values of up to
+# `output_cap` printable ASCII bytes (2x escaped in JSON), or a message of up to MESSAGE_CHARS.
+FIXED_LINE_BYTES = 12 * (harness_program.HEAD_CHARS + harness_program.TAIL_CHARS + harness_program.MESSAGE_CHARS) + 4096
+
 
 
 class HarnessError(Exception):
@@ -40,10 +42,14 @@ class RunSettings:
     max_seconds_per_call: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.timeout_s <= 0 or self.memory_mb < 32 or self.output_cap < 1024:
+        if self.timeout_s <= 0 or self.memory_mb < 32 or not 1024 <= self.output_cap <= MAX_OUTPUT_BYTES // 3:
             raise ValueError(f"bad run settings: {self}")
         if self.max_tests_per_call < 1 or self.max_seconds_per_call <= 0:
             raise ValueError(f"bad run settings: {self}")
+
+
+def line_bytes(settings: RunSettings) -> int:
+    return FIXED_LINE_BYTES + 2 * settings.output_cap
 
 
 def harness_files() -> dict[str, str]:
@@ -56,25 +62,31 @@ def timeout_of(test: Test, settings: RunSettings) -> float:
 
 
 def spec_entry(test: Test, settings: RunSettings) -> dict[str, Any]:
-    """What the harness needs of a test: never the expected output (judged outside)."""
+    """What the harness needs of a test: never the expected output (judged outside). Call tests
+    and convertible assert tests become calls; other assert tests carry their code."""
     entry: dict[str, Any] = {"kind": test.kind, "timeout_s": timeout_of(test, settings)}
     if isinstance(test, IOTest):
         entry["stdin"] = test.stdin
     elif isinstance(test, CallTest):
-        entry.update(fn=test.fn, args=list(test.args), kwargs=dict(test.kwargs))
+        # JSON data: its repr is a Python literal (nan and inf are named in the child)
+        entry.update(kind="call", calls=[{"fn": test.fn, "args": repr(tuple(test.args)), "kwargs": repr(dict(test.kwargs))}])
+    elif (judged := judged_asserts.convert(test.code)) is not None:
+        entry.update(kind="call", calls=[{"fn": c.fn, "args": c.args, "kwargs": c.kwargs} for c in judged.calls])
     else:
         entry["code"] = test.code
     return entry
 
 
 def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
-    """Indices of the tests, split so that one call stays within the per-call caps."""
+    """Indices of the tests, split so that one call stays within the per-call caps (tests, time,
+    and the output the sandbox may return)."""
     out: list[list[int]] = []
     current: list[int] = []
     seconds = 0.0
+    most = max(1, min(settings.max_tests_per_call, (MAX_OUTPUT_BYTES - 4096) // line_bytes(settings)))
     for i, test in enumerate(tests):
         t = timeout_of(test, settings)
-        if current and (len(current) >= settings.max_tests_per_call or seconds + t > settings.max_seconds_per_call):
+        if current and (len(current) >= most or seconds + t > settings.max_seconds_per_call):
             out.append(current)
             current, seconds = [], 0.0
         current.append(i)
@@ -89,7 +101,7 @@ def call_limits(tests: Sequence[Test], settings: RunSettings) -> Limits:
     containers are pooled by shape); each test's own memory limit is applied by the harness."""
     budget = STARTUP_S + sum(timeout_of(t, settings) + PER_TEST_OVERHEAD_S for t in tests)
     return Limits(timeout_s=budget, memory_mb=max(settings.memory_mb, Limits().memory_mb),
-                  output_bytes=4096 + REPORT_LINE_BYTES * len(tests))
+                  output_bytes=min(MAX_OUTPUT_BYTES, 4096 + line_bytes(settings) * len(tests)))
 
 
 @dataclass(frozen=True)

@@ -1,34 +1,37 @@
 """The test child of the in-sandbox harness (standard library only; shipped next to
-`harness_program.py`). The worker forks one child per test; `run_child` turns it into a
-fresh-looking Python process running the program and never returns.
+`harness_program.py` and `values.py`). The worker forks one child per test; `run_child` turns it
+into a fresh-looking Python process running the program and never returns.
 
 The program runs as module `__main__` for a stdin/stdout test (its exit status and output are
-the result), or as module `solution` for a call test (the function's return value, as JSON, goes
-to the result pipe) and an assert test (the test code runs in the program's namespace; `passed`
-goes to the result pipe only once the code ran to its end). Result lines carry the test's token.
+the result), or as module `solution` for
+- a call test (a `CallTest`, or an assert test converted by `judged_asserts`): the program's
+  function is called with each call's arguments and the return values go to the result pipe as
+  plain data (`values.encode`). The program only ever produces values: the expected ones and
+  the comparison stay on the host, so nothing it does in here can make a wrong value pass;
+- an in-process assert test (test code that could not be converted): the test code runs in the
+  program's namespace and `passed` goes to the result pipe once it ran to its end. The program
+  shares this interpreter, so it can forge that report: the verdict marks such tests
+  `trust="in-process"`.
+Result lines are `<token> <tag> <body>`: tags `values`, `error`, `invalid`, `passed`, `failed`.
 """
 from __future__ import annotations
 
 import atexit
-import hashlib
 import io
-import json
+import math
 import os
 import signal
 import sys
 import traceback
 import types
 
-RESULT_FD = 3             # where a call or assert test's result goes, in the child
-VALUE_INLINE = 64 * 1024  # a return value's JSON up to this size comes back whole, beyond it hashed
+if __package__:  # imported on the host
+    from verifiers.code import values
+else:  # in the sandbox, next to values.py
+    import values
+
+RESULT_FD = 3  # where a call or assert test's result goes, in the child
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
-
-
-def value_digest(json_text: str) -> str:
-    """Hash of a JSON value in canonical form (sorted keys, no spaces): how return values too
-    large to send back whole (over VALUE_INLINE bytes of JSON) are compared."""
-    canonical = json.dumps(json.loads(json_text), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def prctl(option: int, value: int) -> bool:
@@ -118,6 +121,9 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], me
         sys.argv = ["solution.py"]
         sys.path[0] = os.getcwd()
         mode = test["kind"]
+        # Arguments (constant expressions of the test) are built before the program runs.
+        names = {"math": math, "nan": math.nan, "inf": math.inf}
+        calls = [(c["fn"], eval(c["args"], dict(names)), eval(c["kwargs"], dict(names))) for c in test.get("calls", ())]
         module = types.ModuleType("__main__" if mode == "io" else "solution")
         module.__file__ = "solution.py"
         sys.modules[module.__name__] = module
@@ -125,8 +131,9 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], me
         os._exit(125)
     write = os.write
 
-    def report(**obj) -> None:
-        data = memoryview((json.dumps({**obj, "token": token}) + "\n").encode())
+    def report(tag: str, body: str = "") -> None:
+        line = f"{token} {tag} {body.replace(chr(10), ' ').replace(chr(13), ' ')}\n"  # one line
+        data = memoryview(line.encode("utf-8", "backslashreplace"))
         while data:
             data = data[write(RESULT_FD, data):]
 
@@ -135,7 +142,7 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], me
     except BaseException as exc:  # noqa: BLE001 - a syntax error is the program's
         traceback.print_exception(type(exc), exc, None)
         if mode != "io":
-            report(stage="load", error=_describe(exc))
+            report("error", "load " + _describe(exc))
         _finish(1)
     if mode == "io":
         os.close(RESULT_FD)
@@ -151,36 +158,34 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], me
     try:
         exec(code, module.__dict__)
     except BaseException as exc:  # noqa: BLE001 - sys.exit included: the test did not run
-        report(stage="load", error=_describe(exc))
+        report("error", "load " + _describe(exc))
         _finish(0)
     if mode == "call":
-        fn = module.__dict__.get(test["fn"])
-        if not callable(fn):
-            report(stage="call", error=f"NameError: the program defines no function {test['fn']!r}")
-            _finish(0)
-        try:
-            value = fn(*test["args"], **test["kwargs"])
-        except BaseException as exc:  # noqa: BLE001
-            report(stage="call", error=_describe(exc))
-            _finish(0)
-        try:
-            text = json.dumps(value)
-            digest = value_digest(text) if len(text) > VALUE_INLINE else None
-        except BaseException:  # noqa: BLE001 - sets, objects, circular lists, hostile subclasses
-            report(stage="call", error=f"the return value ({type(value).__name__}) is not JSON-serialisable")
-            _finish(0)
-        if digest is None:
-            report(value=text)
-        else:
-            report(value_sha256=digest, value_bytes=len(text), value_head=text[:200])
+        texts = []
+        for fn_name, args, kwargs in calls:
+            fn = module.__dict__.get(fn_name)
+            if not callable(fn):
+                report("error", f"call NameError: the program defines no function {fn_name!r}")
+                _finish(0)
+            try:
+                value = fn(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001
+                report("error", "call " + _describe(exc))
+                _finish(0)
+            try:  # encoded at once, as a test would compare it at once (later calls may mutate it)
+                texts.append(values.encode(value))
+            except BaseException as exc:  # noqa: BLE001 - foreign types, hostile objects
+                report("invalid", _describe(exc))
+                _finish(0)
+        report("values", "[" + ",".join(texts) + "]")
         _finish(0)
     test_code = test["code"]
     try:
         exec(compile(test_code, "test.py", "exec", dont_inherit=True), module.__dict__)
     except BaseException as exc:  # noqa: BLE001
-        report(passed=False, error=_describe(exc, test_code))
+        report("failed", _describe(exc, test_code))
         _finish(0)
-    report(passed=True)
+    report("passed")
     _finish(0)
 
 

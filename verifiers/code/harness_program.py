@@ -16,11 +16,12 @@ Why the program under test cannot forge a pass:
 - it never sees the nonce, and both harness processes are non-dumpable, so their memory and
   file descriptors are closed to it through /proc; its own stdout/stderr are capped pipes;
 - expected outputs are not in the sandbox: a stdin/stdout test reports a hash of the normalised
-  output, a call test the JSON of the return value, both judged outside;
-- an assert test reports through a separate pipe with a per-test token, and only after the test
-  code ran to its end, so `sys.exit`, `os._exit` or a crash leave no pass behind.
-Assert tests share an interpreter with the program by nature: a program that deliberately digs
-through interpreter memory (gc, frames, ctypes) for the token or the test code is out of scope.
+  output, a call test (and an assert test converted by `judged_asserts`) the return values as
+  plain data (`values.py`), all judged on the host. Whatever the program writes, it can at most
+  claim a value; it never reports a verdict;
+- an assert test that could not be converted runs in the program's interpreter and reports
+  `passed` only after the test code ran to its end. The program can forge that (frames, gc,
+  patched modules); such tests are marked `trust="in-process"` in the verdict.
 If a program kills or stops the harness, the verifier charges that test as a runtime error.
 
 After every test the worker kills the child's session and every descendant it can find (it is a
@@ -47,6 +48,7 @@ else:  # run as a script in the sandbox, next to harness_child.py
 
 HEAD_CHARS = 300       # program stdout echoed back, for feedback
 TAIL_CHARS = 600       # stderr tail echoed back (tracebacks end at the bottom)
+MESSAGE_CHARS = 1000   # of an error message in a result line
 GRACE_S = 0.2          # after the program exits, how long to wait for pipes its children hold
 READ_CHUNK = 65536
 
@@ -211,15 +213,20 @@ def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: i
 
 
 def _result(data: bytes, token: str) -> dict | None:
-    """The last well-formed line carrying this test's token, or None."""
-    for line in reversed(data.splitlines()):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and obj.pop("token", None) == token:
-            return obj
-    return None
+    """The line carrying this test's token, as {"tag", "body"} strings, or None. The body is not
+    parsed here: it may be anything the program wrote, and only the host judges it. The harness
+    writes one result per test: more than one means the program wrote some (after a crash, from
+    an atexit hook or a thread), and the test has no trustworthy result."""
+    prefix = token.encode() + b" "
+    lines = [line for line in data.splitlines() if line.startswith(prefix)]
+    if not lines:
+        return None
+    if len(lines) > 1:
+        return {"tag": "invalid", "body": f"{len(lines)} results for one test"}
+    tag, _, body = lines[0][len(prefix):].decode("utf-8", "replace").partition(" ")
+    if tag == "values" and not (body.isascii() and body.isprintable()):
+        return {"tag": "invalid", "body": "encoded values must be printable ASCII"}
+    return {"tag": tag[:20], "body": body if tag == "values" else body[:MESSAGE_CHARS]}
 
 
 def definitely_failed(test: dict, report: dict) -> bool:
@@ -229,9 +236,7 @@ def definitely_failed(test: dict, report: dict) -> bool:
     result = report.get("result")
     if test["kind"] == "io":
         return report["exit_code"] != 0
-    if result is None or "error" in result:
-        return True
-    return test["kind"] == "assert" and result.get("passed") is not True
+    return result is None or result["tag"] not in ("values", "passed")
 
 
 def worker(spec_path: str, out_fd: int) -> int:

@@ -18,12 +18,12 @@ fail() { echo "docker: $*" >&2; exit 1; }
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
-have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+have() { command -v "$1" >/dev/null 2>&1; }
 
 missing=()
 # The engine decides; docker.io brings client, engine, containerd and runc together.
 { have dockerd && have docker; } || missing+=(docker.io)
-have debootstrap || missing+=(debootstrap)
+have debootstrap || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 
 if [ "${1:-}" = "--plan" ]; then
     echo "${missing[*]}"

@@ -1,5 +1,9 @@
 """`rlvr` command line. Each subcommand lives in its own module under `rlvr.commands` and exposes
-`add_parser(subparsers)`; heavy imports (torch, vllm, docker) happen inside the commands."""
+`add_parser(subparsers)`; heavy imports (torch, vllm, docker) happen inside the commands.
+
+A user's mistake (a bad setting, a missing model, an --out that cannot be written, a full disk)
+ends as one line on stderr, `rlvr COMMAND: error: ...`, and exit code 2, like argparse's own
+errors; anything else is a bug and keeps its traceback."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +11,22 @@ import importlib
 import sys
 
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
+
+# The project's typed errors for what the user asked, by module and name: a class whose module was
+# never imported cannot have been raised, so matching them imports nothing heavy.
+USER_ERRORS = [
+    ("rlvr.cli", "UsageError"),
+    ("trainers.config", "ConfigError"),
+    ("trainers.models", "ModelError"),
+    ("trainers.checkpoint", "CheckpointError"),
+    ("envs.core", "EnvError"),
+    ("envs.episode_log", "EpisodeLogError"),
+    ("trainers.samplers.openai_sampler", "SamplerError"),
+]
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments, or an --out that holds another run."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def is_user_error(exc: BaseException) -> bool:
+    classes = [getattr(sys.modules[module], name) for module, name in USER_ERRORS if module in sys.modules]
+    return isinstance(exc, tuple(classes))
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -24,3 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not is_user_error(exc):
+            raise
+        print(f"rlvr {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2

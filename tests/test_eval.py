@@ -160,3 +160,58 @@ def test_eval_with_vllm(model_dir, tmp_path, capsys):
     assert summary["model"] == str(model_dir) and summary["env"] == "rlvr/Arithmetic-v0"
     assert summary["outcomes"]["correct"] > 0  # the shipped model answers some held-out tasks right
     assert "pass@4" in capsys.readouterr().out
+
+
+# A grader that is down for the task ids in GRADER_DOWN: their episodes end as `error`.
+GRADER_DOWN: set[str] = set()
+
+
+def _flaky_grader_env():
+    from envs import ProceduralTasks, SingleTurnEnv, Task
+    from verifiers.verdict import Verdict
+
+    class FlakyGraderEnv(ProceduralTasks, SingleTurnEnv):
+        """Say the seed's last digit; the grader fails for the tasks in GRADER_DOWN."""
+
+        def make_task(self, seed):
+            digit = str(seed % 10)
+            return Task(task_id=str(seed), prompt=[{"role": "user", "content": f"Say {digit}."}], answer=digit,
+                        reference=digit, wrong="x")
+
+        def verify(self, task, response):
+            if task.task_id in GRADER_DOWN:
+                raise ConnectionError("grader unreachable")
+            ok = task.answer in response
+            return Verdict(float(ok), Outcome.CORRECT if ok else Outcome.INCORRECT)
+
+    return FlakyGraderEnv
+
+
+def test_eval_resume_retries_the_tasks_whose_grader_failed(model_dir, tmp_path):
+    import gymnasium as gym
+
+    env_id = "tests/FlakyGrader-v0"
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=_flaky_grader_env())
+    out = tmp_path / "run"
+    args = ["eval", "--model", str(model_dir), "--env", env_id, "--tasks", "3", "--samples", "2", "--max-tokens", "4",
+            "--sampler", "hf", "--no-progress", "--out", str(out)]
+    import envs
+
+    env = envs.make(env_id)
+    env.reset(seed=1_000_001)  # task 1 of the run (reset seed task_start + 1) meets an outage
+    GRADER_DOWN.add(env.unwrapped.task.task_id)
+    try:
+        assert main(args) == 0
+    finally:
+        GRADER_DOWN.clear()
+    first = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [r["outcome"] == "error" for r in first] == [False, False, True, True, False, False]
+    assert json.loads((out / "summary.json").read_text())["outcomes"]["error"] == 2
+
+    assert main(args) == 0  # the grader is back: task 1 is sampled again, the others are kept
+    again = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert again[:4] == first[:2] + first[4:]  # finished tasks untouched, task 1's old lines replaced
+    assert [r["group_id"] for r in again[4:]] == [1, 1] and all(r["outcome"] != "error" for r in again)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["episodes"] == summary["valid_episodes"] == 6 and summary["outcomes"]["error"] == 0

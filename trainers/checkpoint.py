@@ -5,7 +5,8 @@ continues exactly.
 Crash safety: a checkpoint is written into `checkpoints/.tmp-step-N-PID`, every file is fsynced,
 and only then is the directory renamed to `checkpoints/step-N` (a rename is atomic on POSIX).
 A run killed at any moment leaves either the complete checkpoint or a `.tmp-*` directory, which
-is ignored and removed at the next start. Only the last `keep_last` checkpoints are kept.
+is ignored and removed at the next start. A write that fails (a full disk) removes its `.tmp-*`
+directory itself and raises `CheckpointError`. Only the last `keep_last` checkpoints are kept.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ _NAME = re.compile(r"^step-(\d{8})$")
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint is missing or unreadable."""
+    """A checkpoint is missing or unreadable, or could not be written (disk full, read-only)."""
 
 
 def checkpoint_dir(out_dir: str | Path) -> Path:
@@ -83,29 +84,67 @@ def save_checkpoint(
     keep_last: int,
 ) -> Path:
     """Write checkpoint `step`: `save_model(dir)` writes the model files (e.g. `save_pretrained`),
-    `state` goes to `trainer_state.pt`. Atomic (see the module docstring); prunes old ones."""
+    `state` goes to `trainer_state.pt`. Atomic (see the module docstring); prunes old ones.
+    A write that fails for want of disk (full, read-only, quota) removes its temporary directory,
+    leaves the previous checkpoints as they were and raises `CheckpointError`."""
     if keep_last < 1:
         raise ValueError(f"keep_last must be >= 1, got {keep_last}")
     root = checkpoint_dir(out_dir)
-    root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{step:08d}"
     tmp = root / f".tmp-step-{step:08d}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    save_model(tmp)
-    torch.save({**state, "step": step}, tmp / STATE_FILE)
-    _fsync_tree(tmp)
-    if final.exists():  # re-saving a step (after a resume): move the old one out of the way first
-        old = root / f".tmp-old-step-{step:08d}-{os.getpid()}"
-        final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(final)
-    _fsync_dir(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        save_model(tmp)
+        # Through a Python file: torch then reports a failed write as an opaque RuntimeError whose
+        # context is the file's OSError (ENOSPC...), which `_os_error` finds; with a path it is not.
+        with open(tmp / STATE_FILE, "wb") as f:
+            torch.save({**state, "step": step}, f)
+        _fsync_tree(tmp)
+        _move_into_place(tmp, final)
+        _fsync_dir(root)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        cause = _os_error(exc)
+        if cause is None:  # not the disk: a bug or an interrupt, shown as it is
+            raise
+        previous = latest_checkpoint(out_dir)
+        kept = f"the previous checkpoint {previous} is kept" if previous else "no earlier checkpoint exists"
+        reason = os.strerror(cause.errno) if cause.errno else str(cause)
+        raise CheckpointError(f"could not save checkpoint step {step} in {root}: {reason}; {kept}") from exc
     for _, path in list_checkpoints(out_dir)[:-keep_last]:
         shutil.rmtree(path, ignore_errors=True)
     return final
+
+
+def _move_into_place(tmp: Path, final: Path) -> None:
+    if not final.exists():
+        tmp.rename(final)
+        return
+    # Re-saving a step (after a resume): move the old one out of the way first, back if that fails.
+    old = final.with_name(f".tmp-old-{final.name}-{os.getpid()}")
+    final.rename(old)
+    try:
+        tmp.rename(final)
+    except BaseException:
+        old.rename(final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _os_error(exc: BaseException | None) -> OSError | None:
+    """The OSError behind a failed write: `exc` itself, one in its cause/context chain (torch wraps
+    it in a RuntimeError), or the "(os error N)" that safetensors puts in its message."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError):
+            return exc
+        if m := re.search(r"\(os error (\d+)\)", str(exc)):
+            return OSError(int(m.group(1)), os.strerror(int(m.group(1))))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def load_state(path: str | Path) -> dict[str, Any]:

@@ -2,19 +2,23 @@
 
 Writes DIR/episodes.jsonl as it goes (one line per episode) and DIR/summary.json at the end,
 and prints the summary as a table. Run it again with the same arguments to resume an
-interrupted run: finished tasks are kept, the rest are sampled. Tasks are the environment's
-reset seeds `--task-start`, `--task-start + 1`, ... (by default the held-out seeds the trainer
-evaluates on).
+interrupted run: finished tasks are kept, the rest are sampled, and so again are the tasks with
+an `error` episode (the grader failed, e.g. the sandbox was down; their old lines are replaced).
+Tasks are the environment's reset seeds `--task-start`, `--task-start + 1`, ... (by default the
+held-out seeds the trainer evaluates on).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
-import sys
+import math
+import os
 import time
 from pathlib import Path
 from typing import Any
+
+from rlvr.cli import UsageError  # bad arguments, or an --out that holds another run
 
 HELD_OUT_SEED_START = 1_000_000  # the trainer draws training seeds below this
 
@@ -45,10 +49,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=run)
-
-
-class UsageError(ValueError):
-    """Bad command-line arguments, or an --out that holds another run."""
 
 
 def parse_ks(text: str) -> list[int]:
@@ -111,33 +111,40 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
         run_file.write_text(json.dumps(identity, indent=2))
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """What needs no file and no model: numbers in range (nan and inf included)."""
+    if args.tasks < 1 or args.chunk < 1 or (args.samples is not None and args.samples < 1):
+        raise UsageError("--tasks, --chunk and --samples must be >= 1")
+    if args.task_start < 0:  # task seeds are reset seeds, which Gymnasium wants >= 0
+        raise UsageError(f"--task-start must be >= 0, got {args.task_start}")
+    if args.max_tokens < 1 or (args.max_model_len is not None and args.max_model_len < 1):
+        raise UsageError("--max-tokens and --max-model-len must be >= 1")
+    if not (math.isfinite(args.temperature) and args.temperature >= 0):
+        raise UsageError(f"--temperature must be a finite number >= 0, got {args.temperature}")
+    if not 0 < args.top_p <= 1:
+        raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
+
+
+# The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
 def run(args: argparse.Namespace) -> int:
-    from envs.core import EnvError
-    from envs.episode_log import EpisodeLogError
-    from trainers.models import ModelError
-    from trainers.samplers.openai_sampler import SamplerError
+    from trainers.config import check_model_dir, check_out_dir
 
-    try:
-        return _run(args)
-    except (UsageError, EnvError, ModelError, EpisodeLogError, SamplerError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    # The checks that need no heavy import first, so that they fail in a blink.
+    ks = parse_ks(args.k)
+    check_args(args)
+    group_size = args.samples or ks[-1]
+    if group_size < ks[-1]:
+        raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
+    check_out_dir(args.out)
 
-
-def _run(args: argparse.Namespace) -> int:
     import envs
     from envs.episode_log import append_records, episode_from_record, load_complete_groups
     from envs.evaluate import format_table, summarize
     from envs.rollout import rollout
     from envs.sampler import SamplingSettings
     from tqdm.auto import tqdm
+    from trainers.models import resolve_model
 
-    ks = parse_ks(args.k)
-    group_size = args.samples or ks[-1]
-    if args.tasks < 1 or args.chunk < 1 or group_size < 1:
-        raise UsageError("--tasks, --chunk and --samples must be >= 1")
-    if group_size < ks[-1]:
-        raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
     env_args = envs.parse_env_args(args.env_arg)
     envs.make(args.env, **env_args).close()  # a bad id or argument fails now, before the model loads
     try:
@@ -147,13 +154,15 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
 
     kind, model = sampler_kind(args), model_label(args)
+    if kind != "openai":
+        check_model_dir(resolve_model(args.model))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "episodes.jsonl"
     sampling_dict = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
                      "seed": args.seed, "task_start": args.task_start}
     _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size))
-    records = load_complete_groups(log, group_size)
+    records = _without_errors(log, load_complete_groups(log, group_size), args.tasks)
     sampler, tokenizer = build_sampler(args)
 
     done = {int(r["group_id"]) for r in records}
@@ -184,6 +193,23 @@ def _run(args: argparse.Namespace) -> int:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(format_table(summary))
     return 0
+
+
+def _without_errors(log: Path, records: list[dict[str, Any]], tasks: int) -> list[dict[str, Any]]:
+    """`records` less the groups (among the first `tasks`) with an `error` episode: an outage of the
+    grader is no answer, so those tasks are sampled again (with the same seeds) and their old lines
+    leave the log now, atomically, so that no task is counted twice."""
+    from envs.episode_log import append_records
+
+    retry = {int(r["group_id"]) for r in records if r.get("outcome") == "error" and int(r["group_id"]) < tasks}
+    if not retry:
+        return records
+    keep = [r for r in records if int(r["group_id"]) not in retry]
+    tmp = log.with_suffix(log.suffix + ".tmp")
+    tmp.write_text("", encoding="utf-8")
+    append_records(tmp, keep)
+    os.replace(tmp, log)
+    return keep
 
 
 def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model):

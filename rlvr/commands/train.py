@@ -68,15 +68,11 @@ def overrides_from_args(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envs import EnvError
-    from trainers.config import ConfigError, TrainConfig
+    from trainers.config import TrainConfig
 
-    try:
-        config = TrainConfig.load(args.config, overrides_from_args(args))
-        algo = config.check()
-    except (ConfigError, EnvError) as exc:
-        print(f"rlvr train: error: {exc}", file=sys.stderr)
-        return 2
+    # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
+    config = TrainConfig.load(args.config, overrides_from_args(args))
+    algo = config.check()
     if args.check:
         print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))
         return 0

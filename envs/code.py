@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from envs.core import Message, SingleTurnEnv, Task, TaskNotFoundError
+from envs.core import EnvError, Message, SingleTurnEnv, Task, TaskNotFoundError
 from verifiers import code as code_verifier
 from verifiers.verdict import Verdict
 
@@ -33,7 +33,7 @@ PROGRAM_INSTRUCTIONS = (
 FAILING_PROGRAM = "raise SystemExit(1)\n"
 
 
-class TaskRecordError(ValueError):
+class TaskRecordError(EnvError, ValueError):
     """A task record (a JSONL line) is malformed."""
 
 

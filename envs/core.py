@@ -18,12 +18,13 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from sandbox.errors import RlvrError
 from verifiers.verdict import Outcome, Verdict
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant" | "tool", "content": str}
 
 
-class EnvError(Exception):
+class EnvError(RlvrError):
     """Base class of rlvr's environment errors."""
 
 

@@ -14,12 +14,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from envs.core import EnvError
 from envs.episode import Episode
 
 _FIELDS = {f.name for f in dataclasses.fields(Episode)}
 
 
-class EpisodeLogError(ValueError):
+class EpisodeLogError(EnvError, ValueError):
     """A line in the middle of the log is not an episode (the file is not ours, or is damaged)."""
 
 

@@ -1,31 +1,22 @@
 """`rlvr` command line. Each subcommand lives in its own module under `rlvr.commands` and exposes
 `add_parser(subparsers)`; heavy imports (torch, vllm, docker) happen inside the commands.
 
-A user's mistake (a bad setting, a missing model, an --out that cannot be written, a full disk)
-ends as one line on stderr, `rlvr COMMAND: error: ...`, and exit code 2, like argparse's own
-errors; anything else is a bug and keeps its traceback."""
+Every error rlvr raises on purpose derives from `RlvrError` (a bad setting, a missing model, an
+--out that cannot be written, a full disk, a broken environment): it ends as one line on stderr,
+`rlvr COMMAND: error: ...`, and exit code 2, like argparse's own errors. Anything else is a bug
+and keeps its traceback."""
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
 
+from sandbox.errors import RlvrError
+
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
 
-# The project's typed errors for what the user asked, by module and name: a class whose module was
-# never imported cannot have been raised, so matching them imports nothing heavy.
-USER_ERRORS = [
-    ("rlvr.cli", "UsageError"),
-    ("trainers.config", "ConfigError"),
-    ("trainers.models", "ModelError"),
-    ("trainers.checkpoint", "CheckpointError"),
-    ("envs.core", "EnvError"),
-    ("envs.episode_log", "EpisodeLogError"),
-    ("trainers.samplers.openai_sampler", "SamplerError"),
-]
 
-
-class UsageError(ValueError):
+class UsageError(RlvrError, ValueError):
     """Bad command-line arguments, or an --out that holds another run."""
 
 
@@ -35,11 +26,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         importlib.import_module(f"rlvr.commands.{name}").add_parser(sub)
     return parser
-
-
-def is_user_error(exc: BaseException) -> bool:
-    classes = [getattr(sys.modules[module], name) for module, name in USER_ERRORS if module in sys.modules]
-    return isinstance(exc, tuple(classes))
 
 
 def one_line(exc: BaseException) -> str:
@@ -54,8 +40,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        if not is_user_error(exc):
-            raise
+    except RlvrError as exc:
         print(f"rlvr {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2

@@ -21,6 +21,8 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from .errors import SandboxError
+
 REPOSITORY = "rlvr-sandbox"
 SANDBOX_UID = 10001  # the non-root user every program runs as (also in runner.py)
 RUNNER_DIR = "opt/rlvr"  # runner.py (the entry point) and runner_child.py go here
@@ -34,7 +36,7 @@ _DROP_PREFIXES = ("./usr/share/doc/", "./usr/share/man/", "./usr/share/info/", "
                   "./var/lib/apt/lists/", "./dev/")
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(SandboxError, RuntimeError):
     """The sandbox image is missing and cannot be built here (not root, no debootstrap, no mirror)."""
 
 

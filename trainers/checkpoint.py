@@ -20,11 +20,13 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from sandbox.errors import RlvrError
+
 STATE_FILE = "trainer_state.pt"
 _NAME = re.compile(r"^step-(\d{8})$")
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(RlvrError, RuntimeError):
     """A checkpoint is missing or unreadable, or could not be written (disk full, read-only)."""
 
 

@@ -10,11 +10,13 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from sandbox.errors import RlvrError
+
 TINY = "tiny"
 TINY_DIR = Path(__file__).resolve().parent / "assets" / "tiny"
 
 
-class ModelError(Exception):
+class ModelError(RlvrError):
     """Base class of rlvr's model-loading errors."""
 
 

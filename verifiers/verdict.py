@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from sandbox.errors import RlvrError
+
 
 class Outcome(StrEnum):
     """Typed result of checking one answer. `ERROR` means the grader failed, not the model."""
@@ -39,5 +41,5 @@ class Verdict:
         return {"score": self.score, "outcome": str(self.outcome), "detail": self.detail, "info": self.info}
 
 
-class VerifierError(Exception):
+class VerifierError(RlvrError):
     """Raised for misuse of a verifier (bad arguments), never for a wrong answer."""

@@ -19,11 +19,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 from envs.sampler import Sample, SamplingSettings
+from sandbox.errors import RlvrError
 
 VLLM_EXTRAS = {"return_token_ids": True, "return_tokens_as_token_ids": True}
 
 
-class SamplerError(RuntimeError):
+class SamplerError(RlvrError, RuntimeError):
     """The endpoint failed or answered something that is not a completion."""
 
 

@@ -1,12 +1,15 @@
-"""Accuracy and speed of `verifiers.math` against the `math-verify` package on a labelled corpus.
+"""Accuracy and speed of `verifiers.math` against the `math-verify` package on labelled corpora.
 
-    python benchmarks/math_verifier.py [--corpus tests/data/math_corpus.jsonl] [--repeat 3] [--show-errors]
+    python benchmarks/math_verifier.py [--corpus FILE ...] [--repeat 3] [--show-errors]
 
+By default both corpora run: `tests/data/math_corpus.jsonl` (built with the verifier: coverage)
+and `tests/data/math_corpus_heldout.jsonl` (written before the verifier was run on it).
 Each corpus line is {"category", "gold", "response", "expected"}. A verifier is right on a line
-when it calls the response correct exactly when `expected` is true. Times are per call, wall
-clock, after warm-up (our worker pool started; math-verify's imports done); with --repeat the
-corpus is run several times and every call is timed. math-verify gets the gold as `$gold$` and the
-response as is, its documented usage; it runs in the main thread (it uses signal.alarm).
+when it calls the response correct exactly when `expected` is true; a false positive is a
+response called correct whose label is false (a reward for a wrong answer). Times are per call,
+wall clock, after warm-up (our worker pool started; math-verify's imports done); with --repeat
+the corpus is run several times and every call is timed. math-verify gets the gold as `$gold$`
+and the response as is, its documented usage; it runs in the main thread (it uses signal.alarm).
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from pathlib import Path
 
 import verifiers.math as vm
 
-DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "math_corpus.jsonl"
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+DEFAULT_CORPORA = [DATA / "math_corpus.jsonl", DATA / "math_corpus_heldout.jsonl"]
 
 
 def load(path: Path) -> list[dict]:
@@ -66,47 +70,54 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--show-errors", action="store_true")
-    parser.add_argument("--no-math-verify", action="store_true")
-    args = parser.parse_args()
-    rows = load(args.corpus)
-
-    vm.warm_up()
-    systems = {"verifiers.math": ours}
-    other = None if args.no_math_verify else math_verify_fn()
-    if other is not None:
-        other(rows[0])  # its first call imports and compiles its grammar
-        systems["math-verify"] = other
-    results = {name: measure(fn, rows, args.repeat) for name, fn in systems.items()}
-
+def report(path: Path, systems: dict, repeat: int, show_errors: bool) -> None:
+    rows = load(path)
+    results = {name: measure(fn, rows, repeat) for name, fn in systems.items()}
     names = list(systems)
     by_cat: dict[str, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         by_cat[row["category"]].append(i)
-    width = max(len(c) for c in by_cat) + 2
-    print(f"corpus: {args.corpus} ({len(rows)} pairs, {sum(r['expected'] for r in rows)} positive)")
+    width = max(max(len(c) for c in by_cat) + 2, 18)
+    print(f"corpus: {path} ({len(rows)} pairs, {sum(r['expected'] for r in rows)} positive)")
     print(f"{'category':<{width}}{'n':>5}" + "".join(f"{n:>17}" for n in names))
     for cat, idx in sorted(by_cat.items()):
         accs = [sum(results[n][0][i] == rows[i]["expected"] for i in idx) / len(idx) for n in names]
         print(f"{cat:<{width}}{len(idx):>5}" + "".join(f"{a:>17.3f}" for a in accs))
-    totals = [sum(v == r["expected"] for v, r in zip(results[n][0], rows)) / len(rows) for n in names]
-    print(f"{'ALL':<{width}}{len(rows):>5}" + "".join(f"{a:>17.3f}" for a in totals))
+    line = lambda label, cells: print(f"{label:<{width}}{'':>5}" + "".join(f"{c:>17}" for c in cells))  # noqa: E731
     print()
-    print(f"{'time per call':<{width}}{'':>5}" + "".join(f"{n:>17}" for n in names))
-    for label, q in (("median (ms)", 0.5), ("p99 (ms)", 0.99)):
-        print(f"{label:<{width}}{'':>5}" + "".join(f"{pct(results[n][1], q) * 1e3:>17.2f}" for n in names))
-    print(f"{'max (ms)':<{width}}{'':>5}" + "".join(f"{max(results[n][1]) * 1e3:>17.2f}" for n in names))
-    print(f"{'mean (ms)':<{width}}{'':>5}" + "".join(f"{statistics.fmean(results[n][1]) * 1e3:>17.2f}" for n in names))
-    if args.show_errors:
+    line("ALL: accuracy", [f"{sum(v == r['expected'] for v, r in zip(results[n][0], rows)) / len(rows):.3f}" for n in names])
+    line("false positives", [sum(v and not r["expected"] for v, r in zip(results[n][0], rows)) for n in names])
+    line("false negatives", [sum(r["expected"] and not v for v, r in zip(results[n][0], rows)) for n in names])
+    line("median (ms)", [f"{pct(results[n][1], 0.5) * 1e3:.2f}" for n in names])
+    line("p99 (ms)", [f"{pct(results[n][1], 0.99) * 1e3:.2f}" for n in names])
+    line("worst (ms)", [f"{max(results[n][1]) * 1e3:.2f}" for n in names])
+    line("mean (ms)", [f"{statistics.fmean(results[n][1]) * 1e3:.2f}" for n in names])
+    if show_errors:
         for n in names:
             print(f"\n{n} disagrees with the label on:")
             for v, r in zip(results[n][0], rows):
                 if v != r["expected"]:
                     print(f"  [{r['category']}] gold={r['gold']!r} expected={r['expected']} response={r['response'][-80:]!r}")
+    print()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, action="append", help="a labelled corpus (repeatable; default: both)")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--show-errors", action="store_true")
+    parser.add_argument("--no-math-verify", action="store_true")
+    args = parser.parse_args()
+    corpora = args.corpus or DEFAULT_CORPORA
+
+    vm.warm_up()
+    systems = {"verifiers.math": ours}
+    other = None if args.no_math_verify else math_verify_fn()
+    if other is not None:
+        other(load(corpora[0])[0])  # its first call imports and compiles its grammar
+        systems["math-verify"] = other
+    for path in corpora:
+        report(path, systems, args.repeat, args.show_errors)
     vm.shutdown()
 
 

@@ -23,7 +23,7 @@ from verifiers.math.normalize import squash
 from verifiers.math.options import MathOptions, VerifierTypeError
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
-VERSION = "1.0"
+VERSION = "1.1"  # 1.1: no numeric tolerance (see decimals), more answer forms
 _PLAIN_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,29}")  # one spelling per integer (no -0, no 007)
 DEFAULT_OPTIONS = MathOptions()
 POOL_SIZE = max(2, min(4, (os.cpu_count() or 2) // 2))

@@ -83,10 +83,10 @@ def neg(a: Expr) -> Expr:
 
 def mul(a: Expr, b: Expr) -> Expr:
     out = combine(plain(a) * plain(b), a, b)
-    if a.literal and b.value.is_Integer and b.value > 0 and _is_power_of_ten(int(b.value)):
-        # 1.2 \times 10^{5}: still one decimal literal, with its last digit moved
-        shift = len(str(int(b.value))) - 1
-        out = Expr(out.value, True, (a.literal[0] + shift, a.literal[1]))
+    shift = _ten_power(b.value) if a.literal and b.unit is None else None
+    if shift is not None:
+        # 1.2 \times 10^{5}, 3.333 \times 10^{-1}: still one decimal literal, its last digit moved
+        out = Expr(out.value, True, (a.literal[0] + shift, a.literal[1]), a.unit)
     return out
 
 
@@ -94,9 +94,17 @@ def div(a: Expr, b: Expr) -> Expr:
     return combine(plain(a) / plain(b), a, b)
 
 
-def _is_power_of_ten(n: int) -> bool:
-    s = str(n)
-    return s[0] == "1" and set(s[1:]) <= {"0"}
+def _ten_power(v: sympy.Basic) -> int | None:
+    """k where v = 10^k for an integer k, else None (arithmetic, not str(): 10^{9999} is too long
+    for Python's int-to-str limit)."""
+    if not v.is_Rational or v <= 0 or not (v.p == 1 or v.q == 1):
+        return None
+    n = int(v.q if v.p == 1 else v.p)
+    k = int(n.bit_length() * 0.30103)
+    for e in (k - 1, k, k + 1):
+        if e >= 0 and 10**e == n:
+            return e if v.q == 1 else -e
+    return None
 
 
 def power(base: Expr, exp: Expr) -> Expr:

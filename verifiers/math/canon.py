@@ -8,7 +8,7 @@ import sympy
 from verifiers.math import build, intervals
 from verifiers.math.build import PM
 from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetExpr, SetOf, as_expr, has_decimal
+from verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetExpr, SetOf, as_expr, has_decimal, literals
 
 INEQUALITIES = {"<", "<=", ">", ">="}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -68,14 +68,28 @@ def _relation(rel: Relation) -> Node:
         if len(rel.parts) > 2:  # x = \frac{4}{2} = 2: the first and the final form
             rel = Relation(("=",), (rel.parts[0], rel.parts[-1]))
         lhs, rhs = rel.parts
+        named = _named_tuple(lhs, rhs)
+        if named is not None:
+            return named
         if is_variable(rhs) and not is_variable(lhs):
             rel = Relation(("=",), (rhs, lhs))
         return rel
     if all(op in INEQUALITIES | {"!="} for op in rel.ops):
         interval = _interval(rel)
         if interval is not None:
-            return SetExpr(interval, has_decimal(rel))
+            return SetExpr(interval, has_decimal(rel), literals(rel))
     return rel
+
+
+def _named_tuple(lhs: Node, rhs: Node) -> Listing | None:
+    """`(p, q) = (3, 2)` names each value: read as the assignments p = 3, q = 2."""
+    if not (isinstance(lhs, Bracket) and isinstance(rhs, Bracket) and len(lhs.items) == len(rhs.items)):
+        return None
+    names = [x.value for x in lhs.items if isinstance(x, Expr) and x.value.is_Symbol]
+    if len(names) != len(lhs.items) or len(set(names)) != len(names) or (rhs.open, rhs.close) != ("(", ")"):
+        return None
+    pairs = tuple(Relation(("=",), (var, canon(value))) for var, value in zip(lhs.items, rhs.items))
+    return Listing(pairs, (",",) * (len(pairs) - 1))
 
 
 def is_variable(node: Node) -> bool:
@@ -131,14 +145,15 @@ def _listing(node: Listing) -> Node:
     if 1 < len(items) <= intervals.MAX_PIECES and all(isinstance(x, SetExpr) for x in items):
         sets = [x.value for x in items]
         decimal = any(x.has_decimal for x in items)
+        lits = literals(Listing(items))
         both = sets[0]
         for s in sets[1:]:
             both = intervals.intersect(both, s)
         if "and" in node.joiners:
-            return SetExpr(both, decimal)
+            return SetExpr(both, decimal, lits)
         if "or" in node.joiners or not both:  # "x > 1, x < 3" is both; "x < 1, x > 2" is either
-            return SetExpr(intervals.union(*sets), decimal)
-        return SetExpr(both, decimal)
+            return SetExpr(intervals.union(*sets), decimal, lits)
+        return SetExpr(both, decimal, lits)
     return Listing(items, node.joiners)
 
 

@@ -1,6 +1,6 @@
 """Whether an answer node means the same as the gold node. The gold decides the reading:
 a set gold compares order-free, a tuple gold in order, an interval gold by endpoints and
-brackets, a decimal gold with tolerance, everything else exactly."""
+brackets, numbers exactly or by the decimal rules of `decimals` (no tolerance)."""
 from __future__ import annotations
 
 import sympy
@@ -8,8 +8,9 @@ import sympy
 from verifiers.math import intervals
 from verifiers.math.canon import INEQUALITIES, is_assignment, is_variable, to_set
 from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import BaseNumber, Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, Text
-from verifiers.math.numeric import Tolerance, functions_equal, numbers_equal, proportional
+from verifiers.math.decimals import rounded_equal
+from verifiers.math.nodes import BaseNumber, Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, Text, literals
+from verifiers.math.numeric import functions_equal, numbers_equal, proportional
 from verifiers.math.options import MathOptions
 
 MAX_MATCH = 48  # larger collections compare by exact canonical form only
@@ -20,6 +21,8 @@ _REALS_WORDS = {"all real numbers", "all reals", "real numbers", "r", "all real 
 def same(g: Node, a: Node, o: MathOptions) -> bool:
     """`g` and `a` are canonical nodes (see canon.canon)."""
     g, a = _single(g), _single(a)
+    if is_assignment(a) and isinstance(g, (Matrix, Bracket, SetOf, SetExpr)):
+        a = a.parts[1]  # A = (matrix), P = (3, 2), S = {1, 2}: the value named
     if isinstance(a, (SetOf, Listing)) and not isinstance(g, (SetOf, Listing, Bracket)) and len(a.items) <= MAX_MATCH:
         values = _distinct(_values(a), o)  # "1 and 1" is one answer
         a = values[0] if len(values) == 1 else a
@@ -34,7 +37,10 @@ def same(g: Node, a: Node, o: MathOptions) -> bool:
         if isinstance(a, Text):
             return _set_words(g.value, a.text)
         other = to_set(a) if not isinstance(a, SetOf) else _finite(a)
-        return other is not None and sets_equal(g.value, other, g.has_decimal, o)
+        return other is not None and sets_equal(g.value, other, g.literals, literals(a), o)
+    if isinstance(g, (SetOf, Listing)) and isinstance(a, SetExpr):  # {1,3} \cup {2,4} for {1,2,3,4}
+        points = _finite(SetOf(tuple(_values(g))))
+        return points is not None and sets_equal(points, a.value, literals(g), a.literals, o)
     if isinstance(g, Bracket):
         return _same_bracket(g, a, o)
     if isinstance(g, (SetOf, Listing)):
@@ -44,15 +50,20 @@ def same(g: Node, a: Node, o: MathOptions) -> bool:
     if isinstance(g, Text):
         return _same_text(g, a)
     if isinstance(g, BaseNumber):
-        if isinstance(a, BaseNumber):
-            return a.digits == g.digits and a.base == g.base
-        return isinstance(a, Expr) and a.value.is_Integer and str(a.value) == g.digits
+        if isinstance(a, BaseNumber):  # written with its base, a number means its value
+            return g.value() is not None and a.value() == g.value()
+        # a plain answer to "in base b": the gold's digits (204 for 204_5, not 54)
+        return isinstance(a, Expr) and a.value.is_Integer and a.value >= 0 and str(a.value) == (g.digits.lstrip("0") or "0")
     return False
 
 
 def _single(node: Node) -> Node:
+    """A collection of one element is that element (`\\{2\\}`, `\\{1,2\\} \\cap \\{2,3\\}`)."""
     if isinstance(node, (SetOf, Listing)) and len(node.items) == 1:
         return node.items[0]
+    if isinstance(node, SetExpr) and len(node.value) == 1 and node.value[0][0] == node.value[0][1]:
+        point = node.value[0][0]
+        return _endpoint(point, dict(node.literals))
     return node
 
 
@@ -67,11 +78,12 @@ def _finite(node: SetOf) -> intervals.Pieces | None:
 
 # -- numbers and expressions
 def exprs_equal(g: Expr, a: Expr, o: MathOptions) -> bool:
-    for gv, shift in _readings(g, o):
-        tol = _tolerance(g, a, shift, o)
-        for av, _ in _readings(a, o):
-            same_value = functions_equal if gv.free_symbols or av.free_symbols else numbers_equal
-            if same_value(gv, av, tol):
+    for gv, gshift in _readings(g, o):
+        for av, ashift in _readings(a, o):
+            if gv.free_symbols or av.free_symbols:
+                if functions_equal(gv, av):
+                    return True
+            elif numbers_equal(gv, av) or rounded_equal(g, gv, gshift, a, av, ashift, o):
                 return True
     return False
 
@@ -85,17 +97,6 @@ def _readings(e: Expr, o: MathOptions) -> list[tuple[sympy.Basic, int]]:
     return [(e.value, 0)]
 
 
-def _tolerance(g: Expr, a: Expr, shift: int, o: MathOptions) -> Tolerance:
-    if not g.has_decimal:
-        return Tolerance()
-    half_ulp = None
-    if g.literal and o.round_to_gold and g.literal[1] >= o.round_min_digits:
-        finer = not a.has_decimal or a.literal is not None and a.literal[0] < g.literal[0]
-        if finer:
-            half_ulp = 0.5 * 10.0 ** (g.literal[0] + shift)
-    return Tolerance(o.rel_tol, half_ulp)
-
-
 def _same_as_expr(g: Expr, a: Node, o: MathOptions) -> bool:
     if isinstance(a, Expr):
         return exprs_equal(g, a, o)
@@ -104,8 +105,8 @@ def _same_as_expr(g: Expr, a: Node, o: MathOptions) -> bool:
         return (is_variable(a.parts[0]) or not a.parts[0].value.free_symbols) and exprs_equal(g, a.parts[1], o)
     if isinstance(a, Text):
         return g.value.is_Symbol and g.value.name.lower() == a.text
-    if isinstance(a, BaseNumber):
-        return g.value.is_Integer and a.digits == str(g.value)
+    if isinstance(a, BaseNumber):  # 101_2 is 5
+        return g.value.is_Integer and a.value() == g.value
     if isinstance(a, Matrix) and len(a.rows) == 1 and len(a.rows[0]) == 1:
         return exprs_equal(g, a.rows[0][0], o)
     return False
@@ -141,17 +142,24 @@ def _difference(rel: Relation) -> tuple[sympy.Basic, str]:
 
 
 # -- intervals and sets
-def sets_equal(g: intervals.Pieces, a: intervals.Pieces, decimal: bool, o: MathOptions) -> bool:
-    """Same pieces: the same brackets and equal endpoints (tolerant for a decimal gold)."""
+def sets_equal(g: intervals.Pieces, a: intervals.Pieces, g_literals: tuple, a_literals: tuple, o: MathOptions) -> bool:
+    """Same pieces: the same brackets and equal endpoints; an endpoint written as a decimal
+    literal (in `*_literals`) follows the decimal rules like a number on its own."""
     if len(g) != len(a):
         return False
+    g_lits, a_lits = dict(g_literals), dict(a_literals)
     for (glo, ghi, gl, gr), (alo, ahi, al, ar) in zip(g, a):
         if (gl, gr) != (al, ar):
             return False
         for x, y in ((glo, alo), (ghi, ahi)):
-            if x != y and not exprs_equal(Expr(x, decimal), Expr(y), o):
+            if x != y and not exprs_equal(_endpoint(x, g_lits), _endpoint(y, a_lits), o):
                 return False
     return True
+
+
+def _endpoint(x: sympy.Basic, lits: dict) -> Expr:
+    literal = lits.get(x)
+    return Expr(x, literal is not None, literal)
 
 
 # -- tuples, lists, sets
@@ -165,7 +173,7 @@ def _same_bracket(g: Bracket, a: Node, o: MathOptions) -> bool:
     if len(g.items) == 2:
         gs, as_ = to_set(g), to_set(a)
         if gs is not None and as_ is not None and (isinstance(a, SetExpr) or (g.open, g.close) != (a.open, a.close)):
-            return sets_equal(gs, as_, any(isinstance(x, Expr) and x.has_decimal for x in g.items), o)
+            return sets_equal(gs, as_, literals(g), literals(a), o)
     if isinstance(a, Matrix) and (len(a.rows) == 1 or all(len(r) == 1 for r in a.rows)):
         a = Bracket(tuple(c for r in a.rows for c in r), "(", ")")
     if isinstance(a, Listing) and all(is_assignment(x) for x in a.items) and all(is_assignment(x) for x in g.items):

@@ -1,9 +1,11 @@
 """Finding the final answer in a model's response.
 
 In order: the `<answer>` tags (the last pair) narrow the text; then every `\\boxed{}`/`\\fbox{}`
-in it (several different ones are a hedge, judged later); else the last "the answer is ..." /
-"Answer:" phrase; else the tag contents; else the last number (or the last `$...$` span that
-holds it). Text inside `<think>...</think>` is skipped when an answer follows it.
+in it (a box inside a box is one box; several different ones are a hedge, judged later, unless
+a retraction such as "wait, that is wrong" comes between them: then only the later ones count);
+else the last "the answer is ..." / "Answer:" phrase; else the tag contents; else the last
+number (or the last `$...$` span that holds it). A box after the `<answer>` tags is a second
+final answer. Text inside `<think>...</think>` is skipped when an answer follows it.
 Every scan here is linear in the response length: no regex that can backtrack badly.
 """
 from __future__ import annotations
@@ -16,8 +18,16 @@ _PHRASE = re.compile(
     r"(?:answers?|correct (?:option|choice)|option|choice)(?:\s*\*\*)?\s*(?:is\b\s*:?|are\b\s*:?|:|=)|final\s+answer\s*\**\s*:?\s*\**[ \t]*\n", re.IGNORECASE
 )
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|where|so that|as)\s|;|\bI hope\b", re.IGNORECASE)
-_NUMBER = re.compile(
-    r"-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][-+]?\d+)?(?:/\d+)?(?:\\?%)?"
+_NUMBER = re.compile(  # also "7 425 000" (thousands grouped by spaces) and ".4" (no leading zero)
+    r"-?\\[dt]?frac\{-?\d+\}\{\d+\}"
+    r"|-?(?:[1-9]\d{0,2}(?: \d{3})+(?![\d/])|\d+(?:,\d{3})*|(?<![\w.])(?=\.\d))(?:\.\d+)?(?:[eE][-+]?\d+)?(?:/\d+)?(?:\\?%)?"
+)
+# Words that retract an earlier boxed answer (a self-correction), searched between two boxes.
+_RETRACT = re.compile(
+    r"\b(?:wait|actually|oops|mistakes?|mistaken|errors?|wrong|incorrect|correct(?:ion|ing|ed)|re-?check\w*|"
+    r"recalculat\w*|recomput\w*|re-?do|re-?evaluat\w*|reconsider\w*|revis\w*|scratch that|no,|second thought|"
+    r"miscount\w*|miscalculat\w*|not (?:right|correct)|instead|should (?:be|have))",
+    re.IGNORECASE,
 )
 _JOINED_SPAN = re.compile(r"\s*(?:,\s*)?(?:(?:or|and)\s*)?(?=\$|\\\()", re.IGNORECASE)
 _ALTERNATIVE = re.compile(
@@ -25,7 +35,12 @@ _ALTERNATIVE = re.compile(
     r"(\$[^$\n]{1,80}\$|-?\d+(?:\.\d+)?(?:/\d+)?)(?![\w^])",
     re.IGNORECASE,
 )
-_HEDGE_TAIL = re.compile(r"(-?\d+(?:\.\d+)?(?:/\d+)?)\s*(?:,\s*)?or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?$", re.IGNORECASE)
+_HEDGE_TAIL = re.compile(
+    r"(-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d+(?:\.\d+)?(?:/\d+)?)\s*(?:,\s*)?or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?$", re.IGNORECASE
+)
+_SPAN_HEDGE = re.compile(  # "either $3$ or $4$" at the end: both spans are the answer
+    r"\$([^$\n]{1,80})\$\s*(?:,\s*)?or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$[^$\n]{1,80}\$$", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -63,9 +78,9 @@ def _match_braces(text: str, start: int) -> int:
     return -1
 
 
-def find_boxes(text: str, max_distinct: int) -> tuple[list[str], bool, bool]:
-    """All top-level `\\boxed{...}`/`\\fbox{...}` contents: (contents, unclosed, too_many)."""
-    found: list[str] = []
+def _box_spans(text: str, max_distinct: int) -> tuple[list[tuple[str, int, int]], bool, bool]:
+    """Top-level boxes in order as (content, start, end), repeats included: (spans, unclosed, too_many)."""
+    spans: list[tuple[str, int, int]] = []
     seen: set[str] = set()
     end = 0
     for m in _BOX.finditer(text):
@@ -77,21 +92,65 @@ def find_boxes(text: str, max_distinct: int) -> tuple[list[str], bool, bool]:
         if i < len(text) and text[i] == "{":
             close = _match_braces(text, i)
             if close < 0:
-                return found, True, False
+                return spans, True, False
             content, end = text[i + 1 : close - 1], close
         else:  # `\boxed 5`: the box holds the next word
             j = i
             while j < len(text) and not text[j].isspace() and text[j] not in "$":
                 j += 1
             content, end = text[i:j], j
-        content = content.strip()
+        content = _unwrap(content.strip())
         key = "".join(content.split())
-        if key and key not in seen:
+        if not key:
+            continue
+        if key not in seen:
             if len(seen) >= max_distinct:
-                return found, False, True
+                return spans, False, True
             seen.add(key)
-            found.append(content)
-    return found, False, False
+        spans.append((content, m.start(), end))
+    return spans, False, False
+
+
+def _unwrap(content: str) -> str:
+    """`\\boxed{\\boxed{5}}` holds 5: a box that is the whole content of another is dropped.
+    A few levels only (each is a scan): deeper ones are left to the parser, which drops `\\boxed`."""
+    for _ in range(4):
+        m = _BOX.match(content)
+        if m is None:
+            return content
+        i = m.end()
+        while i < len(content) and content[i] == " ":
+            i += 1
+        if i >= len(content) or content[i] != "{" or _match_braces(content, i) != len(content):
+            return content
+        content = content[i + 1 : -1].strip()
+    return content
+
+
+def _distinct(contents) -> list[str]:
+    out, seen = [], set()
+    for c in contents:
+        key = "".join(c.split())
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def find_boxes(text: str, max_distinct: int) -> tuple[list[str], bool, bool]:
+    """All distinct top-level `\\boxed{...}`/`\\fbox{...}` contents: (contents, unclosed, too_many)."""
+    spans, unclosed, too_many = _box_spans(text, max_distinct)
+    return _distinct(c for c, _, _ in spans), unclosed, too_many
+
+
+def _after_retraction(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The boxes after the last retraction written between two boxes (`\\boxed{3}`. Wait, that is
+    wrong ... `\\boxed{4}`): a self-correction, so only the later boxes are the answer. A policy
+    gains nothing by writing one: it is judged on the last box(es) alone."""
+    for k in range(len(spans) - 1, 0, -1):
+        if _RETRACT.search(text, spans[k - 1][2], spans[k][1]):
+            return spans[k:]
+    return spans
 
 
 def _after_think(text: str) -> str:
@@ -101,13 +160,16 @@ def _after_think(text: str) -> str:
     return text
 
 
-def _answer_tag(text: str) -> str | None:
+def _answer_tag(text: str) -> tuple[str, str] | None:
+    """The content of the last `<answer>` tag and the text after it."""
     lower = text.lower()
     start = lower.rfind("<answer>")
     if start < 0:
         return None
     stop = lower.find("</answer>", start)
-    return text[start + 8 : stop if stop >= 0 else len(text)]
+    if stop < 0:
+        return text[start + 8 :], ""
+    return text[start + 8 : stop], text[stop + 9 :]
 
 
 def _math_span_at(text: str, start: int) -> tuple[str, int] | None:
@@ -182,6 +244,9 @@ def _last_number(text: str) -> str | None:
         pass
     span = _last_math_span(text)
     if span is not None and span[0].strip() and (last is None or span[1] >= last.end()):
+        hedge = _SPAN_HEDGE.search(text[max(0, span[1] - 200) : span[1]])
+        if hedge:  # judged as a hedge later
+            return f"{hedge.group(1).strip()} \\text{{ or }} {span[0].strip()}"
         return span[0].strip()
     if last is None:
         return None
@@ -194,11 +259,24 @@ def _last_number(text: str) -> str | None:
 def extract(response: str, max_boxes: int = 16) -> Extraction:
     """The final answer(s) of `response`; an empty `answers` means no answer was found."""
     text = _after_think(response)
-    tagged = _answer_tag(text)
-    region = tagged if tagged is not None else text
-    boxes, unclosed, too_many = find_boxes(region, max_boxes)
-    if boxes or too_many:
-        return Extraction(tuple(boxes), "boxed", unclosed, too_many)
+    tag = _answer_tag(text)
+    found = _extract_from(text if tag is None else tag[0], tag is not None, max_boxes)
+    if tag is not None and found.answers and not found.too_many:
+        # `<answer>1</answer> \\boxed{2}`: a box after the tags is a second final answer (boxes
+        # before them are working that the tags supersede)
+        outside, _, many = find_boxes(tag[1], max_boxes)
+        merged = _distinct(list(found.answers) + outside)
+        if len(merged) > len(found.answers):
+            return Extraction(tuple(merged[: max_boxes + 1]), found.method, too_many=many or len(merged) > max_boxes)
+    return found
+
+
+def _extract_from(region: str, tagged: bool, max_boxes: int) -> Extraction:
+    spans, unclosed, too_many = _box_spans(region, max_boxes)
+    if spans or too_many:
+        if not too_many:
+            spans = _after_retraction(region, spans)
+        return Extraction(tuple(_distinct(c for c, _, _ in spans)), "boxed", unclosed, too_many)
     if unclosed:
         return Extraction((), "boxed", unclosed=True)
     phrase = _phrase_answer(region)
@@ -207,8 +285,8 @@ def extract(response: str, max_boxes: int = 16) -> Extraction:
         alternative = _alternative(region, phrase[1])  # judged like two boxes: a hedge unless equal
         answers = (phrase[0],) if alternative is None else (phrase[0], alternative)
         return Extraction(answers, "phrase", fallback=number)
-    if tagged is not None and tagged.strip():
-        return Extraction((tagged.strip(),), "answer_tag", fallback=number)
+    if tagged and region.strip():
+        return Extraction((region.strip(),), "answer_tag", fallback=number)
     if number:
         return Extraction((number,), "last_number")
     return Extraction((), "none")

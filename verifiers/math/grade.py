@@ -10,7 +10,7 @@ from verifiers.math.build import TooLarge
 from verifiers.math.canon import canon
 from verifiers.math.equivalence import same
 from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Bracket, Expr, Listing, Node, SetOf, Text
+from verifiers.math.nodes import Bracket, Expr, Listing, Node, SetOf, Text, has_decimal
 from verifiers.math.normalize import clean
 from verifiers.math.options import MathOptions
 from verifiers.math.parse import normal_text, parse_answer
@@ -25,6 +25,8 @@ class Judgement:
 
 
 # "(B) 12", "B) 12", "\\textbf{(B)} 12": an answer that opens with a multiple-choice letter
+# a second choice after the first: "(B) or (C)", "(B) and D"
+_OTHER_CHOICE = re.compile(r"\(([A-Za-z])\)|\b(?:or|and)\s+\(?([A-Za-z])\b")
 _CHOICE_PREFIX = re.compile(r"\s*(?:\\text(?:bf|rm)?\s*\{\s*)?\(?([A-Za-z])\)(?:\s*\})?(?:\s|$)")
 
 
@@ -55,12 +57,16 @@ def judge(gold: str, answers: tuple[str, ...], options: MathOptions, fallback: s
     `fallback` replaces a single answer that does not read as maths."""
     g = _parse(gold)
     if isinstance(g, ParseError):
-        text_match = any(normal_text(clean(gold)) == normal_text(clean(a)) and normal_text(clean(a)) for a in answers)
+        # every answer must match: several different ones are a hedge
+        text_match = all(normal_text(clean(gold)) == normal_text(clean(a)) and normal_text(clean(a)) for a in answers)
         return Judgement(text_match, f"reference not readable as maths ({g}); compared as text")
     letter = _choice_letter(g)
     if letter and len(answers) == 1:
         chosen = _CHOICE_PREFIX.match(answers[0])
         if chosen:
+            others = {(m.group(1) or m.group(2)).lower() for m in _OTHER_CHOICE.finditer(answers[0], chosen.end())}
+            if others - {chosen.group(1).lower()}:  # "(B) or (C)"
+                return Judgement(False, "hedged: several choices")
             ok = chosen.group(1).lower() == letter
             return Judgement(ok, f"choice ({chosen.group(1)}) {'is' if ok else 'is not'} the reference ({letter.upper()})")
     parsed = [_parse(a) for a in answers]
@@ -102,8 +108,10 @@ def _one_answer(g: Node, parsed: list, options: MathOptions) -> Node | None:
     if any(isinstance(p, ParseError) for p in parsed):
         return None if options.hedge == "wrong" else parsed[-1]
     first = parsed[0]
-    if all(same(first, p, options) for p in parsed[1:]):
-        return first
+    if all(same(first, p, options) or same(p, first, options) for p in parsed[1:]):
+        # `\boxed{1/3} ... \boxed{0.333}`: one answer; judge its exact form, so that the
+        # rounded copy adds nothing
+        return next((p for p in reversed(parsed) if not has_decimal(p)), parsed[-1])
     if _is_collection(g):
         return Listing(tuple(parsed))
     return parsed[-1] if options.hedge == "last" else None

@@ -8,16 +8,16 @@ answer   := item ((',' | ';' | 'and' | 'or') item)*        words around items ar
 item     := setexpr (relop setexpr)*
 setexpr  := sum (('\\cup' | '\\cap' | '\\setminus') sum)*
 sum      := term (('+' | '-' | '\\pm' | '\\mp') term)*
-term     := signed (('*' | '/') signed | implicit-product)*
+term     := signed (('*' | '/') signed | implicit-product)*       also of matrices: 2A, A/2, AB
 signed   := ('-' | '+')* power ;  power := postfix ('^' signed)? ;  postfix := primary ('!' | '%' | degree)*
 """
 from __future__ import annotations
 
-from verifiers.math import build, intervals
+from verifiers.math import build, intervals, matrices
 from verifiers.math.build import PM
 from verifiers.math.canon import as_set
 from verifiers.math.lexer import ParseError, Token
-from verifiers.math.nodes import Expr, Listing, Node, Relation, SetExpr, as_expr, has_decimal
+from verifiers.math.nodes import Expr, Listing, Matrix, Node, Relation, SetExpr, as_expr, has_decimal, literals
 from verifiers.math.primary import Primaries
 
 MAX_DEPTH = 40
@@ -128,7 +128,7 @@ class Parser(Primaries):
             right = self.sum()
             left_set, right_set = as_set(node), as_set(right)
             value = {"cup": intervals.union, "cap": intervals.intersect, "setminus": intervals.difference}[op](left_set, right_set)
-            node = SetExpr(value, has_decimal(node) or has_decimal(right))
+            node = SetExpr(value, has_decimal(node) or has_decimal(right), literals(node) + literals(right))
         return node
 
     # -- arithmetic
@@ -136,7 +136,13 @@ class Parser(Primaries):
         node = self.term()
         while self.at("op", "+", "-", "pm", "mp"):
             op = self.take().text
-            right = as_expr(self.term())
+            right = self.term()
+            if isinstance(node, Matrix) or isinstance(right, Matrix):  # A + B, A - B
+                if op not in ("+", "-"):
+                    raise ParseError("\\pm with a matrix")
+                node = matrices.add(node, matrices.neg(right) if op == "-" else right)
+                continue
+            right = as_expr(right)
             if op == "-":
                 right = build.neg(right)
             elif op in ("pm", "mp"):
@@ -149,12 +155,18 @@ class Parser(Primaries):
         while True:
             if self.at("op", "*", "/"):
                 op = self.take().text
-                right = as_expr(self.signed())
-                node = build.mul(as_expr(node), right) if op == "*" else build.div(as_expr(node), right)
+                node = self.product(node, self.signed(), op)
             elif self.starts_factor():
-                node = build.mul(as_expr(node), as_expr(self.power()))
+                node = self.product(node, self.power(), "*")
             else:
                 return node
+
+    @staticmethod
+    def product(left: Node, right: Node, op: str) -> Node:
+        if isinstance(left, Matrix) or isinstance(right, Matrix):  # 2A, A/2, AB
+            return matrices.mul(left, right) if op == "*" else matrices.div(left, right)
+        left, right = as_expr(left), as_expr(right)
+        return build.mul(left, right) if op == "*" else build.div(left, right)
 
     def starts_factor(self) -> bool:
         tok = self.peek()
@@ -176,7 +188,7 @@ class Parser(Primaries):
         node = self.power()
         if self.i == start + 1 and self.tokens[start].kind == "num" and self.tokens[start].text.isdigit():
             node = self.mixed(as_expr(node))
-        return build.neg(as_expr(node)) if negate else node
+        return matrices.neg(node) if negate else node
 
     def mixed(self, whole: Expr) -> Expr:
         """`3\\frac{1}{2}` and `3 1/2` are mixed numbers (3 + 1/2), not products."""

@@ -5,12 +5,11 @@ SymPy's Union/Intersection simplify pairwise and grow quadratically (eight inter
 points, which this does in O(n log n) with exact endpoint comparisons."""
 from __future__ import annotations
 
-import math
-
+import mpmath
 import sympy
 
 from verifiers.math.lexer import ParseError
-from verifiers.math.numeric import EXACT_REL, approx
+from verifiers.math.numeric import EXACT_REL, PREC, approx, precision
 
 Piece = tuple  # (lo, hi, left_open, right_open); a point p is (p, p, False, False)
 Pieces = tuple[Piece, ...]
@@ -20,13 +19,13 @@ REALS: Pieces = ((-OO, OO, True, True),)
 EMPTY: Pieces = ()
 
 
-def _key(x: sympy.Basic):
+def _key(x: sympy.Basic, prec: int = PREC):
     """A comparable real value of an endpoint; ParseError if it is not a real number."""
     if x == OO or x == -OO:
         return float(x)
     if x.is_Rational:
         return x
-    v = approx(x)
+    v = approx(x, prec=prec)
     if v is None or abs(v.imag) > EXACT_REL:
         raise ParseError("interval endpoint is not a real number")
     return v.real
@@ -35,13 +34,20 @@ def _key(x: sympy.Basic):
 def _cmp(a: sympy.Basic, b: sympy.Basic) -> int:
     if a == b:
         return 0
-    ka, kb = _key(a), _key(b)
-    if isinstance(ka, sympy.Rational) and isinstance(kb, sympy.Rational):
-        return -1 if ka < kb else 1
-    fa, fb = float(ka), float(kb)
-    if fa == fb or math.isfinite(fa) and math.isfinite(fb) and abs(fa - fb) <= float(EXACT_REL) * max(1.0, abs(fa)):
-        return 0
-    return -1 if fa < fb else 1
+    if a.is_Rational and b.is_Rational:
+        return -1 if a < b else 1
+    if a in (OO, -OO) or b in (OO, -OO):
+        fa, fb = float(_key(a)), float(_key(b))
+        return 0 if fa == fb else -1 if fa < fb else 1
+    # an irrational against a long rational: evaluate past the rational's length (see numeric)
+    prec = precision(a, b)
+    ka, kb = _key(a, prec), _key(b, prec)
+    with mpmath.workdps(prec):
+        fa = mpmath.mpf(ka.p) / ka.q if isinstance(ka, sympy.Rational) else ka
+        fb = mpmath.mpf(kb.p) / kb.q if isinstance(kb, sympy.Rational) else kb
+        if abs(fa - fb) <= EXACT_REL * mpmath.mpf(10) ** (PREC - prec) * max(1, abs(fa)):
+            return 0
+        return -1 if fa < fb else 1
 
 
 def interval(lo: sympy.Basic, hi: sympy.Basic, left_open: bool, right_open: bool) -> Pieces:

@@ -57,10 +57,13 @@ class Listing:
 
 @dataclass(frozen=True)
 class SetExpr:
-    """A subset of the reals: unions of intervals and points, as `intervals.Pieces`."""
+    """A subset of the reals: unions of intervals and points, as `intervals.Pieces`.
+    `literals` maps endpoint values written as one decimal literal to that literal (see `Expr`),
+    so that an endpoint `2.667` is judged by the decimal rules like a number on its own."""
 
     value: tuple
     has_decimal: bool = False
+    literals: tuple = ()  # ((value, literal), ...)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,13 @@ class BaseNumber:
 
     digits: str
     base: int
+
+    def value(self) -> int | None:
+        """The number the digits denote, or None if they are not digits of the base."""
+        try:
+            return int(self.digits, self.base) if 2 <= self.base <= 36 else None
+        except ValueError:
+            return None
 
 
 Node = Union[Expr, Relation, Bracket, SetOf, Listing, SetExpr, Matrix, Text, BaseNumber]
@@ -104,3 +114,16 @@ def has_decimal(node: "Node") -> bool:
     if isinstance(node, Matrix):
         return any(c.has_decimal for r in node.rows for c in r)
     return False
+
+
+def literals(node: "Node") -> tuple:
+    """((value, literal), ...) for every number in `node` written as one decimal literal."""
+    if isinstance(node, Expr):
+        return ((node.value, node.literal),) if node.literal is not None else ()
+    if isinstance(node, SetExpr):
+        return node.literals
+    if isinstance(node, (Bracket, SetOf, Listing)):
+        return tuple(x for item in node.items for x in literals(item))
+    if isinstance(node, Relation):
+        return tuple(x for part in node.parts for x in literals(part))
+    return ()

@@ -1,5 +1,6 @@
-"""String clean-up of an answer before it is tokenised: LaTeX spacing and sizing commands,
-unicode symbols, thousands separators, degree and percent marks. Pure string functions."""
+"""String clean-up of an answer before it is tokenised: LaTeX spacing and sizing commands, a
+`\\boxed` left inside the answer, unicode symbols, thousands separators, degree and percent marks.
+Pure string functions."""
 from __future__ import annotations
 
 import re
@@ -14,7 +15,7 @@ _UNICODE = {
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 _DROP = re.compile(
     r"\\(?:left|right)\.|\\(?:left|right|[bB]igg?[lr]?|displaystyle|textstyle|scriptstyle|limits|nolimits|"
-    r"q?quad|hfill|mathop)(?![A-Za-z])|(?<!\\)\\![ ]*|(?<!\\)\\[;:>]|\$|(?<!\\)\\[()\[\]]"
+    r"q?quad|hfill|mathop|boxed|fbox)(?![A-Za-z])|(?<!\\)\\![ ]*|(?<!\\)\\[;:>]|\$|(?<!\\)\\[()\[\]]"
 )
 _SPACE = re.compile(r"(?<!\\)\\ |~|(?<!\\)\\,(?!\d)")
 _FRAC = re.compile(r"\\[dtc]frac(?![A-Za-z])")
@@ -24,7 +25,9 @@ _CELSIUS = re.compile(r"(\\degree\s*)(?:\\(?:text|mathrm)\s*\{\s*[CF]\s*\}|[CF](
 _THIN_THOUSANDS = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ )(?=\d{3}(?!\d))")
 _DECIMAL_COMMA = re.compile(r"(?<=\d)\{,\}(?=\d)")
 _COMMA_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)")
-_SPACE_THOUSANDS = re.compile(r"-?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")
+# 7 425 000: groups of exactly three digits after a space; not after a decimal point or in an
+# exponent (x^2 100), not before `/` (the mixed number 3 500/999)
+_SPACE_THOUSANDS = re.compile(r"(?<![\w.^])[1-9]\d{0,2}(?: \d{3})+(?![\d/])")
 _REPEATING = re.compile(r"(?<!\d)(\d*)\.(\d*)\\overline\{(\d{1,20})\}")
 _TIMES_X = re.compile(r"(?<=\d)\s*[xX]\s*(?=10\^)")
 _DEGREE_O = re.compile(r"(?<=\d)\s*\^\s*(?:\{\s*o\s*\}|o)(?![A-Za-z])")
@@ -55,9 +58,7 @@ def clean(answer: str) -> str:
     s = _CELSIUS.sub(r"\1", s)  # 25^\circ C: the temperature scale is a unit
     s = s.replace("\\%", "%")
     s = _COMMA_THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
-    s = s.strip()
-    if _SPACE_THOUSANDS.fullmatch(s):
-        s = s.replace(" ", "")
+    s = _SPACE_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), s).strip()
     while s.endswith((".", ",", ";")):
         s = s[:-1].rstrip()
     return s

@@ -18,17 +18,20 @@ HEDGE_POLICIES = ("wrong", "last")
 @dataclass(frozen=True)
 class MathOptions:
     """How `verifiers.math.verify` decides. Frozen and hashable: it travels to the worker processes.
+    There is no numeric tolerance: the numeric policy is stated in `verifiers.math.decimals`.
 
     percent: gold `25\\%` accepts `25\\%`, `25` and, under "either" (default), also `0.25`;
         "number" accepts only 25 (the sign is dropped), "fraction" only 0.25 (`%` means /100).
     angles: gold `30^\\circ` accepts `30`; under "either" (default) also `\\pi/6` (and a radian gold
         accepts the same angle written in degrees); "degrees" compares the numbers only.
-    rel_tol: relative tolerance used only when the gold is written with a decimal point
-        (`0.5`, `1.2e5` is exact, `2.50`); every other gold is compared exactly.
+    min_answer_digits: a decimal answer approximating an exact gold without a finite decimal
+        expansion (`0.3333` for `1/3`) must show at least this many significant digits.
     round_to_gold: a decimal gold with at least `round_min_digits` significant digits also accepts
-        a more precise answer that rounds to it (`3.14` accepts `\\pi` and `3.1416`).
+        an exact answer without a finite expansion that rounds or truncates to it (`3.14` accepts
+        `\\pi`; never another decimal: `3.1416` is not `3.14`).
     hedge: "wrong" (default) scores several different final answers (`\\boxed{3}` ... `\\boxed{4}`)
-        as incorrect; "last" takes the last one.
+        as incorrect, unless the text between them retracts the earlier one ("wait", "mistake"):
+        then only the boxes after the retraction count; "last" always takes the last one.
     timeout_s: wall-clock bound of one call, waiting for a worker included.
     isolate: run SymPy in worker processes that are killed on the deadline (default). False runs
         in the calling thread, guarded against hostile input but without a hard deadline.
@@ -38,7 +41,7 @@ class MathOptions:
 
     percent: str = "either"
     angles: str = "either"
-    rel_tol: float = 1e-6
+    min_answer_digits: int = 4
     round_to_gold: bool = True
     round_min_digits: int = 3
     hedge: str = "wrong"
@@ -52,11 +55,9 @@ class MathOptions:
         for name, allowed in (("percent", PERCENT_POLICIES), ("angles", ANGLE_POLICIES), ("hedge", HEDGE_POLICIES)):
             if getattr(self, name) not in allowed:
                 raise VerifierError(f"MathOptions.{name} must be one of {allowed}, got {getattr(self, name)!r}")
-        if not 0 <= self.rel_tol < 1:
-            raise VerifierError(f"MathOptions.rel_tol must be in [0, 1), got {self.rel_tol!r}")
         if not 0 < self.timeout_s <= 60:
             raise VerifierError(f"MathOptions.timeout_s must be in (0, 60], got {self.timeout_s!r}")
-        for name in ("round_min_digits", "max_answer_chars", "max_boxes", "max_response_chars"):
+        for name in ("min_answer_digits", "round_min_digits", "max_answer_chars", "max_boxes", "max_response_chars"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise VerifierError(f"MathOptions.{name} must be a positive int, got {value!r}")

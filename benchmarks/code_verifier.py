@@ -9,21 +9,16 @@ cost under 10 ms, and batching at least 3x faster than one sandbox call per test
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-# Run as a script, this file's folder comes first on sys.path and its name would hide the package.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
-import sandbox  # noqa: E402
-from envs.code import CodeEnv  # noqa: E402
-from verifiers import code  # noqa: E402
-from verifiers.verdict import Outcome  # noqa: E402
+import sandbox
+from envs.code import CodeEnv
+from verifiers import code
+from verifiers.verdict import Outcome
 
 PROGRAM = "```python\nimport sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n" \
           "    print(add(*map(int, sys.stdin.read().split())))\n```"

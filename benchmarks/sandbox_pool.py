@@ -2,16 +2,14 @@
 cold hardened `docker run --rm` and a `docker exec` into a warm container (both through the docker
 SDK, with the pool's own hardening). One run prints one table.
 
-    python benchmarks/sandbox.py [--runs 400] [--pool-size 4]
+    python benchmarks/sandbox_pool.py [--runs 400] [--pool-size 4]
 
 Targets (on a quiet 2-core machine): the pool at >= 100 runs/s with every container busy, and a
 median latency < 15 ms for one program through the warm pool."""
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,13 +18,9 @@ from dataclasses import dataclass
 
 import docker
 
-# Run as a script, this file's folder comes first on sys.path and its name would hide the package.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
-from sandbox import DockerSandbox, Limits, ensure_image  # noqa: E402
-from sandbox.container import Settings, Shape, hardening  # noqa: E402
-from sandbox.owner import LABEL, OWNER_LABEL, owner_token  # noqa: E402
+from sandbox import DockerSandbox, Limits, ensure_image
+from sandbox.container import Settings, Shape, hardening
+from sandbox.owner import LABEL, OWNER_LABEL, owner_token
 
 PROGRAM = "print(sum(range(10)))"
 EXPECTED = "45\n"

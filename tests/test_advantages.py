@@ -9,13 +9,12 @@ from trainers.advantages import (
     gae,
     grpo_advantages,
     overlong_filter,
+    overlong_penalty,
     reinforce_advantages,
     rloo_advantages,
-    sequence_advantages,
-    token_advantages,
     whiten,
 )
-from trainers.algorithms import get_algorithm
+from trainers.algorithms import get_algorithm, sequence_advantages, token_advantages
 
 
 def close(a, b, tol=1e-4):
@@ -85,14 +84,17 @@ def test_bad_rewards_raise_clear_errors():
 
 
 def test_whiten_worked_example_and_mask():
-    # [1,2,3,4]: mean 2.5, population var (2.25+0.25+0.25+2.25)/4 = 1.25, std 1.1180
+    # [1,2,3,4]: mean 2.5, unbiased var (2.25+0.25+0.25+2.25)/3 = 5/3 (TRL, verl), std 1.29099:
+    # -1.5/1.29099 = -1.16190, -0.5/1.29099 = -0.38730
     w = whiten(torch.tensor([1.0, 2.0, 3.0, 4.0]))
-    assert close(w, [-1.3416, -0.4472, 0.4472, 1.3416])
+    assert close(w, [-1.16190, -0.38730, 0.38730, 1.16190])
     # masked entries (the 100) are ignored and come back as 0
     x = torch.tensor([[1.0, 2.0, 100.0], [3.0, 4.0, 100.0]])
     m = torch.tensor([[1, 1, 0], [1, 1, 0]])
-    assert close(whiten(x, m), [[-1.3416, -0.4472, 0], [0.4472, 1.3416, 0]])
+    assert close(whiten(x, m), [[-1.16190, -0.38730, 0], [0.38730, 1.16190, 0]])
     assert torch.equal(whiten(x, torch.zeros_like(m)), torch.zeros_like(x))
+    # one entry: variance 0 (divided by 1, not 0), so it is centred to 0, not NaN
+    assert torch.equal(whiten(torch.tensor([3.0])), torch.zeros(1))
 
 
 def test_gae_hand_computed():
@@ -146,7 +148,7 @@ def test_sequence_advantages_dispatch_by_preset():
     assert close(sequence_advantages(get_algorithm("rloo"), rewards), [-1 / 3, -1 / 3, 1, -1 / 3])
     assert close(sequence_advantages(get_algorithm("dr_grpo"), rewards), [-0.25, -0.25, 0.75, -0.25])
     w = sequence_advantages(get_algorithm("grpo", whiten_advantages=True), rewards)
-    assert close(w.mean(), 0.0, 1e-6) and close(w.pow(2).mean(), 1.0, 1e-5)
+    assert close(w.mean(), 0.0, 1e-6) and close(w.pow(2).sum() / 3, 1.0, 1e-5)  # unbiased: n - 1 = 3
     with pytest.raises(ValueError, match="gae"):
         sequence_advantages(get_algorithm("ppo"), rewards)
 
@@ -161,7 +163,7 @@ def test_token_advantages_whiten_over_masked_tokens_only():
     raw, raw_ret = gae(r, v, m, 1.0, 0.95)
     assert torch.equal(ret, raw_ret) and ret[0, 2] == 1.0
     assert close(adv, whiten(raw, m), 1e-12) and adv[0, 3] == 0
-    assert close(adv[m.bool()].mean(), 0.0, 1e-9) and close(adv[m.bool()].pow(2).mean(), 1.0, 1e-6)
+    assert close(adv[m.bool()].mean(), 0.0, 1e-9) and close(adv[m.bool()].pow(2).sum() / 2, 1.0, 1e-6)
 
 
 def test_dynamic_sampling_keeps_groups_with_signal():
@@ -182,6 +184,16 @@ def test_overlong_filter_masks_truncated_rows():
     assert overlong_filter(bmask, torch.tensor([True, False, False])).sum().item() == 4
     with pytest.raises(ValueError, match="truncated"):
         overlong_filter(mask, [True])
+
+
+def test_soft_overlong_penalty_worked_numbers():
+    # DAPO: L_max = 10, L_buf = 2 -> free up to 8 tokens, then -(len - 8)/2, -1 at 10 and beyond.
+    pen = overlong_penalty(torch.tensor([5, 8, 9, 10, 12]), max_length=10, buffer=2)
+    assert close(pen, [0.0, 0.0, -0.5, -1.0, -1.0], 1e-7)
+    # a factor scales it; a fractional buffer (0.2 of 12 = 2.4): 11 tokens -> -(11 - 9.6)/2.4
+    assert close(overlong_penalty(torch.tensor([11]), 12, 2.4, factor=0.5), [-0.5 * 1.4 / 2.4], 1e-6)
+    with pytest.raises(ValueError, match="buffer"):
+        overlong_penalty(torch.tensor([1]), 10, 0)
 
 
 def test_hostile_sizes_are_fast_and_finite():

@@ -1,13 +1,17 @@
 """Algorithm presets: the papers' settings, validation, and one full loss per preset."""
 import dataclasses
+import warnings
 
 import pytest
 import torch
 
-from trainers.advantages import gae, sequence_advantages
+from trainers.advantages import gae
 from trainers.aggregation import aggregate_loss
-from trainers.algorithms import PRESETS, AlgoConfig, get_algorithm
-from trainers.policy_loss import compute_policy_loss
+from trainers.algorithms import (
+    PRESETS, AlgoConfig, check_settings, compute_policy_loss, filter_loss_mask, get_algorithm, keep_groups, resolve,
+    sequence_advantages, shape_rewards,
+)
+from trainers.config import ConfigError, TrainConfig
 
 NAMES = ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo", "ppo"]
 
@@ -25,6 +29,7 @@ def test_presets_follow_the_papers():
     dapo = get_algorithm("dapo")
     assert (dapo.clip_eps_low, dapo.clip_eps_high, dapo.aggregation) == (0.2, 0.28, "token_mean")
     assert dapo.dynamic_sampling and dapo.overlong_filtering and dapo.kl_coef == 0
+    assert dapo.max_refill_rounds > 0 and dapo.overlong_buffer_frac == 0.2
     dr = get_algorithm("dr_grpo")
     assert not dr.scale_by_std and dr.aggregation == "seq_mean_token_sum_norm"
     grpo = get_algorithm("grpo")
@@ -37,6 +42,7 @@ def test_presets_follow_the_papers():
     assert ppo.kl_in_reward and not ppo.kl_in_loss and ppo.ppo_epochs > 1
     assert get_algorithm("reinforce").loss_type == "pg"
     assert get_algorithm("rloo").advantage == "rloo"
+    assert get_algorithm("rloo").aggregation == "seq_mean_token_sum"  # one action: the summed log-prob
     assert [n for n in NAMES if get_algorithm(n).needs_value_head] == ["ppo"]
 
 
@@ -64,6 +70,9 @@ def test_get_algorithm_errors_list_known_names_and_fields():
     ({"ratio_level": "sequence", "loss_type": "cispo"}, "sequence"),
     ({"loss_type": "pg", "ppo_epochs": 2}, "on-policy"),
     ({"dynamic_sampling": "yes"}, "bool"),
+    ({"max_refill_rounds": -1}, "max_refill_rounds"),
+    ({"overlong_buffer_frac": 1.5}, "overlong_buffer_frac"),
+    ({"overlong_max_length": 0}, "overlong_max_length"),
 ])
 def test_validation_rejects_bad_configs(bad, match):
     with pytest.raises(ValueError, match=match):
@@ -89,9 +98,90 @@ def test_each_preset_runs_end_to_end_with_finite_gradient(name):
     else:
         adv = sequence_advantages(cfg, rewards).double()
     ref = (lp - 0.1).detach()
-    out = compute_policy_loss(cfg, lp, lp.detach(), adv, mask, ref_logprobs=ref)
+    out = compute_policy_loss(cfg, lp, lp.detach(), adv, mask, ref_logprobs_BT=ref)
     loss = aggregate_loss(out.loss, mask, cfg.aggregation, constant_length=cfg.constant_length)
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(logits.grad).all()
     assert logits.grad.abs().sum() > 0
-    assert out.stats["clip_frac"].item() == 0.0  # ratio 1 on the first epoch: nothing clipped
+    assert not out.clipped.any()  # ratio 1 on the first epoch: nothing clipped
+
+
+def test_rloo_preset_scores_the_whole_completion_as_one_action():
+    # One group, rewards [1, 0] -> RLOO advantages [+1, -1]; lengths 3 and 1. The loss is the
+    # summed sequence log-prob times -A, averaged over the 2 sequences, so at ratio 1 every token
+    # of row 0 gets d loss / d logp = -1/2 and row 1's token +1/2, whatever the length (with the
+    # length-normalised option, row 0's tokens would get -1/6).
+    mask = torch.tensor([[1, 1, 1], [1, 0, 0]])
+    for aggregation, row0 in (("seq_mean_token_sum", -0.5), ("seq_mean_token_mean", -1 / 6)):
+        algo = get_algorithm("rloo", kl_coef=0.0, aggregation=aggregation)
+        adv = sequence_advantages(algo, torch.tensor([[1.0, 0.0]]))
+        assert adv.tolist() == [1.0, -1.0]
+        lp = torch.full((2, 3), -1.0, dtype=torch.float64, requires_grad=True)
+        out = compute_policy_loss(algo, lp, lp.detach(), adv, mask)
+        aggregate_loss(out.loss, mask, algo.aggregation).backward()
+        assert torch.allclose(lp.grad, torch.tensor([[row0] * 3, [0.5, 0, 0]], dtype=torch.float64))
+
+
+def test_reinforce_refuses_stale_samples():
+    # loss 'pg' has no ratio or clip: a second epoch or minibatch would push -A grad log pi on
+    # samples of an older policy. The clipped loss may reuse them.
+    reinforce = get_algorithm("reinforce")
+    check_settings(reinforce, TrainConfig(tasks_per_step=4, group_size=2))
+    with pytest.raises(ConfigError, match="epochs 1 .* got epochs 3"):
+        check_settings(reinforce, TrainConfig(tasks_per_step=4, group_size=2, epochs=3))
+    with pytest.raises(ConfigError, match="minibatch_size"):
+        check_settings(reinforce, TrainConfig(tasks_per_step=4, group_size=2, minibatch_size=4))
+    check_settings(get_algorithm("reinforce", loss_type="clipped"), TrainConfig(epochs=3))
+
+
+def test_sampler_old_logprobs_refuse_top_p():
+    check_settings(get_algorithm("grpo"), TrainConfig(old_logprobs="sampler"))
+    check_settings(get_algorithm("grpo"), TrainConfig(top_p=0.9))
+    with pytest.raises(ConfigError, match="top_p"):
+        check_settings(get_algorithm("grpo"), TrainConfig(old_logprobs="sampler", top_p=0.9))
+
+
+def test_k1_in_the_loss_warns_and_k1_in_the_reward_does_not():
+    with pytest.warns(UserWarning, match="zero expected gradient"):
+        get_algorithm("grpo", kl_estimator="k1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        get_algorithm("rloo")  # k1 in the reward: fine
+        get_algorithm("grpo", kl_estimator="k1", kl_coef=0.0)  # no KL at all
+
+
+def test_resolve_fills_lengths_from_the_generation_budget():
+    assert resolve(get_algorithm("dr_grpo"), max_tokens=64).constant_length == 64
+    assert resolve(get_algorithm("dr_grpo", constant_length=8), max_tokens=64).constant_length == 8
+    assert resolve(get_algorithm("dapo"), max_tokens=64).overlong_max_length == 64
+    assert resolve(get_algorithm("grpo"), max_tokens=64) == get_algorithm("grpo")
+
+
+def test_dapo_soft_overlong_penalty_per_turn():
+    # L_max 10, buffer 0.2 * 10 = 2: free up to 8 tokens, then -(len - 8)/2.
+    # Row 0: one turn of 9 tokens, reward 1 -> 1 - 0.5 = 0.5 on its last token (column 8).
+    # Row 1: turn 1 of 10 tokens (reward 0, penalty -1 on column 9), 2 env tokens, turn 2 of
+    # 4 tokens (reward 1, no penalty, column 15): total 1 - 1 = 0.
+    algo = resolve(get_algorithm("dapo"), max_tokens=10)
+    mask = torch.tensor([[1] * 9 + [0] * 7, [1] * 10 + [0, 0] + [1] * 4])
+    turn_rewards = torch.zeros(2, 16)
+    turn_rewards[0, 8], turn_rewards[1, 15] = 1.0, 1.0
+    rewards, shaped = shape_rewards(algo, torch.tensor([1.0, 1.0]), turn_rewards, mask)
+    assert rewards.tolist() == [0.5, 0.0]
+    want = torch.zeros(2, 16)
+    want[0, 8], want[1, 9], want[1, 15] = 0.5, -1.0, 1.0
+    assert torch.equal(shaped, want)
+    # other presets leave rewards alone
+    same = shape_rewards(get_algorithm("grpo"), torch.tensor([1.0, 1.0]), turn_rewards, mask)
+    assert same[0].tolist() == [1.0, 1.0] and same[1] is turn_rewards
+
+
+def test_group_filters_dispatch_by_preset():
+    rewards = torch.tensor([1.0, 1.0, 0.0, 1.0])
+    ids = torch.tensor([0, 0, 1, 1])
+    assert keep_groups(get_algorithm("dapo"), rewards, ids).tolist() == [False, False, True, True]
+    assert keep_groups(get_algorithm("grpo"), rewards, ids).tolist() == [True] * 4
+    mask = torch.ones(2, 2)
+    truncated = torch.tensor([True, False])
+    assert filter_loss_mask(get_algorithm("dapo"), mask, truncated).tolist() == [[0, 0], [1, 1]]
+    assert filter_loss_mask(get_algorithm("grpo"), mask, truncated) is mask

@@ -54,6 +54,33 @@ def test_collate_layout():
     assert b.completion_ids[1].tolist() == [11, 12, 13, 14, 15]
 
 
+def test_turn_rewards_sit_on_each_turns_last_model_token():
+    # Two turns: model tokens 0-1 (reward 0.5), env tokens 2-3, model token 4 (reward 0.25).
+    # Episode 0 (one turn) has its reward 1.0 on its last model token, column 1.
+    two_turns = episode([5, 6], [11, 12, 13, 14, 15], mask=[1, 1, 0, 0, 1], group=0)
+    two_turns.turn_rewards = [0.5, 0.25]
+    b = collate([EPISODES[0], two_turns], PAD)
+    assert b.turn_rewards.tolist() == [[0, 1.0, 0, 0, 0], [0, 0.5, 0, 0, 0.25]]
+    assert b.rewards.tolist() == [1.0, 0.75]
+    assert b.select([1]).turn_rewards.tolist() == [[0, 0.5, 0, 0, 0.25]]
+    # Fewer rewards than runs of model tokens pair up from the end: the last reward stays last.
+    short = episode([5], [11, 12, 13, 14, 15], mask=[1, 0, 1, 0, 1])
+    short.turn_rewards = [0.5, 0.25]
+    assert collate([short], PAD).turn_rewards.tolist() == [[0, 0, 0.5, 0, 0.25]]
+
+
+def test_truncated_means_cut_by_a_length_limit():
+    # The last turn hit max_tokens; a multi-turn episode whose next turn would not fit in the
+    # context (the rollout's note, finish reason "stop"); an env's own turn limit is NOT a cut.
+    budget = episode([1], [2], finish="length", outcome=Outcome.INCORRECT)
+    context = episode([1], [2, 3, 4], mask=[1, 0, 1], outcome=Outcome.TRUNCATED)
+    context.metadata["detail"] = "the next turn would not fit in the context"
+    turn_limit = episode([1], [2, 3, 4], mask=[1, 0, 1], outcome=Outcome.TRUNCATED)
+    turn_limit.metadata["detail"] = "no end after 3 turns"
+    b = collate([budget, context, turn_limit, EPISODES[0]], PAD)
+    assert b.truncated.tolist() == [True, True, False, False]
+
+
 def test_select_trims_padding_and_keeps_content():
     b = collate(EPISODES, PAD)
     s = b.select([0, 2])

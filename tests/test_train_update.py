@@ -14,9 +14,9 @@ from trainers.algorithms import get_algorithm
 from trainers.batch import collate
 from trainers.components import Models
 from trainers.config import TrainConfig
-from trainers.loop import training_seeds
+from trainers.loop import collect_groups, training_seeds
 from trainers.phases import (
-    accumulate_gradients, compute_advantages, old_and_ref_logprobs, pre_update_stats, update_is_on_policy,
+    StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, update_is_on_policy,
 )
 from trainers.policy import ValueHead
 from verifiers.verdict import Outcome
@@ -49,7 +49,7 @@ def make_episodes(n_groups=3, group_size=4, seed=0):
 def gradients(models, algo, cfg, t, rows):
     for p in models.policy_parameters():
         p.grad = None
-    accumulate_gradients(models, algo, cfg, t, rows, {})
+    accumulate_gradients(models, algo, cfg, t, rows, UpdateSums())
     return [p.grad.clone() for p in models.policy_parameters()]
 
 
@@ -97,6 +97,45 @@ def test_gae_rewards_sit_on_the_last_model_token(model):
     torch.testing.assert_close(t.returns, want)
 
 
+def test_gae_credits_each_turn_with_its_own_and_later_rewards():
+    """Turn rewards [0.5, 0.25], gamma = lambda = 1, V = 0: reward-to-go G_t = sum over t' >= t
+    of r_t', so turn-2 tokens get 0.25 and turn-1 tokens 0.5 + 0.25 = 0.75 (not the episode's
+    0.75 on every token, which credited turn 2 with turn 1's reward). Env tokens get nothing."""
+    algo = get_algorithm("ppo", lam=1.0, whiten_advantages=False, kl_coef=0.0)
+    ep = Episode("rlvr/Test-v0", "0", 0, [1, 2], [3, 4, 5, 6, 7, 8], [1, 1, 0, 0, 1, 1], [-1.0] * 6,
+                 [0.5, 0.25], Outcome.CORRECT, [], "stop")
+    batch = collate([ep], pad_token_id=0)
+    t = StepTensors(batch=batch, old_logprobs=torch.zeros(1, 6), old_values=torch.zeros(1, 6))
+    compute_advantages(algo, t)
+    want = torch.tensor([[0.75, 0.75, 0.0, 0.0, 0.25, 0.25]])
+    torch.testing.assert_close(t.advantages, want)
+    torch.testing.assert_close(t.returns, want)
+    # gamma 0.5 (lambda 1, V 0), env tokens spend no discount: turn 2's tokens 0.25 and
+    # 0.5 * 0.25 = 0.125; turn 1's last 0.5 + 0.5 * 0.125 = 0.5625, its first 0.5 * 0.5625 = 0.28125.
+    compute_advantages(get_algorithm("ppo", gamma=0.5, lam=1.0, whiten_advantages=False, kl_coef=0.0), t)
+    torch.testing.assert_close(t.advantages, torch.tensor([[0.28125, 0.5625, 0.0, 0.0, 0.125, 0.25]]))
+
+
+def test_dynamic_sampling_refills_the_batch():
+    """Target 3 groups. Round 0 has rewards [1, 1], [0, 1], [0, 0]: one group with signal.
+    Round 1 has [1, 0], [1, 1], [0, 1], [1, 0]: three more, of which the first two fill the batch.
+    Rounds stop there (2 of at most 1 + 4); all 14 episodes are reported as sampled."""
+    rounds = {0: [[1, 1], [0, 1], [0, 0]], 1: [[1, 0], [1, 1], [0, 1], [1, 0]], 2: [[0, 1]] * 3}
+
+    def sample_round(r):
+        return [[(r, i, x) for x in rewards] for i, rewards in enumerate(rounds[r])]
+
+    def with_signal(groups):
+        return [g for g in groups if len({x for _, _, x in g}) > 1]
+
+    kept, every, n = collect_groups(sample_round, with_signal, target=3, max_extra_rounds=4)
+    assert [(g[0][0], g[0][1]) for g in kept] == [(0, 1), (1, 0), (1, 2)]
+    assert n == 2 and len(every) == 14
+    # bounded: with no extra round allowed the batch stays short (1 group), in 1 round
+    kept, every, n = collect_groups(sample_round, with_signal, target=3, max_extra_rounds=0)
+    assert len(kept) == 1 and n == 1 and len(every) == 6
+
+
 def test_sequence_advantages_and_gap(model):
     """GRPO advantages per group (worked: rewards [1, 0, 1, 0] -> +-0.866 with the sample std),
     and the sampler/trainer gap is measured on model tokens only."""
@@ -117,6 +156,8 @@ def test_training_seeds_are_reproducible_and_never_held_out():
     cfg = TrainConfig(tasks_per_step=4000, eval_tasks=500_000, eval_seed_start=1_000)
     seeds = training_seeds(cfg, step=3)
     assert seeds == training_seeds(cfg, step=3) and seeds != training_seeds(cfg, step=4)
+    assert training_seeds(cfg, 3, refill=1) not in (seeds, training_seeds(cfg, 3, refill=2))
+    assert not any(1_000 <= s < 501_000 for s in training_seeds(cfg, 3, refill=1))
     assert not any(1_000 <= s < 501_000 for s in seeds)
     assert min(seeds) >= 0 and max(seeds) < 2**31 - 1
 
@@ -192,9 +233,9 @@ def test_on_policy_update_equals_the_two_forward_update(model, name):
         compute_advantages(algo, t)
         for p in models.policy_parameters():
             p.grad = None
-        sums: dict[str, float] = {}
+        sums = UpdateSums()
         accumulate_gradients(models, algo, cfg, t, rows, sums)
-        stats = {**t.stats, **pre_update_stats(sums)}
+        stats = {**t.stats, **sums.pre.stats()}
         results.append(([p.grad.clone() for p in models.policy_parameters()], stats))
     (fused, fused_stats), (separate, separate_stats) = results
     for a, b in zip(fused, separate):

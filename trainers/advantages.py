@@ -1,4 +1,5 @@
-"""Advantage estimators and DAPO's sample filters: pure functions, no gradients.
+"""Advantage estimators and DAPO's sample filters and length penalty: pure functions of
+tensors and scalars, no gradients, no configuration (`trainers.algorithms` picks and calls them).
 
 Sequence-level estimators (REINFORCE, RLOO, GRPO) take rewards either as `(num_groups, G)`
 (row = the G samples of one task) or as `(B,)` plus `group_ids (B,)` (any integer labels, groups
@@ -10,15 +11,12 @@ and returns.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import torch
 from torch import Tensor
 
 from trainers.aggregation import as_bool_mask, check_bt
-
-if TYPE_CHECKING:
-    from trainers.algorithms import AlgoConfig
 
 
 def _as_rewards(rewards: Tensor | Sequence[float]) -> Tensor:
@@ -96,8 +94,9 @@ def grpo_advantages(
 
 
 def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
-    """Normalise to zero mean, unit (population) variance over the masked entries; masked-out
-    entries come back as 0. `shift_mean=False` only rescales. Empty masks give zeros."""
+    """Normalise to zero mean, unit variance over the masked entries; masked-out entries come back
+    as 0. The variance is the unbiased one (n - 1), as TRL's and verl's `masked_whiten`; one
+    entry divides by 1. `shift_mean=False` only rescales. Empty masks give zeros."""
     if mask is None:
         mask = torch.ones_like(x, dtype=torch.bool)
     if mask.shape != x.shape:
@@ -106,7 +105,7 @@ def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: 
     count = m.sum().clamp(min=1).to(x.dtype)
     xz = torch.where(m, x, torch.zeros_like(x))
     mean = xz.sum() / count
-    var = (torch.where(m, x - mean, torch.zeros_like(x)) ** 2).sum() / count
+    var = (torch.where(m, x - mean, torch.zeros_like(x)) ** 2).sum() / (count - 1).clamp(min=1)
     out = (x - mean) * torch.rsqrt(var + eps)
     if not shift_mean:
         out = out + mean
@@ -119,8 +118,9 @@ def gae(
 ) -> tuple[Tensor, Tensor]:
     """Generalised advantage estimation (Schulman et al. 2016) over token positions.
 
-    `rewards (B, T)`: put the episode reward at the last model token (plus any per-token KL
-    penalty); `values (B, T)`: the value head's output per token; `mask (B, T)`: 1 on model tokens.
+    `rewards (B, T)`: put each turn's reward at that turn's last model token (plus any per-token
+    KL penalty), so a token is credited with the rewards at and after it only; `values (B, T)`:
+    the value head's output per token; `mask (B, T)`: 1 on model tokens.
 
     Masked positions (padding, and the environment's tokens between turns) are *not time steps*:
     the recursion jumps from one model token to the next, so V(next) is the value at the next
@@ -163,29 +163,6 @@ def gae(
     return adv, returns
 
 
-def sequence_advantages(cfg: "AlgoConfig", rewards, group_ids=None) -> Tensor:
-    """Dispatch a sequence-level estimator by `cfg.advantage`, then whiten if asked. Returns `(B,)`.
-    For ``gae`` call `gae` with per-token rewards and values instead."""
-    if cfg.advantage == "reinforce":
-        adv = reinforce_advantages(rewards, baseline=cfg.batch_baseline)
-    elif cfg.advantage == "rloo":
-        adv = rloo_advantages(rewards, group_ids)
-    elif cfg.advantage == "grpo":
-        adv = grpo_advantages(rewards, group_ids, cfg.scale_by_std, cfg.std_unbiased, cfg.std_eps)
-    else:
-        raise ValueError(f"advantage {cfg.advantage!r} is token-level: use trainers.advantages.gae")
-    return whiten(adv) if cfg.whiten_advantages else adv
-
-
-def token_advantages(
-    cfg: "AlgoConfig", rewards: Tensor, values: Tensor, mask: Tensor
-) -> tuple[Tensor, Tensor]:
-    """PPO's advantages: `gae` with the preset's gamma/lambda, whitened over the masked tokens
-    if asked (the returns, the value head's targets, are never whitened)."""
-    adv, returns = gae(rewards, values, mask, cfg.gamma, cfg.lam)
-    return (whiten(adv, mask) if cfg.whiten_advantages else adv), returns
-
-
 # --- DAPO's sample filters (Yu et al. 2025) -------------------------------------------------
 
 
@@ -207,8 +184,9 @@ def dynamic_sampling_keep(rewards, group_ids=None, atol: float = 0.0) -> Tensor:
 
 def overlong_filter(mask: Tensor, truncated) -> Tensor:
     """Overlong filtering: zero the loss mask of episodes cut off at the length limit, so a
-    truncated (unfinished) answer is not punished as wrong. `truncated`: `(B,)` bools (e.g.
-    `finish_reason == "length"`). Their rewards still count in their group's statistics."""
+    truncated (unfinished) answer is not punished as wrong. `truncated`: `(B,)` bools (the last
+    turn hit the token budget, or a multi-turn episode hit the context limit: `Batch.truncated`).
+    Their rewards still count in their group's statistics."""
     m = as_bool_mask(mask)
     if m.dim() != 2:
         raise ValueError(f"mask must be (B, T), got shape {tuple(m.shape)}")
@@ -217,3 +195,14 @@ def overlong_filter(mask: Tensor, truncated) -> Tensor:
         raise ValueError(f"truncated must have shape ({m.shape[0]},), got {tuple(tr.shape)}")
     keep = (~tr.bool()).unsqueeze(-1)
     return mask * keep.to(mask.dtype) if mask.dtype != torch.bool else mask & keep
+
+
+def overlong_penalty(lengths: Tensor, max_length: float, buffer: float, factor: float = 1.0) -> Tensor:
+    """DAPO's soft overlong punishment (Yu et al. 2025, eq. 13): 0 up to `max_length - buffer`
+    tokens, then falling linearly to `-factor` at `max_length` (and staying there beyond), so
+    answers that approach the budget are discouraged before they are cut. Same shape as
+    `lengths`."""
+    if not 0 < buffer <= max_length:
+        raise ValueError(f"overlong buffer must be in (0, max_length={max_length}], got {buffer}")
+    over = (torch.as_tensor(lengths).to(torch.float32) - (max_length - buffer)) / buffer
+    return -factor * over.clamp(0.0, 1.0)

@@ -1,8 +1,10 @@
 """Masks and loss aggregation: reduce a per-token loss `(B, T)` to a scalar.
 
-Three modes (`AGGREGATIONS`):
+Four modes (`AGGREGATIONS`):
 - ``token_mean``: sum of all masked token losses / number of masked tokens (DAPO).
 - ``seq_mean_token_mean``: each sequence's token-mean, averaged over sequences (GRPO, GSPO).
+- ``seq_mean_token_sum``: each sequence's token-sum, averaged over sequences (RLOO: the whole
+  completion is one action, its log-probability the sum over its tokens).
 - ``seq_mean_token_sum_norm``: each sequence's token-sum / a constant length, averaged over
   sequences (Dr. GRPO; the constant is usually the generation budget, so long and short answers
   are not weighted differently per token).
@@ -22,7 +24,7 @@ from numbers import Real
 import torch
 from torch import Tensor
 
-AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm")
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
 
 
 def check_bt(name: str, x: Tensor, like: Tensor) -> None:
@@ -64,6 +66,20 @@ def masked_mean(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
     return total / torch.where(count > 0, count, torch.ones_like(count))
 
 
+def turn_ends(mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Each run of consecutive masked tokens is one model turn (the environment's tokens, mask 0,
+    separate turns). Returns `(ends_BT, lengths_BT)`: True at each turn's last model token, and
+    there the turn's number of model tokens (0 elsewhere)."""
+    m = as_bool_mask(mask)
+    if m.dim() != 2:
+        raise ValueError(f"mask must be (B, T), got shape {tuple(m.shape)}")
+    after = torch.cat([m[:, 1:], torch.zeros_like(m[:, :1])], dim=1)
+    ends = m & ~after
+    count = m.long().cumsum(dim=1)
+    before_run = torch.where(m, torch.zeros_like(count), count).cummax(dim=1).values  # count at the last 0
+    return ends, torch.where(ends, count - before_run, torch.zeros_like(count))
+
+
 def loss_denominator(mask: Tensor, mode: str) -> Tensor:
     """This mask's contribution to the step's denominator (additive over minibatches/ranks):
     the number of masked tokens for ``token_mean``; otherwise the number of sequences that have
@@ -103,6 +119,8 @@ def aggregate_loss(
     elif mode == "seq_mean_token_mean":
         counts = as_float_mask(mask, loss.dtype).sum(dim=-1)
         numerator = (row_sums / torch.where(counts > 0, counts, torch.ones_like(counts))).sum()
+    elif mode == "seq_mean_token_sum":
+        numerator = row_sums.sum()
     else:
         if (
             constant_length is None

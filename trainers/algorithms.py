@@ -1,23 +1,40 @@
-"""Named algorithms as presets over the maths: `AlgoConfig`, `PRESETS`, `get_algorithm`.
+"""Named algorithms: the one page that turns a preset into calls of the config-free kernels.
 
     cfg = get_algorithm("dapo", kl_coef=0.01)   # a preset with overrides, validated
+    cfg = resolve(cfg, max_tokens=512)          # lengths that default to the generation budget
+    check_settings(cfg, train_config)           # combinations with the run's settings
 
-The training loop reads the fields: which advantage estimator (`advantages.sequence_advantages`
-or `advantages.token_advantages`), which policy loss (`policy_loss.compute_policy_loss`), how to aggregate
-(`aggregation.aggregate_loss`), where the KL goes, whether to filter groups and overlong samples,
-and how many epochs to run over one rollout batch.
+Here live the presets (`AlgoConfig`, `PRESETS`), and the dispatch the loop calls: advantages
+(`sequence_advantages`, `token_advantages`), the policy objective (`compute_policy_loss`), the
+group and sample filters (`keep_groups`, `filter_loss_mask`: DAPO's dynamic sampling and
+overlong filtering), reward shaping (`shape_rewards`: DAPO's soft overlong penalty), and
+`constant_length` resolution. Adding an algorithm touches this file and its test only.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from trainers.aggregation import AGGREGATIONS
-from trainers.kl import KL_ESTIMATORS
-from trainers.policy_loss import LOSS_TYPES, RATIO_LEVELS
+import torch
+from torch import Tensor
+
+from trainers.advantages import (
+    dynamic_sampling_keep, gae, grpo_advantages, overlong_filter, overlong_penalty, reinforce_advantages,
+    rloo_advantages, whiten,
+)
+from trainers.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
+from trainers.config import ConfigError
+from trainers.kl import KL_ESTIMATORS, kl_estimate
+from trainers.policy_loss import (
+    LOSS_TYPES, RATIO_LEVELS, PolicyLossOutput, cispo_loss, clipped_policy_loss, pg_loss,
+)
+
+if TYPE_CHECKING:
+    from trainers.config import TrainConfig
 
 ADVANTAGES = ("reinforce", "rloo", "grpo", "gae")
 KL_PLACEMENTS = ("reward", "loss")
@@ -42,7 +59,7 @@ class AlgoConfig:
     dual_clip: float | None = None  # c > 1: bound on the loss of negative-advantage tokens
     ratio_level: str = "token"  # "sequence" = GSPO
     aggregation: str = "seq_mean_token_mean"  # one of AGGREGATIONS
-    constant_length: int | None = None  # seq_mean_token_sum_norm; None: loop uses max_tokens
+    constant_length: int | None = None  # seq_mean_token_sum_norm; None: `resolve` uses max_tokens
     # regularisers
     kl_coef: float = 0.0
     kl_estimator: str = "k3"
@@ -51,9 +68,13 @@ class AlgoConfig:
     # value head (gae only)
     value_coef: float = 0.5
     value_clip: float | None = 0.2
-    # sample filters (DAPO)
-    dynamic_sampling: bool = False  # drop groups whose rewards are all equal
+    # sample filters and length shaping (DAPO)
+    dynamic_sampling: bool = False  # drop groups whose rewards are all equal ...
+    max_refill_rounds: int = 4  # ... and sample up to this many more rounds to refill the batch
     overlong_filtering: bool = False  # mask out the loss of truncated episodes
+    overlong_buffer_frac: float = 0.0  # soft overlong penalty over the last frac of the budget (0: off)
+    overlong_max_length: int | None = None  # the budget L_max per turn; None: `resolve` uses max_tokens
+    overlong_penalty_factor: float = 1.0  # the penalty at L_max
     ppo_epochs: int = 1  # passes over one rollout batch
 
     def __post_init__(self) -> None:
@@ -72,7 +93,7 @@ class AlgoConfig:
             if not isinstance(getattr(self, fname), bool):
                 fail(f"{fname} must be a bool, got {getattr(self, fname)!r}")
         for fname in ("std_eps", "gamma", "lam", "clip_eps_low", "clip_eps_high", "kl_coef",
-                      "entropy_coef", "value_coef"):
+                      "entropy_coef", "value_coef", "overlong_buffer_frac", "overlong_penalty_factor"):
             v = getattr(self, fname)
             if not (_is_number(v) and v >= 0):
                 fail(f"{fname} must be a finite number >= 0, got {v!r}")
@@ -84,19 +105,28 @@ class AlgoConfig:
             fail(f"dual_clip must be None or a number > 1, got {self.dual_clip!r}")
         if self.value_clip is not None and not (_is_number(self.value_clip) and self.value_clip > 0):
             fail(f"value_clip must be None or a number > 0, got {self.value_clip!r}")
-        if self.constant_length is not None and (
-            isinstance(self.constant_length, bool) or not isinstance(self.constant_length, int)
-            or self.constant_length < 1
-        ):
-            fail(f"constant_length must be None or a positive int, got {self.constant_length!r}")
+        for fname in ("constant_length", "overlong_max_length"):
+            v = getattr(self, fname)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                fail(f"{fname} must be None or a positive int, got {v!r}")
         if isinstance(self.ppo_epochs, bool) or not isinstance(self.ppo_epochs, int) or self.ppo_epochs < 1:
             fail(f"ppo_epochs must be an int >= 1, got {self.ppo_epochs!r}")
+        if isinstance(self.max_refill_rounds, bool) or not isinstance(self.max_refill_rounds, int) \
+                or self.max_refill_rounds < 0:
+            fail(f"max_refill_rounds must be an int >= 0, got {self.max_refill_rounds!r}")
+        if self.overlong_buffer_frac > 1:
+            fail(f"overlong_buffer_frac must be in [0, 1], got {self.overlong_buffer_frac}")
         if self.ratio_level == "sequence" and self.loss_type != "clipped":
             fail("ratio_level='sequence' (GSPO) needs loss_type='clipped'")
         if self.loss_type == "pg" and self.ppo_epochs != 1:
             fail("loss_type='pg' is on-policy only: ppo_epochs must be 1 (use 'clipped' to reuse samples)")
         if self.loss_type == "pg" and self.dual_clip is not None:
             fail("dual_clip needs loss_type='clipped'")
+        if self.kl_in_loss and self.kl_estimator == "k1":
+            # d k1 = grad log pi, whose expectation on samples of pi is 0: no pull toward the reference
+            warnings.warn(f"algorithm {self.name!r}: kl_estimator 'k1' with kl_placement 'loss' has zero "
+                          "expected gradient (E[grad log pi] = 0), so it does not regularise toward the "
+                          "reference; use 'k3' or 'k2' in the loss, or put k1 in the reward", stacklevel=3)
 
     @property
     def needs_value_head(self) -> bool:
@@ -126,9 +156,11 @@ PRESETS: Mapping[str, AlgoConfig] = MappingProxyType({
         name="reinforce", advantage="reinforce", batch_baseline=True, loss_type="pg",
         aggregation="token_mean",
     ),
-    # Ahmadian et al. 2024 (Back to Basics): leave-one-out baseline, KL (k1) in the reward.
+    # Ahmadian et al. 2024 (Back to Basics): leave-one-out baseline, KL (k1) in the reward. The
+    # whole completion is one action: its loss is the sum over its tokens (TRL: the summed sequence
+    # log-prob), not divided by its length; aggregation="seq_mean_token_mean" normalises by length.
     "rloo": AlgoConfig(
-        name="rloo", advantage="rloo", loss_type="clipped", aggregation="seq_mean_token_mean",
+        name="rloo", advantage="rloo", loss_type="clipped", aggregation="seq_mean_token_sum",
         kl_coef=0.05, kl_estimator="k1", kl_placement="reward",
     ),
     # Shao et al. 2024 (DeepSeekMath): group mean/std, eps 0.2, beta 0.04, k3 KL in the loss,
@@ -143,10 +175,11 @@ PRESETS: Mapping[str, AlgoConfig] = MappingProxyType({
         name="dr_grpo", advantage="grpo", scale_by_std=False, aggregation="seq_mean_token_sum_norm",
     ),
     # Yu et al. 2025 (DAPO): clip-higher eps_low 0.2 / eps_high 0.28, token-mean, no KL, dynamic
-    # sampling and overlong filtering.
+    # sampling (refilled, as verl's recipe), overlong filtering, and the soft overlong penalty over
+    # the last 20% of the budget (the paper: 4096 of 20480 tokens).
     "dapo": AlgoConfig(
         name="dapo", advantage="grpo", clip_eps_low=0.2, clip_eps_high=0.28,
-        aggregation="token_mean", dynamic_sampling=True, overlong_filtering=True,
+        aggregation="token_mean", dynamic_sampling=True, overlong_filtering=True, overlong_buffer_frac=0.2,
     ),
     # Zheng et al. 2025 (GSPO): sequence-level length-normalised ratio, eps 3e-4 / 4e-4,
     # sequence-mean, no KL.
@@ -184,3 +217,130 @@ def get_algorithm(name: str, **overrides) -> AlgoConfig:
             f"unknown AlgoConfig field(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}"
         )
     return dataclasses.replace(PRESETS[key], **overrides)
+
+
+
+# --- what the loop calls ---------------------------------------------------------------------
+
+
+def resolve(algo: AlgoConfig, max_tokens: int) -> AlgoConfig:
+    """Lengths left to the run: Dr. GRPO's `constant_length` and the overlong penalty's
+    `overlong_max_length` default to the generation budget `max_tokens`."""
+    changes = {}
+    if algo.aggregation == "seq_mean_token_sum_norm" and algo.constant_length is None:
+        changes["constant_length"] = max_tokens
+    if algo.overlong_buffer_frac > 0 and algo.overlong_max_length is None:
+        changes["overlong_max_length"] = max_tokens
+    return dataclasses.replace(algo, **changes) if changes else algo
+
+
+def check_settings(algo: AlgoConfig, cfg: "TrainConfig") -> None:
+    """Combinations of the preset with the run's settings that cannot work; `ConfigError`."""
+    epochs = cfg.epochs or algo.ppo_epochs
+    if algo.loss_type == "pg" and (epochs > 1 or cfg.num_minibatches > 1):
+        raise ConfigError(
+            f"algorithm {algo.name!r} uses loss_type 'pg' (REINFORCE: no importance ratio, no clip), "
+            f"which is only correct on fresh samples: it needs epochs 1 and minibatch_size equal to the "
+            f"batch ({cfg.batch_size} episodes), got epochs {epochs} and minibatch_size "
+            f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped")
+    if cfg.old_logprobs == "sampler" and cfg.top_p < 1:
+        raise ConfigError(
+            f"old_logprobs 'sampler' weights each token by pi_old / pi_sampler, which is biased when the "
+            f"sampler draws from a top_p-truncated distribution: use top_p 1 (got {cfg.top_p}) or "
+            f"old_logprobs 'recompute'")
+
+
+def keep_groups(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor) -> Tensor:
+    """Per episode, whether its group trains: all do, or (dynamic sampling) those whose rewards
+    differ. Run on the verifier's rewards, before any shaping (DAPO filters on accuracy)."""
+    if not algo.dynamic_sampling or rewards_B.numel() == 0:
+        return torch.ones(rewards_B.shape, dtype=torch.bool)
+    return dynamic_sampling_keep(rewards_B, group_ids_B)
+
+
+def filter_loss_mask(algo: AlgoConfig, loss_mask_BT: Tensor, truncated_B: Tensor) -> Tensor:
+    """Overlong filtering: truncated episodes take no part in the loss."""
+    return overlong_filter(loss_mask_BT, truncated_B) if algo.overlong_filtering else loss_mask_BT
+
+
+def shape_rewards(
+    algo: AlgoConfig, rewards_B: Tensor, turn_rewards_BT: Tensor, loss_mask_BT: Tensor
+) -> tuple[Tensor, Tensor]:
+    """DAPO's soft overlong penalty, per model turn (each turn has its own `max_tokens` budget;
+    a single-turn episode is DAPO's case exactly): added to the turn's reward on its last model
+    token, and to the episode's total. Needs `resolve`d `overlong_max_length`. Pass the mask
+    before overlong filtering: lengths are what the model generated."""
+    if algo.overlong_buffer_frac == 0:
+        return rewards_B, turn_rewards_BT
+    if algo.overlong_max_length is None:
+        raise ValueError(f"{algo.name}: the overlong penalty needs overlong_max_length (call resolve)")
+    check_bt("turn_rewards", turn_rewards_BT, loss_mask_BT)
+    ends_BT, lengths_BT = turn_ends(loss_mask_BT)
+    L = algo.overlong_max_length
+    penalty_BT = overlong_penalty(lengths_BT, L, algo.overlong_buffer_frac * L, algo.overlong_penalty_factor)
+    penalty_BT = torch.where(ends_BT, penalty_BT.to(turn_rewards_BT.dtype), torch.zeros_like(turn_rewards_BT))
+    return rewards_B + penalty_BT.sum(dim=1).to(rewards_B.dtype), turn_rewards_BT + penalty_BT
+
+
+def sequence_advantages(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor | None = None) -> Tensor:
+    """The preset's sequence-level estimator, then whitening if asked. Returns `(B,)`.
+    Rewards may also be `(num_groups, G)` without ids. For ``gae`` use `token_advantages`."""
+    if algo.advantage == "reinforce":
+        advantages_B = reinforce_advantages(rewards_B, baseline=algo.batch_baseline)
+    elif algo.advantage == "rloo":
+        advantages_B = rloo_advantages(rewards_B, group_ids_B)
+    elif algo.advantage == "grpo":
+        advantages_B = grpo_advantages(rewards_B, group_ids_B, algo.scale_by_std, algo.std_unbiased, algo.std_eps)
+    else:
+        raise ValueError(f"advantage {algo.advantage!r} is token-level: use token_advantages")
+    return whiten(advantages_B) if algo.whiten_advantages else advantages_B
+
+
+def token_advantages(
+    algo: AlgoConfig, rewards_BT: Tensor, values_BT: Tensor, mask_BT: Tensor
+) -> tuple[Tensor, Tensor]:
+    """PPO's advantages: `gae` with the preset's gamma/lambda over per-token rewards (each turn's
+    on its last model token), whitened over the masked tokens if asked (the returns, the value
+    targets, never are). Returns `(advantages_BT, returns_BT)`."""
+    advantages_BT, returns_BT = gae(rewards_BT, values_BT, mask_BT, algo.gamma, algo.lam)
+    return (whiten(advantages_BT, mask_BT) if algo.whiten_advantages else advantages_BT), returns_BT
+
+
+def compute_policy_loss(
+    algo: AlgoConfig,
+    logprobs_BT: Tensor,
+    old_logprobs_BT: Tensor | None,
+    advantages: Tensor,
+    mask_BT: Tensor,
+    ref_logprobs_BT: Tensor | None = None,
+    entropy_BT: Tensor | None = None,
+    is_weights_BT: Tensor | None = None,
+) -> PolicyLossOutput:
+    """The preset's whole per-token policy objective: its policy loss (times `is_weights_BT`,
+    e.g. `tis_weight`, when given), plus `kl_coef * KL` when the KL goes in the loss (needs
+    `ref_logprobs_BT`), minus `entropy_coef * entropy` (needs `entropy_BT` when the coef is set).
+    `advantages` is `(B,)` or `(B, T)`. Reduce the result's `loss` with
+    `aggregate_loss(..., algo.aggregation, ..., algo.constant_length)`."""
+    if algo.loss_type == "clipped":
+        out = clipped_policy_loss(logprobs_BT, old_logprobs_BT, advantages, mask_BT,
+                                  algo.clip_eps_low, algo.clip_eps_high, algo.dual_clip, algo.ratio_level)
+    elif algo.loss_type == "cispo":
+        out = cispo_loss(logprobs_BT, old_logprobs_BT, advantages, mask_BT, algo.clip_eps_low, algo.clip_eps_high)
+    else:
+        out = pg_loss(logprobs_BT, advantages, mask_BT)
+    loss_BT, m = out.loss, as_bool_mask(mask_BT)
+    if is_weights_BT is not None:
+        check_bt("is_weights", is_weights_BT, logprobs_BT)
+        loss_BT = loss_BT * is_weights_BT.detach().to(loss_BT.dtype)
+    if algo.kl_in_loss:
+        if ref_logprobs_BT is None:
+            raise ValueError(f"{algo.name}: kl_placement='loss' with kl_coef > 0 needs ref_logprobs")
+        kl_BT = kl_estimate(logprobs_BT.to(loss_BT.dtype), ref_logprobs_BT.to(loss_BT.dtype), m, algo.kl_estimator)
+        loss_BT = loss_BT + algo.kl_coef * kl_BT
+    if algo.entropy_coef > 0:
+        if entropy_BT is None:
+            raise ValueError(f"{algo.name}: entropy_coef > 0 needs the per-token entropy")
+        check_bt("entropy", entropy_BT, logprobs_BT)
+        loss_BT = loss_BT - algo.entropy_coef * entropy_BT.to(loss_BT.dtype)
+    out.loss = masked_zero(loss_BT, m)
+    return out

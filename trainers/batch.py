@@ -31,8 +31,9 @@ class Batch:
     loss_mask: torch.Tensor         # (B, T) float, 1 exactly on the model's own tokens
     sampler_logprobs: torch.Tensor  # (B, T) float, 0 where loss_mask is 0
     rewards: torch.Tensor           # (B,) float, the episode's total reward
+    turn_rewards: torch.Tensor      # (B, T) float, turn k's reward on turn k's last model token, 0 elsewhere
     group_ids: torch.Tensor         # (B,) long, episodes of one task share an id
-    truncated: torch.Tensor         # (B,) bool, the model was cut off (finish reason "length")
+    truncated: torch.Tensor         # (B,) bool, cut off: last turn at the token budget, or context full
     correct: torch.Tensor           # (B,) bool, outcome "correct"
 
     def __len__(self) -> int:
@@ -65,6 +66,7 @@ class Batch:
             loss_mask=self.loss_mask[rows, comp],
             sampler_logprobs=self.sampler_logprobs[rows, comp],
             rewards=self.rewards[rows],
+            turn_rewards=self.turn_rewards[rows, comp],
             group_ids=self.group_ids[rows],
             truncated=self.truncated[rows],
             correct=self.correct[rows],
@@ -94,6 +96,7 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
     attention_mask = torch.zeros((n, p + t), dtype=torch.long)
     loss_mask = torch.zeros((n, t), dtype=torch.float32)
     sampler_logprobs = torch.zeros((n, t), dtype=torch.float32)
+    turn_rewards = torch.zeros((n, t), dtype=torch.float32)
     for row, ep in enumerate(episodes):
         lp, lc = len(ep.prompt_ids), len(ep.completion_ids)
         input_ids[row, p - lp : p] = torch.tensor(ep.prompt_ids, dtype=torch.long)
@@ -101,6 +104,8 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
         attention_mask[row, p - lp : p + lc] = 1
         loss_mask[row, :lc] = torch.tensor(ep.loss_mask, dtype=torch.float32)
         sampler_logprobs[row, :lc] = torch.tensor(ep.logprobs, dtype=torch.float32)
+        for column, reward in zip(turn_end_columns(ep.loss_mask, len(ep.turn_rewards)), ep.turn_rewards):
+            turn_rewards[row, column] += reward
     sampler_logprobs *= loss_mask  # the contract says 0 off the mask; make it so
     return Batch(
         input_ids=input_ids,
@@ -110,7 +115,34 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
         loss_mask=loss_mask,
         sampler_logprobs=sampler_logprobs,
         rewards=torch.tensor([ep.reward for ep in episodes], dtype=torch.float32),
+        turn_rewards=turn_rewards,
         group_ids=torch.tensor([ep.group_id for ep in episodes], dtype=torch.long),
-        truncated=torch.tensor([ep.finish_reason == "length" for ep in episodes]),
+        truncated=torch.tensor([is_truncated(ep) for ep in episodes]),
         correct=torch.tensor([ep.outcome is Outcome.CORRECT for ep in episodes]),
     )
+
+
+# `envs.rollout` ends a multi-turn episode whose next turn would not fit in the context with this
+# note (outcome `truncated`, while the last turn itself may have ended normally). An env's own
+# turn limit is also `truncated` but is a failure to solve, not a cut answer: not matched here.
+CONTEXT_CUT_NOTE = "would not fit in the context"
+
+
+def is_truncated(ep: Episode) -> bool:
+    """Cut off by a length limit, so unfinished rather than wrong (DAPO's overlong filtering):
+    the last turn hit the token budget, or a multi-turn episode hit the context limit."""
+    context_cut = ep.outcome is Outcome.TRUNCATED and CONTEXT_CUT_NOTE in str(ep.metadata.get("detail", ""))
+    return ep.finish_reason == "length" or context_cut
+
+
+def turn_end_columns(loss_mask: Sequence[int], turns: int) -> list[int]:
+    """The column of each turn's last model token, one per turn reward. A turn is a run of mask-1
+    tokens (the environment's tokens between turns are 0). Should the runs and the rewards not
+    pair up one to one (a turn that produced no token), they are paired from the end, so the last
+    reward stays on the last model token (surplus early rewards share the first run). A turn
+    nearly always has a token (its eos at least), so this is a fallback. An episode without model
+    tokens has no column (nothing of it is trained on)."""
+    ends = [i for i, m in enumerate(loss_mask) if m and (i + 1 == len(loss_mask) or not loss_mask[i + 1])]
+    if not ends:
+        return []
+    return [ends[max(0, len(ends) - turns + k)] for k in range(turns)]

@@ -3,14 +3,19 @@ checked before anything heavy is loaded so that a bad run fails in a second, not
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
+from sandbox.errors import RlvrError
 
-class ConfigError(ValueError):
+
+class ConfigError(RlvrError, ValueError):
     """A training setting that cannot work; the message says which and why."""
 
 
@@ -50,8 +55,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.999)
     max_grad_norm: float = 1.0
-    # "recompute": the trainer recomputes the old logprobs; "sampler": also weight each token's
-    # loss by the truncated importance weight min(pi_old / pi_sampler, tis_cap) (Yao et al., 2025)
+    # "recompute": the trainer recomputes the old logprobs; "sampler": it still recomputes them,
+    # and also weights each token's loss by the truncated importance weight
+    # min(pi_old / pi_sampler, tis_cap) (Yao et al., 2025; verl's "decoupled" mode). Needs top_p 1.
     old_logprobs: str = "recompute"
     tis_cap: float = 2.0
     value_model: str = "auto"  # auto: a value head when the algorithm needs values
@@ -123,6 +129,7 @@ class TrainConfig:
     # ---- checking ----------------------------------------------------------------------------
     def validate(self) -> None:
         """Checks that need nothing but the settings themselves."""
+        _finite(self)
         _positive(self, "steps", "tasks_per_step", "group_size", "max_tokens", "keep_last", "save_every")
         _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "weight_decay", "seed", "eval_seed_start")
         _one_of(self, "sampler", SAMPLERS)
@@ -144,6 +151,9 @@ class TrainConfig:
             raise ConfigError(f"threads must be >= 1, got {self.threads}")
         if not all(0 <= b < 1 for b in self.adam_betas):
             raise ConfigError(f"adam_betas must be in [0, 1), got {self.adam_betas}")
+        for name in ("minibatch_size", "micro_batch_size"):  # 0 must not read as "unset" (None)
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         mb = self.minibatch_size or self.batch_size
         if mb < 1 or self.batch_size % mb:
             raise ConfigError(
@@ -158,12 +168,14 @@ class TrainConfig:
     def check(self):
         """All checks, including those that look up the algorithm, the environment and the model
         (all cheap: nothing is loaded). Returns the resolved `AlgoConfig`."""
+        self.validate()
+        check_out_dir(self.out)  # before the imports below (torch): a bad --out fails in a blink
+
         from envs import make  # the registry's typed errors: UnknownEnvError, EnvArgumentError
-        from trainers.algorithms import get_algorithm
+        from trainers.algorithms import check_settings, get_algorithm
         from trainers.checkpoint import latest_checkpoint
         from trainers.models import resolve_model
 
-        self.validate()
         if not self.resume and latest_checkpoint(self.out) is not None:
             raise ConfigError(f"{self.out} already holds checkpoints of a run: pass --resume to continue it, "
                               "or choose another --out")
@@ -171,6 +183,7 @@ class TrainConfig:
             algo = get_algorithm(self.algo, **self.algo_args)
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"algorithm {self.algo!r}: {_message(exc)}") from None
+        check_settings(algo, self)  # the preset with this run's epochs, minibatches, sampling
         if algo.advantage in GROUP_ESTIMATORS and self.group_size < 2:
             raise ConfigError(f"{self.algo} compares samples within a group: group_size must be >= 2, got {self.group_size}")
         if algo.needs_value_head and self.value_model == "none":
@@ -180,14 +193,46 @@ class TrainConfig:
         except Exception as exc:  # UnknownEnvError / EnvArgumentError / the env's own ValueError
             raise ConfigError(f"environment {self.env!r} with {self.env_args}: {_message(exc)}") from None
         try:
-            resolve_model(self.model)
+            path = resolve_model(self.model)
         except Exception as exc:  # the models module's typed error; re-raised as a setting error
             raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
+        check_model_dir(path)
         return algo
 
     @property
     def wants_values(self) -> bool:
         return self.value_model in ("head", "critic")
+
+
+def check_out_dir(out: str | os.PathLike, flag: str = "--out") -> None:
+    """`out` can be created (or is already a directory) and written to, without creating it:
+    it is not a file, not under a file, and its nearest existing ancestor is writable."""
+    path = Path(out).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{flag} {out} is a file, not a directory")
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"{flag} {out} is under {existing}, which is a file, not a directory")
+    # access() reports a read-only file system (EROFS) also to root, whom permission bits don't stop
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {out} cannot be written: {existing} is read-only")
+
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin")  # single or sharded; what transformers and vLLM read
+
+
+def check_model_dir(path: str | os.PathLike) -> None:
+    """A model directory that transformers and vLLM can load: config.json is a JSON object and
+    weights are there (checked now, so that a bad directory fails before minutes of loading)."""
+    path = Path(path)
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"model {path}: config.json is not readable JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"model {path}: config.json must hold a JSON object, got {type(config).__name__}")
+    if not any(any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+        raise ConfigError(f"model {path} has no weights (no *.safetensors or *.bin file)")
 
 
 def _message(exc: BaseException) -> str:
@@ -221,6 +266,15 @@ def _coerce(f: dataclasses.Field, value: Any) -> Any:
 def _base_type(annotation: str) -> type | None:
     head = annotation.split("|")[0].strip()
     return {"int": int, "float": float, "bool": bool, "str": str}.get(head)
+
+
+def _finite(config: TrainConfig) -> None:
+    """No float setting may be inf or nan: `lr inf` or `max_grad_norm inf` pass "> 0" but cannot work."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        values = value if f.name == "adam_betas" else (value,)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            raise ConfigError(f"{f.name} must be a finite number, got {value!r}")
 
 
 def _positive(config: TrainConfig, *names: str) -> None:

@@ -1,11 +1,20 @@
-"""KL to a frozen reference model, and the entropy term.
+"""KL to a frozen reference model, and the entropy term: config-free kernels.
 
-Direction: KL(pi || pi_ref), estimated per token on tokens sampled from the policy pi, from
-`log_ratio = log pi(y_t) - log pi_ref(y_t)` (Schulman, "Approximating KL divergence", 2020):
-- k1 = log_ratio                              unbiased, high variance, can be negative;
-- k2 = 0.5 * log_ratio**2                     biased, low variance, >= 0 (its gradient is the
-                                              gradient of KL for on-policy samples);
-- k3 = exp(-log_ratio) - 1 + log_ratio        unbiased, low variance, >= 0 (GRPO's estimator).
+Per-token estimates from `x = log pi(y_t) - log pi_ref(y_t)` on tokens sampled from the policy
+pi (Schulman, "Approximating KL divergence", 2020):
+- k1 = x                     an unbiased estimate of KL(pi || pi_ref), high variance, can be < 0;
+- k2 = 0.5 * x**2            biased, low variance, >= 0;
+- k3 = exp(-x) - 1 + x       an unbiased estimate of KL(pi || pi_ref), low variance, >= 0 (GRPO's);
+  clamped to [-10, 10] on output (and x to [-20, 20] on input), as verl's and OpenRLHF's
+  `low_var_kl`, so one token the reference finds absurd cannot dominate a step.
+Their *values* estimate KL(pi || pi_ref): that is what the metrics and the KL-in-reward placement
+use. Their *gradients*, when the estimate is put in the loss and differentiated through log pi
+on samples from pi, are something else (expectations over y ~ pi, d log pi = grad log pi(y)):
+- k1 in the loss: E[grad log pi] = 0, no expected gradient at all (only noise);
+  `trainers.algorithms` warns when a config asks for it;
+- k2 in the loss: E[x grad log pi] = grad KL(pi || pi_ref);
+- k3 in the loss: E[(1 - pi_ref/pi) grad log pi] = -E_ref[grad log pi] = grad KL(pi_ref || pi),
+  the reverse direction (GRPO's k3-in-loss optimises KL(pi_ref || pi); Tang & Munos 2025).
 Where it goes is the preset's `kl_placement`: ``reward`` subtracts `coef * kl` from the reward
 (`kl_penalized_rewards`, computed without gradient), ``loss`` adds `coef * kl` per token to the loss.
 """
@@ -20,13 +29,15 @@ KL_ESTIMATORS = ("k1", "k2", "k3")
 # exp() of a log-ratio beyond this overflows float32 in k3 and its gradient; |log ratio| > 20
 # means the policy and reference disagree by e^20 anyway.
 _MAX_LOG_RATIO = 20.0
+_MAX_K3 = 10.0  # verl / OpenRLHF clamp k3 to [-10, 10] on output
 
 
 def kl_estimate(
     logprobs: Tensor, ref_logprobs: Tensor, mask: Tensor | None = None, estimator: str = "k3"
 ) -> Tensor:
     """Per-token estimate `(B, T)` of KL(pi || pi_ref); 0 where `mask` is 0. Differentiable in
-    `logprobs` (detach them yourself for the reward placement)."""
+    `logprobs` (detach them yourself for the reward placement); see the module docstring for what
+    the gradient of each estimator is. k3 has zero gradient where its output clamp acts."""
     if estimator not in KL_ESTIMATORS:
         raise ValueError(f"unknown KL estimator {estimator!r}; known: {', '.join(KL_ESTIMATORS)}")
     check_bt("ref_logprobs", ref_logprobs, logprobs)
@@ -39,7 +50,8 @@ def kl_estimate(
     if estimator == "k2":
         return 0.5 * log_ratio.square()
     lr = log_ratio.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
-    return torch.expm1(-lr) + lr  # exp(-x) - 1 + x; expm1 keeps precision near x = 0
+    k3 = torch.expm1(-lr) + lr  # exp(-x) - 1 + x; expm1 keeps precision near x = 0
+    return k3.clamp(-_MAX_K3, _MAX_K3)
 
 
 @torch.no_grad()

@@ -23,14 +23,13 @@ import torch
 
 from envs.sampler import SamplingSettings
 from trainers import checkpoint as ckpt
-from trainers.advantages import dynamic_sampling_keep, overlong_filter
-from trainers.algorithms import AlgoConfig
-from trainers.batch import collate
+from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
+from trainers.batch import collate, is_truncated
 from trainers.components import Models, TimedSampler, build_models, build_optimizer, build_sampler, max_model_len
 from trainers.config import TrainConfig
 from trainers.metrics import MetricsLogger
 from trainers.phases import (
-    StepTensors, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch, pre_update_stats,
+    StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch,
 )
 
 SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
@@ -41,20 +40,38 @@ class Rollout:
     """What one step sampled: the episodes kept for training plus counts for the metrics."""
 
     episodes: list
-    all_episodes: list
+    all_episodes: list  # of every round
     errors: int
-    groups_total: int
-    groups_kept: int
+    groups_total: int  # the groups a step asks for: the first round's (tasks_per_step)
+    groups_kept: int  # the groups trained on (at most groups_total)
     seconds_sampling: float
     seconds_scoring: float
+    rounds: int = 1  # sampling rounds: 1 + the refills of dynamic sampling
+    groups_sampled: int = 0  # over all rounds
+
+
+def collect_groups(sample_round, keep, target: int, max_extra_rounds: int) -> tuple[list[list], list, int]:
+    """Sample rounds of groups until `target` groups are kept, at most `1 + max_extra_rounds`
+    rounds (DAPO's dynamic sampling, refilled as in its paper and verl's recipe: a shrunken batch
+    would weigh the remaining groups differently from step to step). `sample_round(r)` returns
+    round r's groups, each a list of episodes; `keep(groups)` returns those to train on, in order.
+    Returns the first `target` kept groups, every episode sampled, and the number of rounds."""
+    kept: list[list] = []
+    every: list = []
+    rounds = 0
+    while rounds <= max_extra_rounds and len(kept) < target:
+        groups = sample_round(rounds)
+        rounds += 1
+        every += [ep for g in groups for ep in g]
+        kept += keep(groups)
+    return kept[:target], every, rounds
 
 
 class Trainer:
     def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None):
         self.config = config
-        self.algo = algo if algo is not None else config.check()
-        if self.algo.aggregation == "seq_mean_token_sum_norm" and self.algo.constant_length is None:
-            self.algo = _replace(self.algo, constant_length=config.max_tokens)  # Dr. GRPO: the generation budget
+        self.algo = resolve(algo if algo is not None else config.check(), config.max_tokens)
+        check_settings(self.algo, config)
         if config.threads:
             torch.set_num_threads(config.threads)
         self.out = Path(config.out)
@@ -126,47 +143,59 @@ class Trainer:
 
     # ---- phases ----------------------------------------------------------------------------
     def rollout(self, step: int) -> Rollout:
-        """Sample `tasks_per_step` groups of `group_size`, score them, and drop what must not train."""
+        """Sample `tasks_per_step` groups of `group_size`, score them, and drop what must not train
+        (error episodes; with dynamic sampling, groups without signal, refilled from more rounds)."""
         from envs.rollout import rollout
 
         cfg = self.config
-        seeds = training_seeds(cfg, step)
-        sampling = self._sampling(cfg.temperature, seed=_mix(cfg.seed, step))
         self.sampler.reset_clock()
         t0 = time.perf_counter()
-        groups = rollout(
-            cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=seeds,
-            group_size=cfg.group_size, sampling=sampling, model_info=self._model_info(), progress=False,
-            max_length=max_model_len(self.models),
-        )
+
+        def sample_round(r: int) -> list[list]:
+            seed = _mix(cfg.seed, step) if r == 0 else _mix(cfg.seed, step, 3, r)
+            sampling = self._sampling(cfg.temperature, seed=seed)
+            groups = rollout(
+                cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=training_seeds(cfg, step, r),
+                group_size=cfg.group_size, sampling=sampling, model_info=self._model_info(), progress=False,
+                max_length=max_model_len(self.models), group_id_start=r * cfg.tasks_per_step,
+            )
+            return [g.episodes for g in groups]
+
+        extra = self.algo.max_refill_rounds if self.algo.dynamic_sampling else 0
+        kept, all_episodes, rounds = collect_groups(sample_round, self._keep, cfg.tasks_per_step, extra)
         total = time.perf_counter() - t0
-        all_episodes = [ep for g in groups for ep in g.episodes]
         valid = [ep for ep in all_episodes if not ep.is_error]
-        kept_groups = self._filter_groups(valid)
-        episodes = [ep for ep in valid if ep.group_id in kept_groups]
         return Rollout(
-            episodes=episodes, all_episodes=all_episodes, errors=len(all_episodes) - len(valid),
-            groups_total=len(groups), groups_kept=len(kept_groups),
+            episodes=[ep for g in kept for ep in g], all_episodes=all_episodes, errors=len(all_episodes) - len(valid),
+            groups_total=cfg.tasks_per_step, groups_kept=len(kept), rounds=rounds,
+            groups_sampled=len({ep.group_id for ep in all_episodes}),
             seconds_sampling=self.sampler.seconds, seconds_scoring=max(0.0, total - self.sampler.seconds),
         )
 
-    def _filter_groups(self, episodes: list) -> set[int]:
-        """Group ids to train on: all, or (DAPO dynamic sampling) those whose rewards differ."""
-        ids = {ep.group_id for ep in episodes}
-        if not self.algo.dynamic_sampling or not episodes:
-            return ids
-        rewards = torch.tensor([ep.reward for ep in episodes])
-        group_ids = torch.tensor([ep.group_id for ep in episodes])
-        keep = dynamic_sampling_keep(rewards, group_ids)
-        return {int(g) for g, k in zip(group_ids, keep) if k}
+    def _keep(self, groups: list[list]) -> list[list]:
+        """The groups to train on, without their error episodes: those with a valid episode, and
+        (dynamic sampling) whose rewards differ."""
+        valid = [[ep for ep in g if not ep.is_error] for g in groups]
+        valid = [g for g in valid if g]
+        if not valid:
+            return []
+        rewards_B = torch.tensor([ep.reward for g in valid for ep in g])
+        group_ids_B = torch.tensor([ep.group_id for g in valid for ep in g])
+        keep_B = keep_groups(self.algo, rewards_B, group_ids_B).tolist()
+        kept_ids = {g for g, k in zip(group_ids_B.tolist(), keep_B) if k}
+        return [g for g in valid if g[0].group_id in kept_ids]
 
     @torch.no_grad()
     def prepare(self, rollout: Rollout) -> StepTensors:
         """Old and reference logprobs, the sampler/trainer gap, values and advantages."""
         batch = collate(rollout.episodes, self.models.pad_token_id)
-        if self.algo.overlong_filtering:
-            batch.loss_mask = overlong_filter(batch.loss_mask, batch.truncated)
+        # the length penalty sees what the model generated; the filter then drops truncated rows
+        raw_rewards = batch.rewards
+        batch.rewards, batch.turn_rewards = shape_rewards(self.algo, batch.rewards, batch.turn_rewards, batch.loss_mask)
+        batch.loss_mask = filter_loss_mask(self.algo, batch.loss_mask, batch.truncated)
         t = old_and_ref_logprobs(self.models, self.algo, self.config, batch)  # and the value head's values
+        if self.algo.overlong_buffer_frac > 0:
+            t.stats["overlong_penalty_mean"] = float((batch.rewards - raw_rewards).mean())
         if self.models.critic is not None:
             (t.old_values,) = per_micro_batch(batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),))
         compute_advantages(self.algo, t)
@@ -179,25 +208,25 @@ class Trainer:
         epochs = cfg.epochs or algo.ppo_epochs
         n = len(t.batch)
         gen = torch.Generator().manual_seed(_mix(cfg.seed, self.step, 1))  # reproducible on resume
-        sums: dict[str, float] = {}
+        sums = UpdateSums()
         grad_norms = []
         for _ in range(epochs):
             order = torch.randperm(n, generator=gen)
             for rows in torch.tensor_split(order, min(cfg.num_minibatches, n)):
                 grad_norms.append(self._optimizer_step(t, rows, sums))
-        tokens, updates = max(sums.get("tokens", 0.0), 1.0), max(len(grad_norms), 1)
+        tokens, updates = max(sums.tokens, 1.0), max(len(grad_norms), 1)
         stats = {
-            "clip_frac": sums.get("clipped", 0.0) / tokens, "approx_kl": sums.get("approx_kl", 0.0) / tokens,
-            "policy_loss": sums.get("policy_loss", 0.0) / updates, "grad_norm": float(np.mean(grad_norms)),
+            "clip_frac": sums.clipped / tokens, "approx_kl": sums.approx_kl / tokens,
+            "policy_loss": sums.policy_loss / updates, "grad_norm": float(np.mean(grad_norms)),
             "optimizer_steps": len(grad_norms),
         }
-        stats.update(pre_update_stats(sums))  # on-policy: the gap, entropy and KL come from the update's forward
+        stats.update(sums.pre.stats())  # on-policy: the gap, entropy and KL come from the update's forward
         if self.models.wants_values:
-            stats["value_loss"] = sums.get("value_loss", 0.0) / updates
-            stats["value_clip_frac"] = sums.get("value_clipped", 0.0) / tokens
+            stats["value_loss"] = sums.value_loss / updates
+            stats["value_clip_frac"] = sums.value_clipped / tokens
         return stats
 
-    def _optimizer_step(self, t: StepTensors, rows: torch.Tensor, sums: dict[str, float]) -> float:
+    def _optimizer_step(self, t: StepTensors, rows: torch.Tensor, sums: UpdateSums) -> float:
         self.optimizer.zero_grad(set_to_none=True)
         accumulate_gradients(self.models, self.algo, self.config, t, rows, sums)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.models.policy_parameters(), self.config.max_grad_norm)
@@ -223,11 +252,12 @@ class Trainer:
             "reward_std": float(rewards.std()) if len(rewards) else 0.0,
             "pass_rate": outcomes.count("correct") / n,
             "format_error_rate": outcomes.count("format_error") / n,
-            "truncated_rate": sum(ep.finish_reason == "length" for ep in valid) / n,
+            "truncated_rate": sum(is_truncated(ep) for ep in valid) / n,  # budget or context cut
             "response_length": float(np.mean(lengths)) if lengths else 0.0,
             "tokens_generated": int(sum(lengths)),
             "episodes": len(r.all_episodes), "errors": r.errors, "episodes_trained": len(r.episodes),
             "groups_kept": r.groups_kept, "groups_total": r.groups_total,
+            "sampling_rounds": r.rounds, "groups_sampled": r.groups_sampled,
             "time_sampling": r.seconds_sampling, "time_scoring": r.seconds_scoring,
         }
 
@@ -299,11 +329,13 @@ class Trainer:
         return {"model": str(self.models.path), "model_step": self.step}
 
 
-def training_seeds(cfg: TrainConfig, step: int) -> list[int]:
-    """The step's reset seeds: a function of (seed, step) alone, so a resumed run draws the same
-    tasks, and never one of the held-out evaluation seeds."""
+def training_seeds(cfg: TrainConfig, step: int, refill: int = 0) -> list[int]:
+    """The step's reset seeds (of its `refill`-th extra round of dynamic sampling): a function of (seed,
+    step, refill) alone, so a resumed run draws the same tasks, and never one of the held-out
+    evaluation seeds."""
     held_out = cfg.eval_tasks
-    seeds = np.random.default_rng([cfg.seed, step]).integers(0, SEED_SPACE - held_out, size=cfg.tasks_per_step)
+    rng = np.random.default_rng([cfg.seed, step] + ([refill] if refill else []))  # round 0: as before refills
+    seeds = rng.integers(0, SEED_SPACE - held_out, size=cfg.tasks_per_step)
     return [int(s) + held_out if s >= cfg.eval_seed_start else int(s) for s in seeds]
 
 
@@ -318,9 +350,3 @@ def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def _replace(algo: AlgoConfig, **changes) -> AlgoConfig:
-    import dataclasses
-
-    return dataclasses.replace(algo, **changes)

@@ -14,16 +14,64 @@ from dataclasses import dataclass, field
 
 import torch
 
-from trainers.advantages import gae, sequence_advantages, whiten
 from trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
-from trainers.algorithms import AlgoConfig
+from trainers.algorithms import AlgoConfig, compute_policy_loss, sequence_advantages, token_advantages
 from trainers.batch import Batch
 from trainers.components import Models
 from trainers.config import TrainConfig
 from trainers.kl import kl_estimate, kl_penalized_rewards
 from trainers.policy import forward
-from trainers.policy_loss import compute_policy_loss, tis_weight
+from trainers.policy_loss import tis_weight
 from trainers.value_loss import value_loss
+
+
+@dataclass
+class PreUpdateSums:
+    """Sums over (micro-)batches of what is measured on the weights that sampled."""
+
+    batches: int = 0  # (micro-)batches added
+    tokens: float = 0.0
+    gap_sum: float = 0.0  # |trainer - sampler| logprob
+    gap_max: float = 0.0
+    entropy_sum: float = 0.0
+    kl_sum: float | None = None  # None: no reference model
+
+    def add(self, logprobs_BT: torch.Tensor, entropy_BT: torch.Tensor, batch: Batch,
+            ref_logprobs_BT: torch.Tensor | None, kl_estimator: str = "k3") -> None:
+        mask = batch.loss_mask
+        gap = (logprobs_BT - batch.sampler_logprobs).abs() * mask
+        self.batches += 1
+        self.tokens += float(mask.sum())
+        self.gap_sum += float(gap.sum())
+        self.gap_max = max(self.gap_max, float(gap.max()) if mask.any() else 0.0)
+        self.entropy_sum += float((entropy_BT * mask).sum())
+        if ref_logprobs_BT is not None:
+            kl = kl_estimate(logprobs_BT, ref_logprobs_BT, mask, kl_estimator)
+            self.kl_sum = (self.kl_sum or 0.0) + float((kl * mask).sum())
+
+    def stats(self) -> dict[str, float]:
+        """The step's metrics (empty when nothing was added)."""
+        if self.batches == 0:
+            return {}
+        tokens = max(self.tokens, 1.0)
+        stats = {"logprob_gap_max": self.gap_max, "logprob_gap_mean": self.gap_sum / tokens,
+                 "entropy": self.entropy_sum / tokens}
+        if self.kl_sum is not None:
+            stats["kl"] = self.kl_sum / tokens
+        return stats
+
+
+@dataclass
+class UpdateSums:
+    """Sums over the micro-batches of one step's update, for its metrics."""
+
+    tokens: float = 0.0
+    clipped: float = 0.0  # tokens whose gradient the clip cut (or whose weight it capped)
+    approx_kl: float = 0.0  # k3 of KL(pi_old || pi) summed over tokens: how far the update moved
+    policy_loss: float = 0.0  # summed over optimizer steps
+    value_loss: float = 0.0
+    value_clipped: float = 0.0
+    pre: PreUpdateSums = field(default_factory=PreUpdateSums)  # on-policy: from the update's forward
 
 
 @dataclass
@@ -66,9 +114,9 @@ def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, bat
 
     old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy)
     t = StepTensors(batch=batch, old_logprobs=old, old_values=values, ref_logprobs=reference_logprobs(models, cfg, batch))
-    sums: dict[str, float] = {}
-    add_pre_update_sums(sums, old, entropy, batch, t.ref_logprobs, algo.kl_estimator)
-    t.stats.update(pre_update_stats(sums))
+    sums = PreUpdateSums()
+    sums.add(old, entropy, batch, t.ref_logprobs, algo.kl_estimator)
+    t.stats.update(sums.stats())
     if cfg.old_logprobs == "sampler":
         mask = batch.loss_mask
         t.is_weights = tis_weight(old, batch.sampler_logprobs, mask, cfg.tis_cap)
@@ -86,29 +134,27 @@ def reference_logprobs(models: Models, cfg: TrainConfig, batch: Batch) -> torch.
 
 
 def compute_advantages(algo: AlgoConfig, t: StepTensors) -> None:
-    """Sequence-level (REINFORCE, RLOO, GRPO) or token-level (GAE: the episode reward sits on
-    its last model token) advantages, with the KL penalty in the reward when the preset says so."""
+    """Sequence-level (REINFORCE, RLOO, GRPO: the episode's total reward) or token-level (GAE:
+    turn k's reward on turn k's last model token, so a token is credited with the rewards of its
+    own and later turns only) advantages, with the KL penalty in the reward when the preset says
+    so. Rows without model tokens (e.g. removed by overlong filtering) get no reward in GAE."""
     batch, mask = t.batch, t.batch.loss_mask
     kl = kl_estimate(t.old_logprobs, t.ref_logprobs, mask, algo.kl_estimator) if algo.kl_in_reward else None
     if algo.advantage != "gae":
-        rewards = batch.rewards if kl is None else kl_penalized_rewards(batch.rewards, kl, mask, algo.kl_coef)
-        t.advantages = sequence_advantages(algo, rewards, batch.group_ids)
+        rewards_B = batch.rewards if kl is None else kl_penalized_rewards(batch.rewards, kl, mask, algo.kl_coef)
+        t.advantages = sequence_advantages(algo, rewards_B, batch.group_ids)
         t.stats["advantage_abs_mean"] = float(t.advantages.abs().mean())
         return
-    token_rewards = torch.zeros_like(mask)
-    last = _last_model_token(mask)
-    rows = (last >= 0).nonzero().squeeze(-1)
-    token_rewards[rows, last[rows]] = batch.rewards[rows]
+    has_tokens_B = (mask > 0).any(dim=1, keepdim=True)
+    rewards_BT = torch.where(has_tokens_B, batch.turn_rewards, torch.zeros_like(batch.turn_rewards))
     if kl is not None:
-        token_rewards = kl_penalized_rewards(token_rewards, kl, mask, algo.kl_coef)
-    t.advantages, t.returns = gae(token_rewards, t.old_values, mask, algo.gamma, algo.lam)
-    if algo.whiten_advantages:
-        t.advantages = whiten(t.advantages, mask)
+        rewards_BT = kl_penalized_rewards(rewards_BT, kl, mask, algo.kl_coef)
+    t.advantages, t.returns = token_advantages(algo, rewards_BT, t.old_values, mask)
     t.stats["advantage_abs_mean"] = float(masked_mean(t.advantages.abs(), mask))
 
 
 def accumulate_gradients(
-    models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: dict[str, float]
+    models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: UpdateSums
 ) -> None:
     """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
     the whole minibatch's, so the summed gradient equals one backward over the minibatch.
@@ -125,54 +171,26 @@ def accumulate_gradients(
                       value_head=models.value_head)
         old = out.logprobs.detach() if fused else pick(t.old_logprobs)
         if fused:
-            add_pre_update_sums(sums, old, out.entropy.detach(), mb, pick(t.ref_logprobs), algo.kl_estimator)
+            sums.pre.add(old, out.entropy.detach(), mb, pick(t.ref_logprobs), algo.kl_estimator)
         pl = compute_policy_loss(
             algo, out.logprobs, old, pick(t.advantages), mb.loss_mask,
-            ref_logprobs=pick(t.ref_logprobs), entropy=out.entropy, is_weights=pick(t.is_weights),
+            ref_logprobs_BT=pick(t.ref_logprobs), entropy_BT=out.entropy, is_weights_BT=pick(t.is_weights),
         )
         loss = aggregate_loss(pl.loss, mb.loss_mask, algo.aggregation, policy_denom, algo.constant_length)
         m = mb.loss_mask > 0
-        _add(sums, "policy_loss", float(loss.detach()))
+        sums.policy_loss += float(loss.detach())
         if models.wants_values:
             values = out.values if models.critic is None else models.critic(mb)
             vl = value_loss(values, pick(t.old_values), pick(t.returns), mb.loss_mask, algo.value_clip)
             v = aggregate_loss(vl.loss, mb.loss_mask, "token_mean", value_denom)
             loss = loss + algo.value_coef * v
-            _add(sums, "value_loss", float(v.detach()))
-            _add(sums, "value_clipped", float((vl.clipped & m).sum()))
+            sums.value_loss += float(v.detach())
+            sums.value_clipped += float((vl.clipped & m).sum())
         loss.backward()
         r = pl.ratio.detach()
-        _add(sums, "tokens", float(m.sum()))
-        _add(sums, "clipped", float((pl.clipped & m).sum()))
-        _add(sums, "approx_kl", float((((r - 1) - torch.log(r)) * m).sum()))
-
-
-def add_pre_update_sums(
-    sums: dict[str, float], logprobs: torch.Tensor, entropy: torch.Tensor, batch: Batch,
-    ref_logprobs: torch.Tensor | None, kl_estimator: str = "k3",
-) -> None:
-    """Accumulate, over (micro-)batches, what is measured on the weights that sampled: the
-    sampler/trainer logprob gap (sum and max), entropy, and the KL to the reference."""
-    mask = batch.loss_mask
-    gap = (logprobs - batch.sampler_logprobs).abs() * mask
-    _add(sums, "pre_tokens", float(mask.sum()))
-    _add(sums, "gap_sum", float(gap.sum()))
-    sums["gap_max"] = max(sums.get("gap_max", 0.0), float(gap.max()) if mask.any() else 0.0)
-    _add(sums, "entropy_sum", float((entropy * mask).sum()))
-    if ref_logprobs is not None:
-        _add(sums, "kl_sum", float((kl_estimate(logprobs, ref_logprobs, mask, kl_estimator) * mask).sum()))
-
-
-def pre_update_stats(sums: dict[str, float]) -> dict[str, float]:
-    """The step's metrics from `add_pre_update_sums` (empty when nothing was added)."""
-    if "pre_tokens" not in sums:
-        return {}
-    tokens = max(sums["pre_tokens"], 1.0)
-    stats = {"logprob_gap_max": sums["gap_max"], "logprob_gap_mean": sums["gap_sum"] / tokens,
-             "entropy": sums["entropy_sum"] / tokens}
-    if "kl_sum" in sums:
-        stats["kl"] = sums["kl_sum"] / tokens
-    return stats
+        sums.tokens += float(m.sum())
+        sums.clipped += float((pl.clipped & m).sum())
+        sums.approx_kl += float((((r - 1) - torch.log(r)) * m).sum())
 
 
 def per_micro_batch(batch: Batch, size: int, fn) -> list[torch.Tensor | None]:
@@ -187,13 +205,3 @@ def per_micro_batch(batch: Batch, size: int, fn) -> list[torch.Tensor | None]:
             if x is not None:
                 results[i][rows, : x.shape[1]] = x.float()
     return results
-
-
-def _add(sums: dict[str, float], key: str, value: float) -> None:
-    sums[key] = sums.get(key, 0.0) + value
-
-
-def _last_model_token(mask: torch.Tensor) -> torch.Tensor:
-    """Index of each row's last model token (-1 for a row without any)."""
-    idx = torch.arange(mask.shape[1]).expand_as(mask)
-    return torch.where(mask > 0, idx, torch.full_like(idx, -1)).max(dim=1).values

@@ -1,25 +1,21 @@
 """Policy losses: per-token losses `(B, T)` to be reduced by `trainers.aggregation.aggregate_loss`.
+Config-free kernels: tensors, masks and scalars in, tensors out (`trainers.algorithms` picks
+the loss and its settings from a preset).
 
 Every loss takes `logprobs` (current policy, with gradient), `old_logprobs` (the policy that
 sampled, no gradient), `advantages` `(B,)` or `(B, T)`, and `mask (B, T)` (1 on model tokens),
-and returns a `PolicyLossOutput`: the per-token loss (exactly 0 off the mask), the ratio and
-clip indicator per token (detached, so the loop can aggregate them globally), and stats (0-dim
-detached tensors, means over this call's masked tokens; 0 for an empty mask).
+and returns a `PolicyLossOutput`: the per-token loss (exactly 0 off the mask), and the ratio and
+clip indicator per token (detached, so the loop can aggregate them globally).
 Log-probabilities are upcast from half precision; the log-ratio is clamped to +-20 before exp.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from trainers.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
-from trainers.kl import kl_estimate
-
-if TYPE_CHECKING:
-    from trainers.algorithms import AlgoConfig
 
 RATIO_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("clipped", "cispo", "pg")
@@ -31,7 +27,6 @@ class PolicyLossOutput:
     loss: Tensor  # (B, T) per-token loss, 0 off the mask
     ratio: Tensor  # (B, T) importance ratio pi/pi_old (detached), 1 off the mask
     clipped: Tensor  # (B, T) bool: the token's gradient is cut (or its weight capped) by clipping
-    stats: dict[str, Tensor] = field(default_factory=dict)
 
 
 def _prepare(logprobs, old_logprobs, advantages, mask) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -100,12 +95,7 @@ def clipped_policy_loss(
         loss = torch.where(dual, cap, loss)
         clipped = clipped | dual
     clipped = clipped & m
-    stats = _ratio_stats(ratio, m)
-    stats["clip_frac"] = masked_mean(clipped.to(lp.dtype), m).detach()
-    stats["clip_frac_low"] = masked_mean((clipped & (adv < 0) & ~dual).to(lp.dtype), m).detach()
-    stats["clip_frac_high"] = masked_mean((clipped & (adv > 0)).to(lp.dtype), m).detach()
-    stats["dual_clip_frac"] = masked_mean((dual & m).to(lp.dtype), m).detach()
-    return PolicyLossOutput(masked_zero(loss, m), masked_one(ratio.detach(), m), clipped, stats)
+    return PolicyLossOutput(masked_zero(loss, m), masked_one(ratio.detach(), m), clipped)
 
 
 def cispo_loss(
@@ -126,27 +116,29 @@ def cispo_loss(
     weight = ratio.clamp(1.0 - eps_low, 1.0 + eps_high)
     clipped = (weight != ratio) & m
     loss = -weight * adv * masked_zero(lp, m)
-    stats = _ratio_stats(ratio, m)
-    stats["clip_frac"] = masked_mean(clipped.to(lp.dtype), m).detach()
-    return PolicyLossOutput(masked_zero(loss, m), masked_one(ratio, m), clipped, stats)
+    return PolicyLossOutput(masked_zero(loss, m), masked_one(ratio, m), clipped)
 
 
 def pg_loss(logprobs: Tensor, advantages: Tensor, mask: Tensor) -> PolicyLossOutput:
     """Plain on-policy policy gradient (REINFORCE): loss = -A * log pi, gradient -A * grad log pi.
-    Only valid on fresh samples (one update per rollout)."""
+    Only valid on fresh samples (one update per rollout): with no ratio or clip, a second epoch
+    or minibatch would apply it to samples of an older policy (`trainers.algorithms` refuses)."""
     lp, _, adv, m = _prepare(logprobs, None, advantages, mask)
     loss = -adv * masked_zero(lp, m)
-    ones = torch.ones_like(lp).detach()
-    zero = torch.zeros((), dtype=lp.dtype, device=lp.device)
-    return PolicyLossOutput(masked_zero(loss, m), ones, torch.zeros_like(m), {"clip_frac": zero})
+    return PolicyLossOutput(masked_zero(loss, m), torch.ones_like(lp).detach(), torch.zeros_like(m))
 
 
 @torch.no_grad()
 def tis_weight(old_logprobs: Tensor, sampler_logprobs: Tensor, mask: Tensor, cap: float = 2.0) -> Tensor:
     """Truncated importance sampling (Yao et al. 2025, "Your efficient RL framework secretly brings
-    you off-policy RL"): when old logprobs are the sampler's (vLLM) rather than recomputed by the
-    trainer, weight each token's loss by min(exp(old_trainer - sampler), cap) to correct for the
-    two engines' mismatch. Detached; 0 off the mask."""
+    you off-policy RL"), the weight of `old_logprobs="sampler"`: the old logprobs are still the
+    trainer's own (recomputed), and each token's loss is also weighted by
+    min(exp(old_trainer - sampler), cap) to correct for the two engines' mismatch. That is verl's
+    "decoupled" mode (proximal policy = the trainer's recomputation, behaviour policy = the
+    sampler). It is the right correction only if the sampler's logprobs describe the distribution
+    it drew from; with top_p < 1 it draws from a truncated one that neither the trainer's nor (by
+    default) vLLM's reported logprobs describe, so the weights are biased and
+    `trainers.algorithms.check_settings` refuses the combination. Detached; 0 off the mask."""
     if not cap > 0:
         raise ValueError(f"TIS cap must be > 0, got {cap}")
     check_bt("sampler_logprobs", sampler_logprobs, old_logprobs)
@@ -155,61 +147,5 @@ def tis_weight(old_logprobs: Tensor, sampler_logprobs: Tensor, mask: Tensor, cap
     return masked_zero(torch.exp(log_w).clamp(max=cap), mask)
 
 
-def compute_policy_loss(
-    cfg: "AlgoConfig",
-    logprobs: Tensor,
-    old_logprobs: Tensor,
-    advantages: Tensor,
-    mask: Tensor,
-    ref_logprobs: Tensor | None = None,
-    entropy: Tensor | None = None,
-    is_weights: Tensor | None = None,
-) -> PolicyLossOutput:
-    """The preset's whole per-token policy objective: its policy loss (times `is_weights`, e.g.
-    `tis_weight`, when given), plus `kl_coef * KL` when the KL goes in the loss (needs
-    `ref_logprobs`), minus `entropy_coef * entropy` (needs `entropy (B, T)` when the coef is set).
-    Reduce the result's `loss` with `aggregate_loss(..., cfg.aggregation, ...)`."""
-    if cfg.loss_type == "clipped":
-        out = clipped_policy_loss(
-            logprobs, old_logprobs, advantages, mask,
-            cfg.clip_eps_low, cfg.clip_eps_high, cfg.dual_clip, cfg.ratio_level,
-        )
-    elif cfg.loss_type == "cispo":
-        out = cispo_loss(logprobs, old_logprobs, advantages, mask, cfg.clip_eps_low, cfg.clip_eps_high)
-    else:
-        out = pg_loss(logprobs, advantages, mask)
-    loss, m = out.loss, as_bool_mask(mask)
-    if is_weights is not None:
-        check_bt("is_weights", is_weights, logprobs)
-        loss = loss * is_weights.detach().to(loss.dtype)
-    if cfg.kl_in_loss and cfg.kl_coef > 0:
-        if ref_logprobs is None:
-            raise ValueError(f"{cfg.name}: kl_placement='loss' with kl_coef > 0 needs ref_logprobs")
-        kl = kl_estimate(logprobs.to(loss.dtype), ref_logprobs.to(loss.dtype), m, cfg.kl_estimator)
-        loss = loss + cfg.kl_coef * kl
-        out.stats["kl"] = masked_mean(kl.detach(), m)
-    if cfg.entropy_coef > 0:
-        if entropy is None:
-            raise ValueError(f"{cfg.name}: entropy_coef > 0 needs the per-token entropy")
-        check_bt("entropy", entropy, logprobs)
-        loss = loss - cfg.entropy_coef * entropy.to(loss.dtype)
-        out.stats["entropy"] = masked_mean(entropy.detach().to(loss.dtype), m)
-    out.loss = masked_zero(loss, m)
-    return out
-
-
 def masked_one(x: Tensor, mask: Tensor) -> Tensor:
     return torch.where(as_bool_mask(mask), x, torch.ones((), dtype=x.dtype, device=x.device))
-
-
-def _ratio_stats(ratio: Tensor, m: Tensor) -> dict[str, Tensor]:
-    r = ratio.detach()
-    has = bool(m.any())
-    return {
-        "ratio_mean": masked_mean(r, m),
-        "ratio_max": r.masked_fill(~m, -torch.inf).max() if has else r.new_zeros(()),
-        "ratio_min": r.masked_fill(~m, torch.inf).min() if has else r.new_zeros(()),
-        # k3 estimate of KL(pi_old || pi) on the old policy's samples, (r - 1) - log r:
-        # how far this update has moved the policy.
-        "approx_kl": masked_mean((r - 1.0) - torch.log(r), m),
-    }

@@ -1,19 +1,18 @@
-"""PPO's value loss, optionally clipped around the values at rollout time."""
+"""PPO's value loss, optionally clipped around the values at rollout time: a config-free kernel."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from trainers.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
+from trainers.aggregation import as_bool_mask, check_bt, masked_zero
 
 
 @dataclass
 class ValueLossOutput:
     loss: Tensor  # (B, T) per-token loss, 0 off the mask
     clipped: Tensor  # (B, T) bool: the clipped branch won (no gradient from this token)
-    stats: dict[str, Tensor] = field(default_factory=dict)
 
 
 def value_loss(
@@ -45,9 +44,4 @@ def value_loss(
         loss_clipped = 0.5 * (v_clipped - ret).square()
         clipped = (loss_clipped > loss) & m
         loss = torch.maximum(loss, loss_clipped)
-    stats = {
-        "value_clip_frac": masked_mean(clipped.to(v.dtype), m),
-        "value_mean": masked_mean(v.detach(), m),
-        "value_error": masked_mean((v.detach() - ret).square(), m),
-    }
-    return ValueLossOutput(masked_zero(loss, m), clipped, stats)
+    return ValueLossOutput(masked_zero(loss, m), clipped)

@@ -329,3 +329,13 @@ def test_sandbox_unavailable_is_an_error_never_a_zero():
         getattr(broken, "close", lambda: None)()
     assert verdict.outcome is Outcome.ERROR and verdict.is_error, verdict.detail
     assert "unavailable" in verdict.detail
+
+
+def test_return_values_share_one_output_budget_per_call(box):
+    # 8 tests of 900 KB each: each under the per-test cap, together over the call's budget
+    tests = [code.CallTest("big", (i,), "x" * 900_000) for i in range(8)]
+    verdict = code.verify(fence("def big(i):\n    return 'x' * 900_000"), tests, sandbox=box, scoring="fraction")
+    statuses = [t["status"] for t in verdict.info["tests"]]
+    budget_tests = code_harness.VALUE_BUDGET // 900_000
+    assert statuses == ["passed"] * budget_tests + ["output_limit"] * (8 - budget_tests), statuses
+    assert verdict.outcome is Outcome.INCORRECT

@@ -2,10 +2,15 @@
 tests, read back the nonce-marked report. The harness itself is `harness_program.py`."""
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
+import py_compile
 import secrets
+import tempfile
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Sequence
 
 from sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
@@ -14,13 +19,16 @@ from verifiers.code.cases import CallTest, IOTest, Test
 
 HARNESS_FILES = ("harness_program.py", "harness_child.py", "values.py")  # shipped as named here
 SPEC_FILE = "spec.json"
+# Imported rather than run as a script, so that its bytecode too comes from __pycache__.
+HARNESS_MAIN = "import sys, harness_program; sys.exit(harness_program.main(sys.argv))"
 STARTUP_S = 3.0          # the harness's own start, on a busy machine
 PER_TEST_OVERHEAD_S = 0.5  # spawn, kill and reap around each test's own limit
 # A report line holds at most HEAD_CHARS + TAIL_CHARS of program text (up to 12 bytes a char in
-# ASCII JSON: a surrogate pair), a few short fields and a result body: values of up to
-# `output_cap` printable ASCII bytes (2x escaped in JSON), or a message of up to MESSAGE_CHARS.
+# ASCII JSON: a surrogate pair), a message of up to MESSAGE_CHARS and a few short fields ...
 FIXED_LINE_BYTES = 12 * (harness_program.HEAD_CHARS + harness_program.TAIL_CHARS + harness_program.MESSAGE_CHARS) + 4096
-
+# ... plus return values (printable ASCII, 2x when escaped in JSON): one test's up to `output_cap`,
+# all of a call's together up to VALUE_BUDGET (beyond it the harness reports `output_limit`).
+VALUE_BUDGET = 6 << 20
 
 
 class HarnessError(Exception):
@@ -42,19 +50,29 @@ class RunSettings:
     max_seconds_per_call: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.timeout_s <= 0 or self.memory_mb < 32 or not 1024 <= self.output_cap <= MAX_OUTPUT_BYTES // 3:
+        if self.timeout_s <= 0 or self.memory_mb < 32 or not 1024 <= self.output_cap <= VALUE_BUDGET:
             raise ValueError(f"bad run settings: {self}")
         if self.max_tests_per_call < 1 or self.max_seconds_per_call <= 0:
             raise ValueError(f"bad run settings: {self}")
 
 
-def line_bytes(settings: RunSettings) -> int:
-    return FIXED_LINE_BYTES + 2 * settings.output_cap
-
-
-def harness_files() -> dict[str, str]:
+@functools.lru_cache(maxsize=1)
+def harness_files() -> dict[str, str | bytes]:
+    """The harness's sources and, compiled here once, their bytecode. Compiling the harness costs
+    the sandbox's interpreter about 5 ms a call; it imports `__pycache__` files of its own cache
+    tag without checking them (unchecked-hash pycs, PEP 552). An interpreter of another version
+    looks for another tag, ignores these and compiles the sources as before."""
     package = resources.files("verifiers.code")
-    return {name: package.joinpath(name).read_text(encoding="utf-8") for name in HARNESS_FILES}
+    files: dict[str, str | bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in HARNESS_FILES:
+            source = package.joinpath(name).read_text(encoding="utf-8")
+            files[name] = source
+            Path(tmp, name).write_text(source, encoding="utf-8")
+            pyc = py_compile.compile(str(Path(tmp, name)), cfile=str(Path(tmp, name + "c")), dfile=name, doraise=True,
+                                     invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+            files[importlib.util.cache_from_source(name)] = Path(pyc).read_bytes()
+    return files
 
 
 def timeout_of(test: Test, settings: RunSettings) -> float:
@@ -83,7 +101,7 @@ def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
     out: list[list[int]] = []
     current: list[int] = []
     seconds = 0.0
-    most = max(1, min(settings.max_tests_per_call, (MAX_OUTPUT_BYTES - 4096) // line_bytes(settings)))
+    most = min(settings.max_tests_per_call, (MAX_OUTPUT_BYTES - 4096 - 2 * VALUE_BUDGET) // FIXED_LINE_BYTES)
     for i, test in enumerate(tests):
         t = timeout_of(test, settings)
         if current and (len(current) >= most or seconds + t > settings.max_seconds_per_call):
@@ -101,7 +119,7 @@ def call_limits(tests: Sequence[Test], settings: RunSettings) -> Limits:
     containers are pooled by shape); each test's own memory limit is applied by the harness."""
     budget = STARTUP_S + sum(timeout_of(t, settings) + PER_TEST_OVERHEAD_S for t in tests)
     return Limits(timeout_s=budget, memory_mb=max(settings.memory_mb, Limits().memory_mb),
-                  output_bytes=min(MAX_OUTPUT_BYTES, 4096 + line_bytes(settings) * len(tests)))
+                  output_bytes=4096 + FIXED_LINE_BYTES * len(tests) + 2 * VALUE_BUDGET)
 
 
 @dataclass(frozen=True)
@@ -168,12 +186,13 @@ def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSet
         "memory_mb": settings.memory_mb,
         "output_cap": settings.output_cap,
         "fail_fast": settings.fail_fast,
+        "value_budget": VALUE_BUDGET,
     }
     nonce = secrets.token_hex(16)
     try:
         result = sandbox.run(
             files={**harness_files(), SPEC_FILE: json.dumps(spec)},
-            command=["python3", HARNESS_FILES[0], SPEC_FILE],
+            command=["python3", "-c", HARNESS_MAIN, SPEC_FILE],
             stdin=nonce + "\n",
             limits=call_limits(tests, settings),
         )

@@ -1,4 +1,5 @@
-"""The test harness that runs INSIDE the sandbox: `python3 harness_program.py spec.json`, next to
+"""The test harness that runs INSIDE the sandbox: `python3 harness_program.py spec.json` (or its
+`main` called after an import, to use the shipped bytecode), next to
 `harness_child.py` (the test child's code); standard library only.
 
 Three kinds of process:
@@ -43,7 +44,7 @@ import traceback
 
 if __package__:  # imported on the host, for the digests
     from verifiers.code import harness_child as child
-else:  # run as a script in the sandbox, next to harness_child.py
+else:  # in the sandbox, next to harness_child.py
     import harness_child as child
 
 HEAD_CHARS = 300       # program stdout echoed back, for feedback
@@ -251,7 +252,7 @@ def worker(spec_path: str, out_fd: int) -> int:
         spec = json.load(f)
     os.unlink(spec_path)  # later tests' programs must not read other tests' code
     out.write(json.dumps({"event": "start", "tests": len(spec["tests"]), **hardening}) + "\n")
-    stop = False
+    stop, values_bytes = False, 0
     for i, test in enumerate(spec["tests"]):
         if stop:
             out.write(json.dumps({"i": i, "status": "skipped"}) + "\n")
@@ -261,6 +262,11 @@ def worker(spec_path: str, out_fd: int) -> int:
         except Exception as exc:  # noqa: BLE001 - our own failure: say so, so it is not blamed on the program
             out.write(json.dumps({"i": i, "status": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}) + "\n")
             return 1
+        result = report.get("result")
+        if result is not None and result["tag"] == "values":  # the call's output budget, shared
+            values_bytes += len(result["body"])
+            if values_bytes > int(spec["value_budget"]):
+                report.update(status="output_limit", result=None)
         out.write(json.dumps({"i": i, **report}) + "\n")
         stop = bool(spec.get("fail_fast")) and definitely_failed(test, report)
     out.write(json.dumps({"event": "end"}) + "\n")

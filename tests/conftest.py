@@ -22,6 +22,16 @@ def require(condition: bool, reason: str) -> None:
 # The shipped default model (trainers/assets/tiny), per test module. Imports are deferred so
 # that collecting tests which never touch a model stays light.
 @pytest.fixture(scope="module")
+def math_pool():
+    """The math verifier's worker pool: started before a module's tests, shut down after them."""
+    import verifiers.math as vm
+
+    vm.warm_up()
+    yield
+    vm.shutdown()
+
+
+@pytest.fixture(scope="module")
 def model_dir():
     from trainers.models import resolve_model
 

@@ -14,11 +14,7 @@ from verifiers.verdict import Outcome, Verdict, VerifierError
 GOOD = "<think>2 + 2 = 4</think>\n<answer>\\boxed{4}</answer>"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def pool():
-    vm.warm_up()
-    yield
-    vm.shutdown()
+pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 
 
 @pytest.mark.parametrize(

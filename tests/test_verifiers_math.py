@@ -16,11 +16,7 @@ from verifiers.verdict import Outcome, VerifierError
 CORPUS = Path(__file__).parent / "data" / "math_corpus.jsonl"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def pool():
-    vm.warm_up()
-    yield
-    vm.shutdown()
+pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 
 
 def is_correct(response: str, gold: str, **options) -> bool:

@@ -17,11 +17,7 @@ DATA = Path(__file__).parent / "data"
 WORST_S = 1.5
 
 
-@pytest.fixture(scope="module", autouse=True)
-def pool():
-    vm.warm_up()
-    yield
-    vm.shutdown()
+pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 
 
 def never_correct(response: str, gold: str) -> None:

@@ -46,11 +46,7 @@ HOSTILE = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def pool():
-    vm.warm_up()
-    yield
-    vm.shutdown()
+pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 
 
 def timed(response: str, gold: str = "5"):

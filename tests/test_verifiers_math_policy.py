@@ -12,11 +12,7 @@ from verifiers.math.extract import extract
 from verifiers.verdict import Outcome
 
 
-@pytest.fixture(scope="module", autouse=True)
-def pool():
-    vm.warm_up()
-    yield
-    vm.shutdown()
+pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 
 
 def is_correct(answer: str, gold: str, **options) -> bool:

@@ -2,6 +2,7 @@
 checked before anything heavy is loaded so that a bad run fails in a second, not after minutes."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -26,55 +27,71 @@ SCHEDULES = ("constant", "linear", "cosine")
 GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
 
 
+def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
+    """A `TrainConfig` field and its one-line description, kept together so that `rlvr train`'s
+    flags and `--help` are generated from them (`rlvr.config_flags`); `choices` are checked by
+    `validate` and shown in the usage. Metadata rather than comments: it needs no source file."""
+    metadata = {"help": help} if choices is None else {"help": help, "choices": choices}
+    if isinstance(default, (dict, list)):  # mutable: each config gets its own copy
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
 @dataclass
 class TrainConfig:
     # what to train, where, how
-    model: str = "tiny"
-    env: str = "rlvr/Arithmetic-v0"
-    env_args: dict[str, Any] = field(default_factory=dict)
-    algo: str = "grpo"
-    algo_args: dict[str, Any] = field(default_factory=dict)  # overrides of the preset's AlgoConfig fields
+    model: str = setting("tiny", "model directory, or 'tiny' (the built-in ~1M-parameter model)")
+    env: str = setting("rlvr/Arithmetic-v0", "environment id (`rlvr envs` lists them)")
+    env_args: dict[str, Any] = setting({}, "environment keyword argument KEY=VALUE (value read as YAML); repeatable")
+    algo: str = setting("grpo", "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo or ppo")
+    algo_args: dict[str, Any] = setting({}, "override a field of the algorithm preset, KEY=VALUE (e.g. kl_coef=0); "
+                                            "repeatable")
     # one step: tasks_per_step tasks x group_size samples = the batch, in episodes
-    steps: int = 100
-    tasks_per_step: int = 16
-    group_size: int = 8
-    minibatch_size: int | None = None  # episodes per optimizer step (None: the whole batch)
-    micro_batch_size: int | None = None  # episodes per forward/backward (None: the whole minibatch)
-    epochs: int | None = None  # passes over the batch (None: the algorithm's)
+    steps: int = setting(100, "training steps")
+    tasks_per_step: int = setting(16, "tasks per step; the batch is tasks_per_step x group_size episodes")
+    group_size: int = setting(8, "samples per task (G)")
+    minibatch_size: int | None = setting(None, "episodes per optimizer step; none: the whole batch")
+    micro_batch_size: int | None = setting(None, "episodes per forward/backward (gradient accumulation); "
+                                                 "none: the whole minibatch")
+    epochs: int | None = setting(None, "passes over each batch; none: the algorithm's")
     # sampling
-    sampler: str = "vllm"
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 32
+    sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
+    temperature: float = setting(1.0, "sampling temperature")
+    top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
+    max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
     # optimisation
     # Tuned for the tiny model (benchmarks/learning.py). Warm-up matters: Adam's first steps are
     # sign-like, every weight moves by ~lr at once, and the tiny model loses accuracy without it.
-    lr: float = 1e-4
-    lr_schedule: str = "constant"
-    warmup_steps: int = 30
-    weight_decay: float = 0.0
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    max_grad_norm: float = 1.0
+    lr: float = setting(1e-4, "learning rate (AdamW)")
+    lr_schedule: str = setting("constant", "learning rate after the warm-up", choices=SCHEDULES)
+    warmup_steps: int = setting(30, "steps of linear learning-rate warm-up")
+    weight_decay: float = setting(0.0, "AdamW weight decay")
+    adam_betas: tuple[float, float] = setting((0.9, 0.999), "AdamW's beta1 and beta2")
+    max_grad_norm: float = setting(1.0, "clip the gradient's global norm to this")
     # "recompute": the trainer recomputes the old logprobs; "sampler": it still recomputes them,
     # and also weights each token's loss by the truncated importance weight
     # min(pi_old / pi_sampler, tis_cap) (Yao et al., 2025; verl's "decoupled" mode). Needs top_p 1.
-    old_logprobs: str = "recompute"
-    tis_cap: float = 2.0
-    value_model: str = "auto"  # auto: a value head when the algorithm needs values
-    value_lr: float | None = None  # the critic's / value head's learning rate (None: lr)
+    old_logprobs: str = setting("recompute", "recompute, or sampler: also weight each token's loss by "
+                                "min(pi_old / pi_sampler, tis_cap); needs top_p 1", choices=OLD_LOGPROBS)
+    tis_cap: float = setting(2.0, "cap of the truncated importance weight (old_logprobs sampler)")
+    value_model: str = setting("auto", "PPO's values: auto (a value head when the algorithm needs values), none, "
+                               "head or critic", choices=VALUE_MODELS)
+    value_lr: float | None = setting(None, "learning rate of the value head or critic; none: lr")
     # the run
-    seed: int = 0
-    out: str = "runs/latest"
-    save_every: int = 50
-    keep_last: int = 2
-    resume: bool = False
-    eval_tasks: int = 0  # held-out tasks measured before and after (0: no evaluation)
-    eval_every: int = 0  # also every N steps (0: only before and after)
-    eval_seed_start: int = 1_000_000  # held-out tasks: reset seeds eval_seed_start, eval_seed_start + 1, ...
-    eval_temperature: float = 1.0
-    time_limit: float | None = None  # seconds of training; stop (and save) after the step that passes it
-    threads: int | None = None  # torch intra-op threads (None: torch's default)
-    progress: bool = True
+    seed: int = setting(0, "random seed")
+    out: str = setting("runs/latest", "output directory: metrics, checkpoints, reward curve")
+    save_every: int = setting(50, "checkpoint every N steps")
+    keep_last: int = setting(2, "checkpoints kept")
+    resume: bool = setting(False, "continue from the last checkpoint in --out")
+    eval_tasks: int = setting(0, "held-out tasks measured before and after training; 0: no evaluation")
+    eval_every: int = setting(0, "also measure every N steps; 0: only before and after")
+    eval_seed_start: int = setting(1_000_000, "held-out tasks are the reset seeds eval_seed_start, "
+                                   "eval_seed_start + 1, ... (training draws none of them)")
+    eval_temperature: float = setting(1.0, "sampling temperature of the held-out evaluation")
+    time_limit: float | None = setting(None, "seconds of training; stop (then save and evaluate) after the step "
+                                       "that passes it; none: no limit")
+    threads: int | None = setting(None, "torch intra-op threads; none: torch's default")
+    progress: bool = setting(True, "a live progress line on stderr")
 
     @property
     def batch_size(self) -> int:
@@ -132,10 +149,9 @@ class TrainConfig:
         _finite(self)
         _positive(self, "steps", "tasks_per_step", "group_size", "max_tokens", "keep_last", "save_every")
         _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "weight_decay", "seed", "eval_seed_start")
-        _one_of(self, "sampler", SAMPLERS)
-        _one_of(self, "old_logprobs", OLD_LOGPROBS)
-        _one_of(self, "value_model", VALUE_MODELS)
-        _one_of(self, "lr_schedule", SCHEDULES)
+        for f in dataclasses.fields(self):
+            if "choices" in f.metadata:
+                _one_of(self, f.name, f.metadata["choices"])
         for name in ("lr", "max_grad_norm", "tis_cap", "temperature", "eval_temperature"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.cli import UsageError  # bad arguments, or an --out that holds another run
+from trainers.config import TrainConfig  # light (yaml only): the defaults `rlvr train` evaluates with
 
-HELD_OUT_SEED_START = 1_000_000  # the trainer draws training seeds below this
+HELD_OUT_SEED_START = TrainConfig.eval_seed_start  # the trainer draws training seeds below this
 
 
 def add_parser(subparsers) -> None:
@@ -42,7 +43,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-tokens", type=int, default=64, help="tokens per model turn (default 64)")
+    p.add_argument("--max-tokens", type=int, default=TrainConfig.max_tokens,
+                   help="tokens per model turn (default: %(default)s, as rlvr train)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--task-start", type=int, default=HELD_OUT_SEED_START, help="first task seed")
     p.add_argument("--chunk", type=int, default=32, help="tasks per rollout call; the unit of resuming")

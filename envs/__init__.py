@@ -13,6 +13,7 @@ from envs.core import (
     Task,
     TaskNotFoundError,
     TextEnv,
+    TurnResult,
 )
 from envs.episode import Episode
 from envs.registry import (
@@ -26,13 +27,13 @@ from envs.registry import (
     parse_env_args,
     register_builtins,
 )
-from envs.sampler import Sample, Sampler, SamplingSettings
+from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
 
 register_builtins()
 
 __all__ = [
-    "CheckResult", "EnvArgumentError", "EnvCheckError", "EnvError", "EnvInfo", "Episode", "Message",
+    "CheckResult", "EnvArgumentError", "EnvCheckError", "EnvError", "EnvInfo", "Episode", "FinishReason", "Message",
     "MultiTurnEnv", "PluginFailure", "ProceduralTasks", "Sample", "Sampler", "SamplingSettings", "SingleTurnEnv",
-    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "UnknownEnvError", "check_env", "list_envs",
-    "load_plugins", "make", "parse_env_args", "register_builtins",
+    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "TurnResult", "UnknownEnvError", "check_env",
+    "list_envs", "load_plugins", "make", "parse_env_args", "register_builtins",
 ]

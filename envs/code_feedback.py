@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from envs.code import CodeTaskSource, builtin_tasks
 from envs.code_dataset import load_dataset
-from envs.core import Message, MultiTurnEnv
+from envs.core import MultiTurnEnv, TurnResult
 from verifiers.verdict import Outcome, Verdict
 
 REWARD_MODES = ("final", "per_turn")
@@ -62,12 +62,13 @@ class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
         self.reward_mode = reward
         self._init_tasks(tasks, sandbox, scoring, timeout_s)
 
-    def respond(self, action: str) -> tuple[list[Message], float, bool, Verdict]:
+    def respond(self, action: str) -> TurnResult:
         # Feedback needs the failing tests, not only the first: run them all, one sandbox call.
         verdict = self.verify_response(self.task, action, fail_fast=False)
         last = self.turns >= self.max_attempts
         done = verdict.outcome in (Outcome.CORRECT, Outcome.ERROR) or last
         reward = verdict.score if (done or self.reward_mode == "per_turn") else 0.0
         if done:
-            return [], reward, True, verdict
-        return [{"role": "user", "content": feedback_message(verdict, self.turns, self.max_attempts)}], reward, False, verdict
+            return TurnResult([], reward, True, verdict)
+        feedback = feedback_message(verdict, self.turns, self.max_attempts)
+        return TurnResult([{"role": "user", "content": feedback}], reward, False, verdict)

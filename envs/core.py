@@ -6,7 +6,8 @@ turn's reward, `terminated`, `truncated`, and `info` carrying the verifier's `Ve
 The same seed gives the same task, and `options={"task_id": ...}` selects a task so that G
 copies can be reset onto one task for a group.
 
-Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`.
+Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`
+(its `respond` hook returns a `TurnResult`).
 """
 from __future__ import annotations
 
@@ -190,10 +191,35 @@ class SingleTurnEnv(TextEnv):
         return [], lo + (hi - lo) * verdict.score, True, False, verdict
 
 
+@dataclass(frozen=True)
+class TurnResult:
+    """What `MultiTurnEnv.respond` returns for one model turn.
+
+    `reply`: the environment's next messages (e.g. a `user` hint or a `tool` output); ignored when
+    the episode ends. `reward`: this turn's reward (an episode's return is the sum over turns).
+    `done`: the episode ended on this turn (solved, given up, or an error). `verdict`: how this
+    turn was judged; the final turn's verdict is the episode's outcome."""
+
+    reply: list[Message]
+    reward: float
+    done: bool
+    verdict: Verdict
+
+
 class MultiTurnEnv(TextEnv):
-    """Answers each turn until done. Subclasses implement `respond(action)`, returning the reply
-    messages, the turn's reward, whether the episode is done, and the turn's verdict. After
-    `max_turns` model turns without an end the episode is truncated."""
+    """Answers each model turn until done. Subclasses implement the task source and
+    `respond(action) -> TurnResult`.
+
+    `respond` receives the model's text for this turn (a `str`, already appended to the
+    transcript). The current task is `self.task` (a `Task`: its `answer`, `metadata`, ...), and
+    `self.turns` is this turn's number, counting from 1 (already incremented). Per-episode state
+    beyond the task (a search interval, a tool-call count) is reset in `_on_reset`: override it
+    and call `super()._on_reset()`, which zeroes `turns`; `reset` calls it after the task is set.
+
+    `max_turns` bounds the model turns: if turn `max_turns` is not `done`, the episode is
+    truncated there; the turn keeps its reward, its reply is dropped, and the verdict's outcome
+    becomes `truncated` (unless it is `error`, which stays so that the episode is not trained on).
+    Returning anything but a `TurnResult` (e.g. the old 4-tuple) is a `TypeError`."""
 
     kind: ClassVar[str] = "multi-turn"
 
@@ -207,12 +233,16 @@ class MultiTurnEnv(TextEnv):
     def _on_reset(self) -> None:
         self.turns = 0
 
-    def respond(self, action: str) -> tuple[list[Message], float, bool, Verdict]:
+    def respond(self, action: str) -> TurnResult:
         raise NotImplementedError
 
     def _step(self, action: str):
         self.turns += 1
-        reply, reward, done, verdict = self.respond(action)
+        result = self.respond(action)
+        if not isinstance(result, TurnResult):
+            raise TypeError(f"{type(self).__name__}.respond must return envs.TurnResult(reply, reward, done, verdict), "
+                            f"got {type(result).__name__} (the 4-tuple form is no longer accepted)")
+        reply, reward, done, verdict = result.reply, result.reward, result.done, result.verdict
         truncated = not done and self.turns >= self.max_turns
         if truncated and verdict.outcome is not Outcome.ERROR:
             verdict = Verdict(verdict.score, Outcome.TRUNCATED, f"no end after {self.max_turns} turns", verdict.info)

@@ -80,7 +80,7 @@ def summarize(episodes: Sequence[Episode], ks: Sequence[int], *, env_id: str, en
     and the time spent in this run (a resumed run only times what it generated itself)."""
     tasks = _by_task(episodes)
     valid = [ep for ep in episodes if not ep.is_error]
-    outcomes = Counter(str(ep.outcome) for ep in episodes)
+    outcomes = Counter(ep.outcome for ep in episodes)
     task_rewards = [np.mean([ep.reward for ep in g if not ep.is_error]) for g in tasks.values()
                     if any(not ep.is_error for ep in g)]
     reward = dict(zip(("estimate", "ci_low", "ci_high"), bootstrap_ci(task_rewards, seed=seed))) if task_rewards else None
@@ -89,7 +89,7 @@ def summarize(episodes: Sequence[Episode], ks: Sequence[int], *, env_id: str, en
         "tasks": len(tasks), "episodes": len(episodes), "valid_episodes": len(valid),
         "pass_at_k": pass_at_k_summary(episodes, ks, seed=seed),
         "mean_reward": reward,
-        "outcomes": {str(o): outcomes.get(str(o), 0) for o in Outcome},
+        "outcomes": {str(o): outcomes[o] for o in Outcome},  # str keys: plain JSON data
         "tokens": tokens, "seconds": seconds,
         "tokens_per_second": tokens / seconds if tokens is not None and seconds else None,
         "confidence_interval": f"{CONFIDENCE:.0%} percentile bootstrap over tasks, 2000 resamples, seed {seed}",

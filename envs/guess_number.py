@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.core import MultiTurnEnv, ProceduralTasks, Task
+from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
 from verifiers.verdict import Outcome, Verdict
 
 PROMPT = (
@@ -78,14 +78,14 @@ class GuessNumberEnv(ProceduralTasks, MultiTurnEnv):
         super()._on_reset()
         self._lo, self._hi = 1, self.n
 
-    def respond(self, action: str):
+    def respond(self, action: str) -> TurnResult:
         guess = parse_guess(action)
         if isinstance(guess, str):
-            verdict = Verdict(0.0, Outcome.FORMAT_ERROR, guess)
-            return [{"role": "user", "content": f"Reply with one integer between 1 and {self.n}."}], 0.0, False, verdict
+            hint = [{"role": "user", "content": f"Reply with one integer between 1 and {self.n}."}]
+            return TurnResult(hint, 0.0, False, Verdict(0.0, Outcome.FORMAT_ERROR, guess))
         secret = self.task.answer
         if guess == secret:
-            return [], 1.0, True, Verdict(1.0, Outcome.CORRECT, f"guessed {secret} in {self.turns} turns")
+            return TurnResult([], 1.0, True, Verdict(1.0, Outcome.CORRECT, f"guessed {secret} in {self.turns} turns"))
         before = self._hi - self._lo + 1
         if secret > guess:
             self._lo = max(self._lo, guess + 1)
@@ -93,7 +93,8 @@ class GuessNumberEnv(ProceduralTasks, MultiTurnEnv):
             self._hi = min(self._hi, guess - 1)
         score = (before - (self._hi - self._lo + 1)) / before if self.reward_mode == "per_turn" else 0.0
         word = "higher" if secret > guess else "lower"
-        return [{"role": "user", "content": word}], score, False, Verdict(score, Outcome.INCORRECT, f"{guess}: {word}")
+        return TurnResult([{"role": "user", "content": word}], score, False,
+                          Verdict(score, Outcome.INCORRECT, f"{guess}: {word}"))
 
     def reference_action(self) -> str:
         """Binary search: the middle of the numbers still possible."""

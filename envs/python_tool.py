@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from envs.code import SandboxUser, fenced
-from envs.core import Message, MultiTurnEnv, ProceduralTasks, Task
+from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
 from sandbox.types import Limits, Status
 from verifiers import code as code_verifier
 from verifiers import math as math_verifier
@@ -183,13 +183,14 @@ class PythonToolEnv(SandboxUser, ProceduralTasks, MultiTurnEnv):
         """A tool call computing the answer, then the answer."""
         return self.task.reference if self.tool_calls == 0 else f"The answer is \\boxed{{{self.task.answer}}}."
 
-    def respond(self, action: str) -> tuple[list[Message], float, bool, Verdict]:
+    def respond(self, action: str) -> TurnResult:
         if "\\boxed" in action:
             verdict = math_verifier.verify(action, self.task.answer)
-            return [], verdict.score, True, verdict
+            return TurnResult([], verdict.score, True, verdict)
         code = code_verifier.extract_program(action)
         if code is None:
-            return [], 0.0, True, Verdict(0.0, Outcome.FORMAT_ERROR, "neither a ```python tool call nor a \\boxed{} answer")
+            return TurnResult([], 0.0, True, Verdict(0.0, Outcome.FORMAT_ERROR,
+                                                     "neither a ```python tool call nor a \\boxed{} answer"))
         self.tool_calls += 1
         try:
             result = self.get_sandbox().run(
@@ -197,11 +198,11 @@ class PythonToolEnv(SandboxUser, ProceduralTasks, MultiTurnEnv):
                 limits=Limits(timeout_s=self.tool_timeout_s, output_bytes=4 * self.max_output_chars + 1024),
             )
         except Exception as exc:  # noqa: BLE001 - the sandbox failing is the grader's error, not the model's
-            return [], 0.0, True, Verdict(0.0, Outcome.ERROR, f"sandbox call failed: {type(exc).__name__}: {exc}")
+            return TurnResult([], 0.0, True, Verdict(0.0, Outcome.ERROR, f"sandbox call failed: {type(exc).__name__}: {exc}"))
         if result.status is Status.UNAVAILABLE:
-            return [], 0.0, True, Verdict(0.0, Outcome.ERROR, f"sandbox unavailable: {result.detail}"[:300])
+            return TurnResult([], 0.0, True, Verdict(0.0, Outcome.ERROR, f"sandbox unavailable: {result.detail}"[:300]))
         output = format_tool_output(result.stdout, result.stderr, result.status, result.exit_code,
                                     self.tool_timeout_s, self.max_output_chars)
         verdict = Verdict(0.0, Outcome.INCORRECT, f"tool call {self.tool_calls}: no answer yet",
                           {"tool_status": str(result.status), "tool_exit_code": result.exit_code})
-        return [{"role": self.tool_role, "content": output}], 0.0, False, verdict
+        return TurnResult([{"role": self.tool_role, "content": output}], 0.0, False, verdict)

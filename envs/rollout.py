@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from envs.core import EnvError, Message
 from envs.episode import Episode
 from envs.registry import make
-from envs.sampler import Sample, Sampler, SamplingSettings, Tokenizer
+from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings, Tokenizer
 from verifiers.verdict import Outcome, Verdict
 
 TURN_SEED_STRIDE = 1_000_003
@@ -118,7 +118,7 @@ class _Run:
     turn_rewards: list[float] = field(default_factory=list)
     verdict: Verdict | None = None
     outcome: Outcome | None = None
-    finish_reason: str = ""
+    finish_reason: FinishReason | None = None  # of the last model turn; None until one is sampled
     turns: int = 0
     error: str | None = None
     note: str = ""
@@ -137,7 +137,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
     run.completion_ids += sample.token_ids
     run.loss_mask += [1] * len(sample.token_ids)
     run.logprobs += sample.logprobs
-    run.finish_reason = sample.finish_reason
+    run.finish_reason = FinishReason(sample.finish_reason)  # a duck-typed sample may carry a str
     run.turns += 1
     try:
         text = tokenizer.decode(list(sample.token_ids), skip_special_tokens=True)
@@ -152,7 +152,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
             run.error, run.outcome = verdict.detail or "the verifier failed", Outcome.ERROR
         elif terminated or truncated:
             run.outcome = verdict.outcome
-            if sample.finish_reason == "length" and verdict.outcome is not Outcome.CORRECT:
+            if run.finish_reason is FinishReason.LENGTH and verdict.outcome is not Outcome.CORRECT:
                 run.outcome = Outcome.TRUNCATED
         else:
             ended = bool(sample.token_ids) and sample.token_ids[-1] == tokenizer.eos_token_id

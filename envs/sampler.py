@@ -3,6 +3,7 @@ consumed by rollouts in `envs`. Plain data in and out, so it can cross a process
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Protocol, Sequence, runtime_checkable
 
 
@@ -19,14 +20,26 @@ class SamplingSettings:
             raise ValueError(f"bad sampling settings: {self}")
 
 
+class FinishReason(StrEnum):
+    """Why a completion ended, in the vocabulary vLLM and OpenAI-compatible servers use. A
+    StrEnum, so it compares equal to and serialises as the plain string ("stop", "length")."""
+
+    STOP = "stop"  # eos, a stop string or a stop token
+    LENGTH = "length"  # the `max_tokens` budget ran out
+
+
 @dataclass(frozen=True)
 class Sample:
     """One completion: exactly the token ids the model produced (never re-tokenized), each
-    token's logprob under the sampler, and why it stopped ("stop" or "length")."""
+    token's logprob under the sampler, and why it stopped. A plain string finish reason is
+    converted (so third-party samplers may still pass "stop"); an unknown one is a ValueError."""
 
     token_ids: tuple[int, ...]
     logprobs: tuple[float, ...]
-    finish_reason: str
+    finish_reason: FinishReason
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "finish_reason", FinishReason(self.finish_reason))
 
 
 @runtime_checkable

@@ -11,8 +11,9 @@ import pytest
 
 from conftest import require
 from envs.episode import Episode
-from envs.episode_log import EpisodeLogError, append_records, load_complete_groups, read_records
+from envs.episode_log import EpisodeLogError, append_records, episode_from_record, load_complete_groups, read_records
 from envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
+from envs.sampler import FinishReason
 from rlvr.cli import main
 from verifiers.verdict import Outcome
 
@@ -95,6 +96,26 @@ def test_log_resumes_after_a_torn_write(tmp_path):
     assert path.read_text() == "".join(text.splitlines(keepends=True)[:5])  # rewritten without the rest
     append_records(path, [EPISODES[5].to_dict()])
     assert len(read_records(path)) == 6  # appending after the repair makes whole lines
+
+
+def test_finish_reasons_round_trip_through_the_log_as_plain_strings(tmp_path):
+    """Enums in memory, the same plain strings on disk as before they were enums."""
+    eps = [episode(0, C, 1.0), episode(0, I, 0.0), episode(0, Outcome.TRUNCATED, 0.0)]
+    eps[1].finish_reason, eps[2].finish_reason = FinishReason.LENGTH, None  # None: the model never sampled
+    path = tmp_path / "episodes.jsonl"
+    append_records(path, [ep.to_dict() for ep in eps])
+    raw = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["finish_reason"], r["outcome"]) for r in raw] == [("stop", "correct"), ("length", "incorrect"),
+                                                                  ("", "truncated")]
+    back = [episode_from_record(r) for r in read_records(path)]
+    assert back == eps
+    assert [ep.finish_reason for ep in back] == [FinishReason.STOP, FinishReason.LENGTH, None]
+    assert all(type(ep.outcome) is Outcome for ep in back) and type(back[0].finish_reason) is FinishReason
+    # An episode built from strings (an old log line, a hand-made record) holds the enums too.
+    old = Episode.from_dict({**eps[1].to_dict(), "outcome": "error", "finish_reason": "length"})
+    assert old.is_error and old.finish_reason is FinishReason.LENGTH
+    with pytest.raises(ValueError):
+        Episode.from_dict({**eps[0].to_dict(), "finish_reason": "abort"})
 
 
 def test_log_refuses_a_damaged_middle(tmp_path):

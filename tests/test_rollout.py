@@ -10,7 +10,7 @@ import pytest
 from conftest import require
 from envs.core import ProceduralTasks, SingleTurnEnv, Task
 from envs.rollout import Group, reply_ids, rollout
-from envs.sampler import SamplingSettings
+from envs.sampler import FinishReason, SamplingSettings
 from trainers.models import load_causal_lm
 from trainers.samplers import HFSampler
 from verifiers.verdict import Outcome, Verdict
@@ -126,7 +126,7 @@ def test_turns_cut_by_max_tokens_are_closed_by_the_template(hf_sampler, tokenize
                      sampling=SamplingSettings(max_tokens=2, seed=1), progress=False)
     for ep in groups[0].episodes:
         assert_token_exact(ep, sampler.calls, tokenizer)
-        assert ep.finish_reason == "length" and ep.outcome is Outcome.TRUNCATED
+        assert ep.finish_reason is FinishReason.LENGTH and ep.outcome is Outcome.TRUNCATED
         (start, end, _), = [r for r in mask_runs(ep) if r[2] == 0]
         assert ep.completion_ids[start] == tokenizer.eos_token_id and ep.completion_ids[start - 1] != tokenizer.eos_token_id
 

@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from envs.sampler import Sample, SamplingSettings
+from envs.sampler import FinishReason, Sample, SamplingSettings
 from conftest import require
 from trainers.models import resolve_model
 from trainers.samplers import HFSampler
@@ -73,9 +73,9 @@ def test_samples_end_as_reported(sampler, tokenizer, prompts):
     settings = SamplingSettings(temperature=1.0, max_tokens=10, seed=2)
     samples = [s for group in sampler.generate(prompts, 8, settings) for s in group]
     for s in samples:
-        assert s.finish_reason in ("stop", "length")
+        assert s.finish_reason in (FinishReason.STOP, FinishReason.LENGTH) and type(s.finish_reason) is FinishReason
         eos_at = [i for i, t in enumerate(s.token_ids) if t == tokenizer.eos_token_id]
-        if s.finish_reason == "stop":  # ends at its one eos: HF's padding after it is cut off
+        if s.finish_reason is FinishReason.STOP:  # ends at its one eos: HF's padding after it is cut off
             assert eos_at == [len(s.token_ids) - 1]
         else:
             assert len(s.token_ids) == settings.max_tokens and not eos_at
@@ -84,7 +84,7 @@ def test_samples_end_as_reported(sampler, tokenizer, prompts):
 def test_stop_strings_cut_like_vllm(sampler, tokenizer, prompts):
     stop = tuple("{}0123456789")  # the tiny model answers \boxed{N}
     samples = [s for g in sampler.generate(prompts, 4, SamplingSettings(max_tokens=16, stop=stop, seed=3)) for s in g]
-    stopped = [s for s in samples if s.finish_reason == "stop" and s.token_ids[-1] != tokenizer.eos_token_id]
+    stopped = [s for s in samples if s.finish_reason is FinishReason.STOP and s.token_ids[-1] != tokenizer.eos_token_id]
     assert stopped, "no sample ended on a stop string"
     for s in stopped:  # the last token completes the first stop string; the text before has none
         assert any(x in tokenizer.decode(s.token_ids, skip_special_tokens=True) for x in stop)

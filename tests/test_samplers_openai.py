@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from conftest import require
-from envs.sampler import SamplingSettings
+from envs.sampler import FinishReason, SamplingSettings
 from rlvr.cli import main
 from test_samplers import reference_logprobs
 from trainers.samplers import HFSampler, OpenAISampler, SamplerError
@@ -80,8 +80,8 @@ def test_served_samples_are_token_exact_with_sampled_logprobs(server, prompts, h
     assert [len(g) for g in out] == [3, 3]
     for prompt, group in zip(prompts, out):
         for s in group:
-            assert s.finish_reason in ("stop", "length") and len(s.token_ids) == len(s.logprobs) >= 1
-            assert (s.finish_reason == "stop") == (s.token_ids[-1] == tokenizer.eos_token_id)
+            assert type(s.finish_reason) is FinishReason and len(s.token_ids) == len(s.logprobs) >= 1
+            assert (s.finish_reason is FinishReason.STOP) == (s.token_ids[-1] == tokenizer.eos_token_id)
             ref = reference_logprobs(hf_model, prompt, s.token_ids, 0.8)
             assert torch.allclose(torch.tensor(s.logprobs), ref, atol=1e-4)
     assert sampler.generate(prompts, 3, settings) == out  # seeded: reproducible

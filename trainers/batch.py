@@ -15,6 +15,7 @@ from typing import Sequence
 import torch
 
 from envs.episode import Episode
+from envs.sampler import FinishReason
 from verifiers.verdict import Outcome
 
 
@@ -132,7 +133,7 @@ def is_truncated(ep: Episode) -> bool:
     """Cut off by a length limit, so unfinished rather than wrong (DAPO's overlong filtering):
     the last turn hit the token budget, or a multi-turn episode hit the context limit."""
     context_cut = ep.outcome is Outcome.TRUNCATED and CONTEXT_CUT_NOTE in str(ep.metadata.get("detail", ""))
-    return ep.finish_reason == "length" or context_cut
+    return ep.finish_reason is FinishReason.LENGTH or context_cut
 
 
 def turn_end_columns(loss_mask: Sequence[int], turns: int) -> list[int]:

@@ -31,6 +31,7 @@ from trainers.metrics import MetricsLogger
 from trainers.phases import (
     StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch,
 )
+from verifiers.verdict import Outcome
 
 SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
 
@@ -245,13 +246,13 @@ class Trainer:
         valid = [ep for ep in r.all_episodes if not ep.is_error]
         rewards = np.array([ep.reward for ep in valid], dtype=np.float64)
         lengths = [sum(ep.loss_mask) for ep in valid]
-        outcomes = [str(ep.outcome) for ep in valid]
+        outcomes = [ep.outcome for ep in valid]
         n = max(len(valid), 1)
         return {
             "reward_mean": float(rewards.mean()) if len(rewards) else 0.0,
             "reward_std": float(rewards.std()) if len(rewards) else 0.0,
-            "pass_rate": outcomes.count("correct") / n,
-            "format_error_rate": outcomes.count("format_error") / n,
+            "pass_rate": outcomes.count(Outcome.CORRECT) / n,
+            "format_error_rate": outcomes.count(Outcome.FORMAT_ERROR) / n,
             "truncated_rate": sum(is_truncated(ep) for ep in valid) / n,  # budget or context cut
             "response_length": float(np.mean(lengths)) if lengths else 0.0,
             "tokens_generated": int(sum(lengths)),
@@ -276,7 +277,7 @@ class Trainer:
         episodes = [ep for g in groups for ep in g.episodes if not ep.is_error]
         k = max(len(episodes), 1)
         return {
-            "accuracy": sum(str(ep.outcome) == "correct" for ep in episodes) / k,
+            "accuracy": sum(ep.outcome is Outcome.CORRECT for ep in episodes) / k,
             "reward_mean": sum(ep.reward for ep in episodes) / k,
             "tasks": n, "errors": sum(len(g.episodes) for g in groups) - len(episodes),
         }

@@ -14,7 +14,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 
-from envs.sampler import Sample, SamplingSettings
+from envs.sampler import FinishReason, Sample, SamplingSettings
 
 
 class HFSampler:
@@ -104,9 +104,9 @@ class HFSampler:
         eos_end = next((i + 1 for i, t in enumerate(tokens) if t in eos), None)
         stop_end = self._stop_string_end(tokens[: eos_end or len(tokens)], sampling.stop)
         if stop_end is not None or eos_end is not None:
-            end, reason = (stop_end or eos_end), "stop"
+            end, reason = (stop_end or eos_end), FinishReason.STOP
         else:
-            end, reason = sampling.max_tokens, "length"
+            end, reason = sampling.max_tokens, FinishReason.LENGTH
             if len(tokens) < end:
                 raise RuntimeError(f"generate returned {len(tokens)} tokens for an unfinished row (expected {end})")
         return Sample(tuple(tokens[:end]), tuple(logprobs[:end]), reason)

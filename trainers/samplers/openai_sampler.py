@@ -18,7 +18,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from envs.sampler import Sample, SamplingSettings
+from envs.sampler import FinishReason, Sample, SamplingSettings
 from sandbox.errors import RlvrError
 
 VLLM_EXTRAS = {"return_token_ids": True, "return_tokens_as_token_ids": True}
@@ -119,6 +119,6 @@ class OpenAISampler:
         else:
             lps = [math.nan if lp is None else float(lp) for lp in token_logprobs]
         finish = choice.get("finish_reason")
-        if finish not in ("stop", "length"):
+        if finish not in tuple(FinishReason):  # e.g. "content_filter", "tool_calls"
             raise SamplerError(f"unexpected finish_reason {finish!r}")
-        return Sample(tuple(ids), tuple(lps), finish)
+        return Sample(tuple(ids), tuple(lps), FinishReason(finish))

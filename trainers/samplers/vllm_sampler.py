@@ -23,7 +23,7 @@ import gc
 import os
 from typing import Any, Iterable, Sequence
 
-from envs.sampler import Sample, SamplingSettings
+from envs.sampler import FinishReason, Sample, SamplingSettings
 
 
 CPU_KV_CACHE_MAX_BYTES = 2 * 2**30  # cap on the default KV cache on CPU (about a million tokens of the tiny model)
@@ -175,6 +175,6 @@ def _to_sample(completion: Any) -> Sample:
         raise RuntimeError("vLLM returned no per-token logprobs; was logprobs=0 dropped?")
     logprobs = tuple(float(step[t].logprob) for step, t in zip(completion.logprobs, token_ids))
     # vLLM reports "stop" for eos, stop strings and stop tokens, "length" at max_tokens.
-    if completion.finish_reason not in ("stop", "length"):
+    if completion.finish_reason not in tuple(FinishReason):  # e.g. "abort": not a completion to train on
         raise RuntimeError(f"vLLM ended a completion with {completion.finish_reason!r}")
-    return Sample(token_ids, logprobs, completion.finish_reason)
+    return Sample(token_ids, logprobs, FinishReason(completion.finish_reason))

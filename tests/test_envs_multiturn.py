@@ -1,0 +1,99 @@
+"""The `MultiTurnEnv.respond` contract: a `TurnResult` per turn, what `respond` sees, per-episode
+state reset, `max_turns` truncation, and a clear error for the old 4-tuple return."""
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import envs
+from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
+from envs.sampler import FinishReason, Sample
+from verifiers.verdict import Outcome, Verdict
+
+
+class EchoEnv(ProceduralTasks, MultiTurnEnv):
+    """Say the task's word to win; every other turn is answered with the turn number."""
+
+    def __init__(self, max_turns: int = 3):
+        super().__init__(max_turns=max_turns)
+        self.seen: list[str] = []
+
+    def make_task(self, seed: int) -> Task:
+        return Task(str(seed), [{"role": "user", "content": "say the word"}], answer=f"w{seed}",
+                    reference=f"w{seed}", wrong="no")
+
+    def _on_reset(self) -> None:
+        super()._on_reset()
+        self.seen = []
+
+    def respond(self, action: str) -> TurnResult:
+        self.seen.append(action)
+        if action == self.task.answer:
+            return TurnResult([{"role": "user", "content": "ignored: done"}], 1.0, True, Verdict(1.0, Outcome.CORRECT))
+        if action == "crash":
+            return TurnResult([], 0.0, False, Verdict(0.0, Outcome.ERROR, "grader down"))
+        return TurnResult([{"role": "user", "content": f"turn {self.turns}"}], 0.25, False,
+                          Verdict(0.25, Outcome.INCORRECT, "wrong"))
+
+
+class TupleEnv(EchoEnv):
+    """Still on the old hook shape."""
+
+    def respond(self, action: str):
+        return [], 1.0, True, Verdict(1.0, Outcome.CORRECT)
+
+
+def test_turn_results_drive_the_episode():
+    env = EchoEnv(max_turns=3)
+    env.reset(options={"task_id": "5"})
+    reply, reward, terminated, truncated, info = env.step("a")
+    assert reply == [{"role": "user", "content": "turn 1"}] and reward == 0.25 and not (terminated or truncated)
+    assert info["verdict"].outcome is Outcome.INCORRECT
+    reply, reward, terminated, truncated, info = env.step("w5")
+    assert reply == [] and reward == 1.0 and terminated and not truncated  # the reply of a final turn is dropped
+    assert info["verdict"].outcome is Outcome.CORRECT and env.seen == ["a", "w5"]
+    env.reset(options={"task_id": "5"})
+    assert env.seen == [] and env.turns == 0  # _on_reset cleared the episode's state
+
+
+def test_max_turns_truncates_but_keeps_errors():
+    env = EchoEnv(max_turns=2)
+    env.reset(seed=0)
+    env.step("a")
+    reply, reward, terminated, truncated, info = env.step("b")
+    assert reply == [] and reward == 0.25 and truncated and not terminated
+    assert info["verdict"].outcome is Outcome.TRUNCATED
+    env.reset(seed=0)
+    env.step("a")
+    *_, truncated, info = env.step("crash")
+    assert truncated and info["verdict"].outcome is Outcome.ERROR  # a grader failure stays an error
+
+
+def test_tuple_from_respond_is_a_clear_type_error():
+    env = TupleEnv()
+    env.reset(seed=1)
+    with pytest.raises(TypeError, match=r"TupleEnv\.respond must return envs\.TurnResult.*got tuple"):
+        env.step("w1")
+    gym.register(id="rlvrtest/TupleEnv-v0", entry_point=TupleEnv)
+    try:
+        wrapped = gym.make("rlvrtest/TupleEnv-v0")
+        wrapped.reset(seed=1)
+        with pytest.raises(TypeError, match="TupleEnv"):  # through Gymnasium's wrappers too
+            wrapped.step("w1")
+    finally:
+        gym.registry.pop("rlvrtest/TupleEnv-v0")
+
+
+def test_turn_result_is_frozen_and_exported():
+    result = TurnResult([], 0.0, True, Verdict(0.0, Outcome.INCORRECT))
+    with pytest.raises(AttributeError):
+        result.done = False  # type: ignore[misc]
+    assert envs.TurnResult is TurnResult and envs.FinishReason is FinishReason
+
+
+def test_finish_reason_values_and_sample_coercion():
+    assert [str(r) for r in FinishReason] == ["stop", "length"]
+    sample = Sample((1, 2), (-0.1, -0.2), "length")  # a third-party sampler's plain string
+    assert sample.finish_reason is FinishReason.LENGTH and sample.finish_reason == "length"
+    with pytest.raises(ValueError):
+        Sample((1,), (-0.1,), "abort")

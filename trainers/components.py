@@ -11,7 +11,6 @@ import torch
 from torch import nn
 
 from envs.sampler import Sample, SamplingSettings
-from trainers.algorithms import AlgoConfig
 from trainers.config import ConfigError, TrainConfig
 from trainers.policy import Critic, ValueHead
 
@@ -63,20 +62,20 @@ class Models:
             self.critic.head.load_state_dict(state["critic_head"])
 
 
-def build_models(config: TrainConfig, algo: AlgoConfig, resume_from: Path | None) -> Models:
+def build_models(config: TrainConfig, needs_reference: bool, needs_values: bool, resume_from: Path | None) -> Models:
     """Policy from the checkpoint (or the base model), reference from the base model when KL is
-    on, and a value head or critic when the algorithm needs values."""
+    on (`needs_reference`), and a value head or critic when the algorithm needs values."""
     from trainers.models import load_causal_lm, load_tokenizer, resolve_model
 
     path = resolve_model(config.model)
     policy = _eval(load_causal_lm(resume_from or path))
     models = Models(path=path, tokenizer=load_tokenizer(path), policy=policy)
-    if algo.needs_reference:
+    if needs_reference:
         models.reference = _eval(load_causal_lm(path)).requires_grad_(False)
-    kind = config.value_model if config.value_model != "auto" else ("head" if algo.needs_value_head else "none")
-    if algo.needs_value_head and kind == "head":
+    kind = config.value_model if config.value_model != "auto" else ("head" if needs_values else "none")
+    if needs_values and kind == "head":
         models.value_head = ValueHead(policy.config.hidden_size)
-    elif algo.needs_value_head and kind == "critic":
+    elif needs_values and kind == "critic":
         critic_path = resume_from / CRITIC_DIR if resume_from is not None else path
         models.critic = Critic(_eval(load_causal_lm(critic_path)))
     return models

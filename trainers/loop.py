@@ -80,7 +80,7 @@ class Trainer:
         resume_from = self._resume_point()
         if resume_from is None:
             _seed_everything(config.seed)
-        self.models: Models = build_models(config, self.algo, resume_from)
+        self.models: Models = build_models(config, self.algo.needs_reference, self.algo.needs_value_head, resume_from)
         self.policy = self.models.policy
         self.optimizer = build_optimizer(config, self.models)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)

@@ -78,7 +78,7 @@ def test_bad_rewards_raise_clear_errors():
     with pytest.raises(ValueError, match="group_ids"):
         grpo_advantages([0.0, 1.0])
     with pytest.raises(ValueError, match="group_ids"):
-        rloo_advantages([0.0, 1.0], group_ids=[0])
+        rloo_advantages([0.0, 1.0], group_ids_B=[0])
     with pytest.raises(ValueError, match="num_groups"):
         grpo_advantages(torch.zeros(2, 2, 2))
 
@@ -171,7 +171,7 @@ def test_dynamic_sampling_keeps_groups_with_signal():
     grid = [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.5, 0.5, 0.25]]
     assert dynamic_sampling_keep(grid).tolist() == [False, True, False, True]
     # flat form answers per episode; a group of one has no signal
-    keep = dynamic_sampling_keep([1.0, 1.0, 0.0, 1.0, 0.3], group_ids=[3, 3, 8, 8, 1])
+    keep = dynamic_sampling_keep([1.0, 1.0, 0.0, 1.0, 0.3], group_ids_B=[3, 3, 8, 8, 1])
     assert keep.tolist() == [False, False, True, True, False]
 
 

@@ -16,6 +16,10 @@ minibatch's loss is its exact share and gradient accumulation does not change th
 
 Masks may be bool or float (0/1); positions where the mask is 0 never reach the result, even if
 they hold NaN or inf.
+
+Names carry their shape where it varies (B = episodes in the batch, T = token positions:
+`loss_BT`, `row_sums_B`); the masked helpers (`masked_zero`, `masked_sum`, `masked_mean`) take
+any shape and keep plain names.
 """
 from __future__ import annotations
 
@@ -27,100 +31,109 @@ from torch import Tensor
 AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
 
 
-def check_bt(name: str, x: Tensor, like: Tensor) -> None:
-    """Raise a clear ValueError unless `x` has the `(B, T)` shape of `like`."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.shape != like.shape:
-        raise ValueError(f"{name} has shape {tuple(x.shape)}, expected {tuple(like.shape)}")
+def check_bt(name: str, x_BT: Tensor, like_BT: Tensor) -> None:
+    """Raise a clear ValueError unless `x_BT` has the `(B, T)` shape of `like_BT`."""
+    if not isinstance(x_BT, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x_BT).__name__}")
+    if x_BT.shape != like_BT.shape:
+        raise ValueError(f"{name} has shape {tuple(x_BT.shape)}, expected {tuple(like_BT.shape)}")
 
 
 def as_bool_mask(mask: Tensor) -> Tensor:
+    """`mask` (any shape, bool or 0/1) as bool, same shape."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
     return mask if mask.dtype == torch.bool else mask != 0
 
 
 def as_float_mask(mask: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """`mask` (any shape, bool or 0/1) as 0/1 of `dtype`, same shape."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
     return mask.to(dtype)
 
 
 def masked_zero(x: Tensor, mask: Tensor) -> Tensor:
-    """`x` where the mask is set, exactly 0 elsewhere (NaN/inf off the mask cannot leak)."""
+    """`x` where the mask is set, exactly 0 elsewhere (NaN/inf off the mask cannot leak). Any
+    shape; `mask` has `x`'s, and so does the result."""
     return torch.where(as_bool_mask(mask), x, torch.zeros((), dtype=x.dtype, device=x.device))
 
 
 def masked_sum(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """Sum over masked positions: a scalar, or `x`'s shape without `dim` (`(B, T)`, dim=-1 ->
+    `(B,)`). Any shape; `mask` has `x`'s."""
     m = as_float_mask(mask, x.dtype)
     xz = masked_zero(x, mask) * m
     return xz.sum() if dim is None else xz.sum(dim)
 
 
 def masked_mean(x: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
-    """Mean over masked positions; 0 (not NaN) where there are none."""
+    """Mean over masked positions; 0 (not NaN) where there are none. A scalar, or `x`'s shape
+    without `dim` (`(B, T)`, dim=-1 -> `(B,)`). Any shape; `mask` has `x`'s."""
     m = as_float_mask(mask, x.dtype)
     count = m.sum() if dim is None else m.sum(dim)
     total = masked_sum(x, mask, dim)
     return total / torch.where(count > 0, count, torch.ones_like(count))
 
 
-def turn_ends(mask: Tensor) -> tuple[Tensor, Tensor]:
-    """Each run of consecutive masked tokens is one model turn (the environment's tokens, mask 0,
-    separate turns). Returns `(ends_BT, lengths_BT)`: True at each turn's last model token, and
-    there the turn's number of model tokens (0 elsewhere)."""
-    m = as_bool_mask(mask)
-    if m.dim() != 2:
-        raise ValueError(f"mask must be (B, T), got shape {tuple(m.shape)}")
-    after = torch.cat([m[:, 1:], torch.zeros_like(m[:, :1])], dim=1)
-    ends = m & ~after
-    count = m.long().cumsum(dim=1)
-    before_run = torch.where(m, torch.zeros_like(count), count).cummax(dim=1).values  # count at the last 0
-    return ends, torch.where(ends, count - before_run, torch.zeros_like(count))
+def turn_ends(mask_BT: Tensor) -> tuple[Tensor, Tensor]:
+    """Each run of consecutive masked tokens of `mask_BT (B, T)` is one model turn (the
+    environment's tokens, mask 0, separate turns). Returns `(ends_BT, lengths_BT)`, both
+    `(B, T)`: True at each turn's last model token, and there the turn's number of model tokens
+    (0 elsewhere)."""
+    m_BT = as_bool_mask(mask_BT)
+    if m_BT.dim() != 2:
+        raise ValueError(f"mask must be (B, T), got shape {tuple(m_BT.shape)}")
+    after_BT = torch.cat([m_BT[:, 1:], torch.zeros_like(m_BT[:, :1])], dim=1)
+    ends_BT = m_BT & ~after_BT
+    count_BT = m_BT.long().cumsum(dim=1)
+    # the count at the last 0 before each position
+    before_run_BT = torch.where(m_BT, torch.zeros_like(count_BT), count_BT).cummax(dim=1).values
+    return ends_BT, torch.where(ends_BT, count_BT - before_run_BT, torch.zeros_like(count_BT))
 
 
-def loss_denominator(mask: Tensor, mode: str) -> Tensor:
-    """This mask's contribution to the step's denominator (additive over minibatches/ranks):
-    the number of masked tokens for ``token_mean``; otherwise the number of sequences that have
-    at least one masked token (a row with no tokens is not a sequence to average over)."""
+def loss_denominator(mask_BT: Tensor, mode: str) -> Tensor:
+    """This mask's `(B, T)` contribution to the step's denominator (additive over
+    minibatches/ranks), a scalar: the number of masked tokens for ``token_mean``; otherwise the
+    number of sequences that have at least one masked token (a row with no tokens is not a
+    sequence to average over)."""
     _check_mode(mode)
-    m = as_float_mask(mask)
+    m_BT = as_float_mask(mask_BT)
     if mode == "token_mean":
-        return m.sum()
-    return (m.sum(dim=-1) > 0).to(torch.float32).sum()
+        return m_BT.sum()
+    return (m_BT.sum(dim=-1) > 0).to(torch.float32).sum()
 
 
 def aggregate_loss(
-    loss: Tensor,
-    mask: Tensor,
+    loss_BT: Tensor,
+    mask_BT: Tensor,
     mode: str,
     denominator: float | Tensor | None = None,
     constant_length: int | None = None,
 ) -> Tensor:
-    """Reduce a per-token `loss (B, T)` to a scalar with `mask (B, T)`.
+    """Reduce a per-token `loss_BT (B, T)` to a scalar with `mask_BT (B, T)`.
 
     `denominator`: the global count for the whole optimizer step (see module docstring); None
-    uses this batch's own `loss_denominator(mask, mode)`. `constant_length` is required by
+    uses this batch's own `loss_denominator(mask_BT, mode)`. `constant_length` is required by
     ``seq_mean_token_sum_norm``. An all-zero mask gives 0 (with a graph), never NaN."""
     _check_mode(mode)
-    if not isinstance(loss, Tensor) or loss.dim() != 2:
-        raise ValueError(f"loss must be a (B, T) tensor, got {getattr(loss, 'shape', type(loss))}")
-    check_bt("mask", mask, loss)
+    if not isinstance(loss_BT, Tensor) or loss_BT.dim() != 2:
+        raise ValueError(f"loss must be a (B, T) tensor, got {getattr(loss_BT, 'shape', type(loss_BT))}")
+    check_bt("mask", mask_BT, loss_BT)
     if denominator is None:
-        denominator = loss_denominator(mask, mode)
-    denom = torch.as_tensor(denominator, dtype=loss.dtype, device=loss.device)
+        denominator = loss_denominator(mask_BT, mode)
+    denom = torch.as_tensor(denominator, dtype=loss_BT.dtype, device=loss_BT.device)
     if denom.dim() != 0 or not bool(torch.isfinite(denom)) or float(denom) < 0:
         raise ValueError(f"denominator must be a finite non-negative scalar, got {denominator!r}")
 
-    row_sums = masked_sum(loss, mask, dim=-1)  # (B,)
+    row_sums_B = masked_sum(loss_BT, mask_BT, dim=-1)
     if mode == "token_mean":
-        numerator = row_sums.sum()
+        numerator = row_sums_B.sum()
     elif mode == "seq_mean_token_mean":
-        counts = as_float_mask(mask, loss.dtype).sum(dim=-1)
-        numerator = (row_sums / torch.where(counts > 0, counts, torch.ones_like(counts))).sum()
+        counts_B = as_float_mask(mask_BT, loss_BT.dtype).sum(dim=-1)
+        numerator = (row_sums_B / torch.where(counts_B > 0, counts_B, torch.ones_like(counts_B))).sum()
     elif mode == "seq_mean_token_sum":
-        numerator = row_sums.sum()
+        numerator = row_sums_B.sum()
     else:
         if (
             constant_length is None
@@ -131,7 +144,7 @@ def aggregate_loss(
             raise ValueError(
                 f"seq_mean_token_sum_norm needs a positive constant_length, got {constant_length!r}"
             )
-        numerator = row_sums.sum() / constant_length
+        numerator = row_sums_B.sum() / constant_length
     # A zero denominator only comes with an empty mask, whose numerator is 0: divide by 1.
     return numerator / torch.where(denom > 0, denom, torch.ones_like(denom))
 

@@ -17,6 +17,9 @@ on samples from pi, are something else (expectations over y ~ pi, d log pi = gra
   the reverse direction (GRPO's k3-in-loss optimises KL(pi_ref || pi); Tang & Munos 2025).
 Where it goes is the preset's `kl_placement`: ``reward`` subtracts `coef * kl` from the reward
 (`kl_penalized_rewards`, computed without gradient), ``loss`` adds `coef * kl` per token to the loss.
+
+Names carry their shape where it varies (B = episodes in the batch, T = token positions:
+`logprobs_BT`).
 """
 from __future__ import annotations
 
@@ -33,47 +36,50 @@ _MAX_K3 = 10.0  # verl / OpenRLHF clamp k3 to [-10, 10] on output
 
 
 def kl_estimate(
-    logprobs: Tensor, ref_logprobs: Tensor, mask: Tensor | None = None, estimator: str = "k3"
+    logprobs_BT: Tensor, ref_logprobs_BT: Tensor, mask_BT: Tensor | None = None, estimator: str = "k3"
 ) -> Tensor:
-    """Per-token estimate `(B, T)` of KL(pi || pi_ref); 0 where `mask` is 0. Differentiable in
-    `logprobs` (detach them yourself for the reward placement); see the module docstring for what
-    the gradient of each estimator is. k3 has zero gradient where its output clamp acts."""
+    """Per-token estimate `(B, T)` of KL(pi || pi_ref) from `logprobs_BT` and `ref_logprobs_BT`
+    (both `(B, T)`); 0 where `mask_BT` is 0. Differentiable in `logprobs_BT` (detach them yourself
+    for the reward placement); see the module docstring for what the gradient of each estimator
+    is. k3 has zero gradient where its output clamp acts."""
     if estimator not in KL_ESTIMATORS:
         raise ValueError(f"unknown KL estimator {estimator!r}; known: {', '.join(KL_ESTIMATORS)}")
-    check_bt("ref_logprobs", ref_logprobs, logprobs)
-    log_ratio = logprobs - ref_logprobs.detach()
-    if mask is not None:
-        check_bt("mask", mask, logprobs)
-        log_ratio = torch.where(as_bool_mask(mask), log_ratio, torch.zeros_like(log_ratio))
+    check_bt("ref_logprobs", ref_logprobs_BT, logprobs_BT)
+    log_ratio_BT = logprobs_BT - ref_logprobs_BT.detach()
+    if mask_BT is not None:
+        check_bt("mask", mask_BT, logprobs_BT)
+        log_ratio_BT = torch.where(as_bool_mask(mask_BT), log_ratio_BT, torch.zeros_like(log_ratio_BT))
     if estimator == "k1":
-        return log_ratio
+        return log_ratio_BT
     if estimator == "k2":
-        return 0.5 * log_ratio.square()
-    lr = log_ratio.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
-    k3 = torch.expm1(-lr) + lr  # exp(-x) - 1 + x; expm1 keeps precision near x = 0
-    return k3.clamp(-_MAX_K3, _MAX_K3)
+        return 0.5 * log_ratio_BT.square()
+    lr_BT = log_ratio_BT.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    k3_BT = torch.expm1(-lr_BT) + lr_BT  # exp(-x) - 1 + x; expm1 keeps precision near x = 0
+    return k3_BT.clamp(-_MAX_K3, _MAX_K3)
 
 
 @torch.no_grad()
-def kl_penalized_rewards(rewards: Tensor, kl: Tensor, mask: Tensor, coef: float) -> Tensor:
-    """KL in the reward. `rewards (B, T)` per token (PPO): `r - coef * kl` on masked tokens.
-    `rewards (B,)` per sequence (REINFORCE/RLOO/GRPO): `r - coef * sum_t kl` over the sequence's
-    model tokens. No gradient flows: the penalty is part of the return, not of the loss."""
+def kl_penalized_rewards(rewards: Tensor, kl_BT: Tensor, mask_BT: Tensor, coef: float) -> Tensor:
+    """KL in the reward, from the per-token `kl_BT (B, T)` on `mask_BT (B, T)`. `rewards (B, T)`
+    per token (PPO): `r - coef * kl` on masked tokens. `rewards (B,)` per sequence
+    (REINFORCE/RLOO/GRPO): `r - coef * sum_t kl` over the sequence's model tokens. The result has
+    the shape of `rewards`. No gradient flows: the penalty is part of the return, not of the loss."""
     if coef < 0:
         raise ValueError(f"KL coefficient must be >= 0, got {coef}")
-    check_bt("mask", mask, kl)
-    kl = torch.where(as_bool_mask(mask), kl.detach(), torch.zeros_like(kl))
+    check_bt("mask", mask_BT, kl_BT)
+    kl_BT = torch.where(as_bool_mask(mask_BT), kl_BT.detach(), torch.zeros_like(kl_BT))
     if rewards.dim() == 2:
-        check_bt("rewards", rewards, kl)
-        return rewards - coef * kl
-    if rewards.shape != kl.shape[:1]:
-        raise ValueError(f"rewards has shape {tuple(rewards.shape)}, expected ({kl.shape[0]},)")
-    return rewards - coef * masked_sum(kl, mask, dim=-1)
+        check_bt("rewards", rewards, kl_BT)
+        return rewards - coef * kl_BT
+    if rewards.shape != kl_BT.shape[:1]:
+        raise ValueError(f"rewards has shape {tuple(rewards.shape)}, expected ({kl_BT.shape[0]},)")
+    return rewards - coef * masked_sum(kl_BT, mask_BT, dim=-1)
 
 
 def entropy_from_logits(logits: Tensor) -> Tensor:
-    """Entropy of the softmax over the last axis: `(B, T, V) -> (B, T)`, in nats. Exact zeros for
-    -inf logits (masked vocabulary), with finite gradients."""
+    """Entropy of the softmax over the last axis (V = vocabulary), in nats: `(B, T, V) -> (B, T)`,
+    or any leading shape `(..., V) -> (...)`. Exact zeros for -inf logits (masked vocabulary),
+    with finite gradients."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     p = logp.exp()
     return -(p * logp.masked_fill(~torch.isfinite(logp), 0.0)).sum(-1)

@@ -79,12 +79,12 @@ class StepTensors:
     """Everything the update needs, computed once per step before any weight changes."""
 
     batch: Batch
-    old_logprobs: torch.Tensor | None  # None: the update's own forward gives them (`update_is_on_policy`)
-    ref_logprobs: torch.Tensor | None = None
-    old_values: torch.Tensor | None = None
+    old_logprobs: torch.Tensor | None  # (B, T); None: the update's own forward gives them (`update_is_on_policy`)
+    ref_logprobs: torch.Tensor | None = None  # (B, T)
+    old_values: torch.Tensor | None = None  # (B, T)
     advantages: torch.Tensor | None = None  # (B,) or (B, T)
-    returns: torch.Tensor | None = None
-    is_weights: torch.Tensor | None = None
+    returns: torch.Tensor | None = None  # (B, T), GAE only
+    is_weights: torch.Tensor | None = None  # (B, T), TIS only
     stats: dict[str, float] = field(default_factory=dict)
 
 

@@ -1,4 +1,7 @@
-"""PPO's value loss, optionally clipped around the values at rollout time: a config-free kernel."""
+"""PPO's value loss, optionally clipped around the values at rollout time: a config-free kernel.
+
+Names carry their shape (B = episodes in the batch, T = token positions: `values_BT`).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,32 +19,33 @@ class ValueLossOutput:
 
 
 def value_loss(
-    values: Tensor,
-    old_values: Tensor,
-    returns: Tensor,
-    mask: Tensor,
+    values_BT: Tensor,
+    old_values_BT: Tensor,
+    returns_BT: Tensor,
+    mask_BT: Tensor,
     clip_eps: float | None = 0.2,
 ) -> ValueLossOutput:
     """0.5 * max((V - R)^2, (V_old + clip(V - V_old, -eps, +eps) - R)^2) per token, as in PPO
     implementations (OpenAI baselines, TRL): the value may not profit from moving more than `eps`
     away from its rollout-time estimate in one update. `clip_eps=None` gives the plain squared
-    error 0.5 * (V - R)^2. Reduce with `aggregate_loss` like the policy loss."""
-    if not isinstance(values, Tensor) or values.dim() != 2:
-        raise ValueError(f"values must be a (B, T) tensor, got {getattr(values, 'shape', values)}")
-    check_bt("old_values", old_values, values)
-    check_bt("returns", returns, values)
-    check_bt("mask", mask, values)
+    error 0.5 * (V - R)^2. All tensors are `(B, T)`, the output's too. Reduce with
+    `aggregate_loss` like the policy loss."""
+    if not isinstance(values_BT, Tensor) or values_BT.dim() != 2:
+        raise ValueError(f"values must be a (B, T) tensor, got {getattr(values_BT, 'shape', values_BT)}")
+    check_bt("old_values", old_values_BT, values_BT)
+    check_bt("returns", returns_BT, values_BT)
+    check_bt("mask", mask_BT, values_BT)
     if clip_eps is not None and not clip_eps > 0:
         raise ValueError(f"value clip_eps must be > 0 or None, got {clip_eps}")
-    m = as_bool_mask(mask)
-    v = values.float() if values.dtype in (torch.float16, torch.bfloat16) else values
-    ret = returns.detach().to(v.dtype)
-    loss = 0.5 * (v - ret).square()
-    clipped = torch.zeros_like(m)
+    m_BT = as_bool_mask(mask_BT)
+    v_BT = values_BT.float() if values_BT.dtype in (torch.float16, torch.bfloat16) else values_BT
+    ret_BT = returns_BT.detach().to(v_BT.dtype)
+    loss_BT = 0.5 * (v_BT - ret_BT).square()
+    clipped_BT = torch.zeros_like(m_BT)
     if clip_eps is not None:
-        old = old_values.detach().to(v.dtype)
-        v_clipped = old + (v - old).clamp(-clip_eps, clip_eps)
-        loss_clipped = 0.5 * (v_clipped - ret).square()
-        clipped = (loss_clipped > loss) & m
-        loss = torch.maximum(loss, loss_clipped)
-    return ValueLossOutput(masked_zero(loss, m), clipped)
+        old_BT = old_values_BT.detach().to(v_BT.dtype)
+        v_clipped_BT = old_BT + (v_BT - old_BT).clamp(-clip_eps, clip_eps)
+        loss_clipped_BT = 0.5 * (v_clipped_BT - ret_BT).square()
+        clipped_BT = (loss_clipped_BT > loss_BT) & m_BT
+        loss_BT = torch.maximum(loss_BT, loss_clipped_BT)
+    return ValueLossOutput(masked_zero(loss_BT, m_BT), clipped_BT)

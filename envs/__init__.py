@@ -1,7 +1,9 @@
 """Gymnasium environments for text tasks, the rollout that runs a sampler in them, and evaluation.
 
-Importing `envs` registers the built-in `rlvr/` environments with Gymnasium's registry; `make`
-also discovers third-party environments declared under the `rlvr.envs` entry point."""
+Importing `envs` registers the built-in `rlvr/` environments with Gymnasium's registry and loads the
+third-party ones declared under the `rlvr.envs` entry point (a plugin that fails to load is a
+warning, not an error), so that plain `gymnasium.make("ns/Name-v0")` finds both; `envs.make` also
+loads plugins installed later."""
 from envs.checker import CheckResult, EnvCheckError, check_env
 from envs.core import (
     EnvError,
@@ -15,7 +17,7 @@ from envs.core import (
     TextEnv,
     TurnResult,
 )
-from envs.episode import Episode
+from envs.episode import Episode, TruncationReason
 from envs.registry import (
     EnvArgumentError,
     EnvInfo,
@@ -30,10 +32,11 @@ from envs.registry import (
 from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
 
 register_builtins()
+load_plugins(warn=True)  # last: a plugin may itself `from envs import SingleTurnEnv`
 
 __all__ = [
     "CheckResult", "EnvArgumentError", "EnvCheckError", "EnvError", "EnvInfo", "Episode", "FinishReason", "Message",
     "MultiTurnEnv", "PluginFailure", "ProceduralTasks", "Sample", "Sampler", "SamplingSettings", "SingleTurnEnv",
-    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "TurnResult", "UnknownEnvError", "check_env",
+    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "TruncationReason", "TurnResult", "UnknownEnvError", "check_env",
     "list_envs", "load_plugins", "make", "parse_env_args", "register_builtins",
 ]

@@ -251,12 +251,26 @@ class MultiTurnEnv(TextEnv):
 
 class ProceduralTasks:
     """Mixin for generated task sources: a task is made from an integer seed, and its id is
-    that seed, so any task can be rebuilt from its id alone. Implement `make_task(seed)`."""
+    that seed, so any task can be rebuilt from its id alone. Implement `make_task(seed)`.
+
+    `reset(seed=s)` gives task `s` (`make_task(s)`, id `str(s)`), the task `options={"task_id": str(s)}`
+    selects; `reset()` without a seed draws the next task's seed from the env's seeded RNG."""
+
+    _reset_seed: int | None = None
 
     def make_task(self, seed: int) -> Task:
         raise NotImplementedError
 
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._reset_seed = None if seed is None else int(seed)
+        try:
+            return super().reset(seed=seed, options=options)
+        finally:
+            self._reset_seed = None
+
     def sample_task(self, rng: np.random.Generator) -> Task:
+        if self._reset_seed is not None:  # reset(seed=s): the task whose id is s
+            return self.make_task(self._reset_seed)
         return self.make_task(int(rng.integers(0, 2**31 - 1)))
 
     def get_task(self, task_id: str) -> Task:

@@ -17,10 +17,11 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from envs.episode import Episode
+from envs.episode import Episode, TruncationReason
 from verifiers.verdict import Outcome
 
 CONFIDENCE = 0.95
+CONTEXT_CUT_WARN_RATE = 0.2  # warn when more than this share of episodes is cut by the context
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -90,6 +91,8 @@ def summarize(episodes: Sequence[Episode], ks: Sequence[int], *, env_id: str, en
         "pass_at_k": pass_at_k_summary(episodes, ks, seed=seed),
         "mean_reward": reward,
         "outcomes": {str(o): outcomes[o] for o in Outcome},  # str keys: plain JSON data
+        "truncation": truncation_counts(episodes),
+        "warnings": [w for w in [context_cut_warning(episodes)] if w],
         "tokens": tokens, "seconds": seconds,
         "tokens_per_second": tokens / seconds if tokens is not None and seconds else None,
         "confidence_interval": f"{CONFIDENCE:.0%} percentile bootstrap over tasks, 2000 resamples, seed {seed}",
@@ -110,7 +113,41 @@ def format_table(summary: dict[str, Any]) -> str:
              for k, stat in summary["pass_at_k"].items()]
     rows.append(("mean reward", fmt(summary["mean_reward"])))
     rows.append(("outcomes", ", ".join(f"{name} {count}" for name, count in summary["outcomes"].items())))
+    cuts = summary.get("truncation")  # absent from summaries written before it existed
+    if cuts and any(cuts.values()):
+        rows.append(("truncated by", ", ".join(f"{name} {count}" for name, count in cuts.items())))
     tps = summary.get("tokens_per_second")
     rows.append(("tokens/s", "n/a" if tps is None else f"{tps:,.0f} ({summary['tokens']:,} tokens in {summary['seconds']:.1f} s)"))
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+    return "\n".join([f"{name:<{width}}  {value}" for name, value in rows] + list(summary.get("warnings") or []))
+
+
+def truncation_counts(episodes: Iterable[Episode]) -> dict[str, int]:
+    """How many episodes were cut, by reason (`turns`, `context`, `length`), every reason listed."""
+    counts = Counter(ep.truncation for ep in episodes if ep.outcome is Outcome.TRUNCATED)
+    return {str(r): counts[r] for r in TruncationReason}
+
+
+def context_cut_warning(episodes: Sequence[Episode], context_length: int | None = None,
+                        max_tokens: int | None = None, threshold: float = CONTEXT_CUT_WARN_RATE) -> str | None:
+    """A warning when more than `threshold` of the (non-error) episodes were cut because the
+    context was full, naming the prompt lengths, the context length and what to change; else None.
+    `context_length` and `max_tokens` default to what the episodes recorded (`metadata`)."""
+    valid = [ep for ep in episodes if not ep.is_error]
+    cut = [ep for ep in valid if ep.truncation is TruncationReason.CONTEXT]
+    if not valid or len(cut) <= threshold * len(valid):
+        return None
+    if context_length is None:
+        context_length = next((ep.metadata["max_length"] for ep in cut if ep.metadata.get("max_length")), None)
+    if max_tokens is None:
+        max_tokens = next((ep.metadata["sampling"]["max_tokens"] for ep in cut
+                           if (ep.metadata.get("sampling") or {}).get("max_tokens")), None)
+    prompts = [len(ep.prompt_ids) for ep in valid]
+    reached = [len(ep.prompt_ids) + len(ep.completion_ids) for ep in cut]
+    budget = f" plus max_tokens {max_tokens} per turn" if max_tokens else ""
+    context = f"{context_length} tokens" if context_length else "unknown"
+    return (f"warning: {len(cut)} of {len(valid)} episodes ({len(cut) / len(valid):.0%}) were cut because they did "
+            f"not fit in the context: prompts have {int(np.median(prompts))} tokens (median; max {max(prompts)}), "
+            f"cut episodes reached {int(np.median(reached))} (median){budget}, and the model's context length "
+            f"is {context}. Use shorter prompts (or fewer turns), a model with a longer context, or a smaller "
+            f"max_tokens.")

@@ -8,7 +8,8 @@ registering imports none of the environment modules. Third-party packages declar
     [project.entry-points."rlvr.envs"]
     mypkg = "mypkg.envs:register"
 
-`make` loads the plugins by itself when it is asked for an id it does not know yet.
+`import envs` loads the plugins once (so that plain `gymnasium.make` finds their ids), and `make`
+loads them again when it is asked for an id it does not know yet (a package installed since).
 """
 from __future__ import annotations
 
@@ -81,20 +82,35 @@ def register_builtins() -> None:
             gym.register(id=env_id, entry_point=entry_point)
 
 
-def load_plugins() -> list[PluginFailure]:
+_loading = False  # a plugin importing `envs` (or calling `make`) while plugins load does not recurse
+
+
+def load_plugins(warn: bool = False) -> list[PluginFailure]:
     """Load every `rlvr.envs` entry point; return the ones that failed instead of raising,
-    so one broken package cannot hide the others. Safe to call repeatedly."""
+    so one broken package cannot hide the others (with `warn`, each failure is also a
+    `RuntimeWarning`, as on `import envs`). Safe to call repeatedly."""
+    global _loading
+    if _loading:
+        return []
     failures = []
-    for ep in entry_points(group=PLUGIN_GROUP):
-        try:
-            with warnings.catch_warnings():
-                # A registering callable run twice re-registers the same ids; that is expected.
-                warnings.filterwarnings("ignore", message=".*Overriding environment")
-                target = ep.load()
-                if callable(target) and not inspect.ismodule(target):
-                    target()
-        except Exception as e:  # noqa: BLE001 - any plugin failure is reported, not raised
-            failures.append(PluginFailure(ep.name, ep.value, f"{type(e).__name__}: {e}"))
+    _loading = True
+    try:
+        for ep in entry_points(group=PLUGIN_GROUP):
+            try:
+                with warnings.catch_warnings():
+                    # A registering callable run twice re-registers the same ids; that is expected.
+                    warnings.filterwarnings("ignore", message=".*Overriding environment")
+                    target = ep.load()
+                    if callable(target) and not inspect.ismodule(target):
+                        target()
+            except Exception as e:  # noqa: BLE001 - any plugin failure is reported, not raised
+                failures.append(PluginFailure(ep.name, ep.value, f"{type(e).__name__}: {e}"))
+    finally:
+        _loading = False
+    if warn:
+        for f in failures:
+            warnings.warn(f"rlvr.envs plugin {f.name!r} ({f.value}) was not loaded: {f.error}", RuntimeWarning,
+                          stacklevel=2)
     return failures
 
 

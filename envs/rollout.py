@@ -22,6 +22,9 @@ Outcomes: the final turn's verdict, except that a last turn cut by `max_tokens` 
 that raises) makes the episode `error` at once: counted, tokens kept, excluded from `Group`
 statistics. An episode whose next prompt plus `max_tokens` would not fit in `max_length` ends
 `truncated` there, without the reply tokens (prompt plus completion never exceed `max_length`).
+A `truncated` episode says why in `Episode.truncation`: `length` (the last turn's `max_tokens`),
+`context` (the opening prompt or the next turn did not fit in `max_length`), or `turns` (the
+environment's own limit, its verdict `truncated`).
 
 Seeds: with `sampling.seed` set, turn t samples with seed `sampling.seed + t * 1_000_003`.
 """
@@ -38,7 +41,7 @@ import gymnasium as gym
 from tqdm.auto import tqdm
 
 from envs.core import EnvError, Message
-from envs.episode import Episode
+from envs.episode import Episode, TruncationReason
 from envs.registry import make
 from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings, Tokenizer
 from verifiers.verdict import Outcome, Verdict
@@ -122,6 +125,7 @@ class _Run:
     turns: int = 0
     error: str | None = None
     note: str = ""
+    truncation: TruncationReason | None = None
 
     @property
     def done(self) -> bool:
@@ -153,12 +157,15 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
         elif terminated or truncated:
             run.outcome = verdict.outcome
             if run.finish_reason is FinishReason.LENGTH and verdict.outcome is not Outcome.CORRECT:
-                run.outcome = Outcome.TRUNCATED
+                run.outcome, run.truncation = Outcome.TRUNCATED, TruncationReason.LENGTH
+            elif run.outcome is Outcome.TRUNCATED:  # the env's verdict: out of turns
+                run.truncation = TruncationReason.TURNS
         else:
             ended = bool(sample.token_ids) and sample.token_ids[-1] == tokenizer.eos_token_id
             extra = reply_ids(tokenizer, run.messages, list(reply), ended)
             if context_limit is not None and len(run.context_ids()) + len(extra) > context_limit:
                 run.outcome, run.note = Outcome.TRUNCATED, "the next turn would not fit in the context"
+                run.truncation = TruncationReason.CONTEXT
                 return
             run.messages.extend(copy.deepcopy(reply))
             run.completion_ids += extra
@@ -199,7 +206,7 @@ def _followers(make_env: Callable[[], Any], leader: _Run, tokenizer: Tokenizer, 
     if any(r.messages != leader.messages for r in runs):
         raise EnvError(f"copies of task {leader.task_id} reset to different prompts: the env is not deterministic")
     for r in runs:
-        r.outcome, r.note = leader.outcome, leader.note
+        r.outcome, r.note, r.truncation = leader.outcome, leader.note, leader.truncation
     return runs
 
 
@@ -227,6 +234,7 @@ def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: dict[
         completion_ids=run.completion_ids, loss_mask=run.loss_mask, logprobs=[float(x) for x in run.logprobs],
         turn_rewards=run.turn_rewards, outcome=run.outcome or Outcome.ERROR, messages=run.messages,
         finish_reason=run.finish_reason, metadata=metadata,
+        truncation=run.truncation if run.outcome is Outcome.TRUNCATED else None,
     )
 
 
@@ -264,10 +272,14 @@ def rollout(
                 tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
             groups = _play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
         settings = dataclasses.asdict(sampling)  # once: asdict is slow, and every episode records it
-        return [
+        out = [
             Group(g[0].task_id, group_id_start + i, [_episode(r, env_id, env_kwargs, settings, model_info) for r in g])
             for i, g in enumerate(groups)
         ]
+        for g in out:
+            for ep in g.episodes:
+                ep.metadata["max_length"] = max_length  # the context the episode had to fit in
+        return out
     finally:
         for env in opened:
             env.close()
@@ -281,6 +293,7 @@ def _play(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], start
     for r in leaders:
         if limit is not None and len(r.prompt_ids) > limit:
             r.outcome, r.note = Outcome.TRUNCATED, "the prompt does not fit in the context"
+            r.truncation = TruncationReason.CONTEXT
     # Only a group's leader is needed to sample its first turn: the other copies are made and
     # reset in the pool while the sampler runs.
     pending = [pool.submit(_followers, make_env, r, tokenizer, group_size - 1) for r in leaders]

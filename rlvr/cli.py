@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from sandbox.errors import RlvrError
 
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
+
+DESCRIPTION = "Post-train language models with RL from verifiable rewards: environments, evaluation, training."
+EPILOG_TAIL = """An environment id may name a module to import first, e.g. `rlvr check-env my_module:mine/MyEnv-v0`;
+it is found in the current folder (as with `python -m rlvr`). `rlvr COMMAND --help` lists a command's options."""
 
 
 class UsageError(RlvrError, ValueError):
@@ -21,10 +26,15 @@ class UsageError(RlvrError, ValueError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlvr", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = argparse.ArgumentParser(prog="rlvr", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of the commands below")
     for name in COMMANDS:
         importlib.import_module(f"rlvr.commands.{name}").add_parser(sub)
+    # One line per command, from each command's own `help=`, in the epilog (and not twice).
+    lines = [f"  {a.dest:<11} {(a.help or '').rstrip('.')}" for a in sub._choices_actions]
+    sub._choices_actions.clear()
+    parser.epilog = "commands:\n" + "\n".join(lines) + "\n\n" + EPILOG_TAIL
     return parser
 
 
@@ -33,7 +43,18 @@ def one_line(exc: BaseException) -> str:
     return "; ".join(line.strip() for line in text.splitlines() if line.strip()) or type(exc).__name__
 
 
+def add_cwd_to_path() -> None:
+    """Put the current folder first on `sys.path`, as `python -m rlvr` does, so that the `rlvr`
+    console script (whose `sys.path[0]` is its own bin folder) also imports `module` in
+    `module:namespace/Name-vN` from where it is run."""
+    cwd = os.getcwd()
+    if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
+        sys.path.insert(0, cwd)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # run as a program (the console script); a caller passing argv keeps its sys.path
+        add_cwd_to_path()
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

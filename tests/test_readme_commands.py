@@ -1,0 +1,202 @@
+"""Every shell command in README.md's ```bash blocks is covered: run here as written (from a
+stand-in for the repo root, so that what a command writes under `runs/` stays out of the real
+tree), or mapped in COVERAGE to the test that runs it or to why the suite does not. A command
+added to the README without an entry in COVERAGE fails `test_every_readme_command_is_covered`."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+HERE = "tests/test_readme_commands.py"
+
+# README command -> where it is covered: "tests/FILE.py::test_name" (that test runs it), or
+# "not run: REASON". Keys are the commands as extracted (trailing `# comment` removed).
+COVERAGE: dict[str, str] = {
+    # The main job. Its first half is what CI's own setup runs (scripts/test.sh starts with
+    # scripts/setup.sh); the training run itself, at 100 instead of 150 steps, is the grpo case of
+    # tests/test_train_learning.py::test_algorithm_raises_held_out_accuracy (slow), which goes
+    # through `rlvr train` with the same algorithm, default model and 400 held-out tasks and
+    # asserts the rise in held-out accuracy; test_train_config pins the defaults to the main job.
+    "bash scripts/setup.sh && .venv/bin/rlvr train --algo grpo --steps 150 --eval-tasks 400 --out runs/demo":
+        "tests/test_train_learning.py::test_algorithm_raises_held_out_accuracy",
+    "bash scripts/test.sh":
+        "not run: it is the test suite itself (what CI runs); scripts/setup.sh is tested in tests/test_setup_scripts.py",
+    ".venv/bin/rlvr envs": f"{HERE}::test_rlvr_envs",
+    ".venv/bin/rlvr check-env rlvr/SymbolicMath-v0": f"{HERE}::test_rlvr_check_env",
+    ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 --out runs/eval/arithmetic":
+        f"{HERE}::test_rlvr_eval",
+    # 100 steps of PPO are minutes: run with --steps 2 (every other flag as written), slow.
+    ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --out runs/guess":
+        f"{HERE}::test_rlvr_train_ppo_guess_number",
+    ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
+    ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
+    "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
+    "python -m rlvr eval --env count_letters:mine/CountLetters-v0 --model tiny --tasks 50":
+        f"{HERE}::test_count_letters_eval",
+}
+
+
+def readme_commands(text: str | None = None) -> list[str]:
+    """The commands of every ```bash block: one per line (a trailing `\\` joins lines), comment
+    lines and trailing `# comments` left out."""
+    text = README.read_text(encoding="utf-8") if text is None else text
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
+        pending = ""
+        for raw in block.splitlines():
+            line = re.sub(r"(^|\s+)#.*$", "", raw).strip()
+            if not line:
+                continue
+            if line.endswith("\\"):
+                pending += line[:-1].strip() + " "
+                continue
+            commands.append(pending + line)
+            pending = ""
+    return commands
+
+
+def readme_command(*words: str) -> str:
+    """The one README command that contains all of `words` (so that a test runs what the README says)."""
+    found = [c for c in readme_commands() if all(w in c for w in words)]
+    assert len(found) == 1, f"README commands with {words}: {found}"
+    return found[0]
+
+
+def test_readme_commands_are_extracted():
+    text = "```bash\n# a comment\nrlvr envs   # list\nrlvr eval \\\n  --tasks 2\n```\n```python\nx = 1\n```\n"
+    assert readme_commands(text) == ["rlvr envs", "rlvr eval --tasks 2"]
+    assert len(readme_commands()) >= 8
+
+
+def test_every_readme_command_is_covered():
+    commands = readme_commands()
+    missing = [c for c in commands if c not in COVERAGE]
+    assert not missing, f"README commands with no entry in COVERAGE ({HERE}): {missing}"
+    stale = [c for c in COVERAGE if c not in commands]
+    assert not stale, f"COVERAGE entries for commands no longer in the README: {stale}"
+    for command, where in COVERAGE.items():
+        if where.startswith("not run: "):
+            assert len(where) > len("not run: ") + 10, f"{command!r}: say why it is not run"
+            continue
+        path, _, name = where.partition("::")
+        assert (ROOT / path).is_file() and re.search(rf"^def {re.escape(name)}\(", (ROOT / path).read_text(),
+                                                     flags=re.M), f"{command!r}: no test {where}"
+
+
+# ---- running them -------------------------------------------------------------------------------
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    """A stand-in for the repo root: links to every top-level entry of the working tree (the
+    `.venv` included) but no `runs/`, so a command's outputs land in tmp_path."""
+    require((ROOT / ".venv" / "bin" / "rlvr").exists(), "no .venv/bin/rlvr (run scripts/setup.sh)")
+    for entry in ROOT.iterdir():
+        if entry.name not in {".git", "runs"} and entry.name != "__pycache__":
+            (tmp_path / entry.name).symlink_to(entry)
+    return tmp_path
+
+
+def run(command: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    argv = shlex.split(command)
+    if argv[0] == "python":
+        argv[0] = sys.executable
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def need_vllm() -> None:
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+
+
+def test_rlvr_envs(root):
+    out = run(readme_command("rlvr envs"), root).stdout
+    assert "rlvr/Arithmetic-v0" in out and "rlvr/GuessNumber-v0" in out
+
+
+def test_rlvr_check_env(root):
+    command = readme_command("rlvr check-env rlvr/")
+    env_id = command.split()[-1]
+    assert re.search(rf"{re.escape(env_id)}: (\d+)/\1 checks passed", run(command, root).stdout)
+
+
+@pytest.mark.vllm
+def test_rlvr_eval(root):
+    need_vllm()
+    command = readme_command("rlvr eval", "--k 1,8")
+    out_dir = root / command.split("--out ")[1].split()[0]
+    stdout = run(command, root).stdout
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["tasks"] == 200 and set(summary["pass_at_k"]) == {"1", "8"}, summary
+    assert f"results in {out_dir.relative_to(root)}/summary.json" in stdout
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_train_ppo_guess_number(root):
+    need_vllm()
+    command = readme_command("rlvr train", "--algo ppo")
+    assert " --steps 100 " in command
+    run(command.replace(" --steps 100 ", " --steps 2 "), root, timeout=420)
+    out_dir = root / command.split("--out ")[1].split()[0]
+    assert len((out_dir / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_train_config(root):
+    need_vllm()
+    command = readme_command("rlvr train", "--config")
+    config = command.split("--config ")[1].split()[0]
+    (root / config).write_text("algo: rloo\nenv: rlvr/Arithmetic-v0\nsteps: 2\ntasks_per_step: 4\ngroup_size: 4\n"
+                               "out: runs/my_run\n")
+    run(command, root, timeout=420)
+    assert len((root / "runs" / "my_run" / "metrics.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.docker
+def test_rlvr_sandbox_check(root):
+    from sandbox import unavailable_reason
+
+    reason = unavailable_reason()
+    require(reason is None, reason or "")
+    assert re.search(r"(\d+)/\1 cases passed, host unharmed", run(readme_command("rlvr sandbox check"), root).stdout)
+
+
+def count_letters(folder: Path) -> None:
+    """The README's example module, written where the commands run."""
+    text = README.read_text(encoding="utf-8")
+    code = next(b for b in re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M) if "# count_letters.py" in b)
+    (folder / "count_letters.py").write_text(code, encoding="utf-8")
+
+
+def test_count_letters_check_env(tmp_path):
+    count_letters(tmp_path)
+    command = readme_command("check-env count_letters:")
+    assert re.search(r"mine/CountLetters-v0: (\d+)/\1 checks passed", run(command, tmp_path).stdout)
+
+
+@pytest.mark.vllm
+def test_count_letters_eval(tmp_path):
+    need_vllm()
+    count_letters(tmp_path)
+    command = readme_command("eval --env count_letters:")
+    stdout = run(command, tmp_path).stdout
+    # No --out in the command: the default, runs/eval/<env id>-<time>, printed at the end.
+    [out_dir] = (tmp_path / "runs" / "eval").glob("count_letters_mine_CountLetters-v0-*")
+    assert re.fullmatch(r"count_letters_mine_CountLetters-v0-\d{8}-\d{6}", out_dir.name)
+    assert json.loads((out_dir / "summary.json").read_text())["tasks"] == 50
+    assert f"results in {out_dir.relative_to(tmp_path)}/summary.json" in stdout

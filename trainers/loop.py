@@ -24,7 +24,7 @@ import torch
 from envs.episode import TruncationReason
 from envs.evaluate import context_cut_warning
 from envs.sampler import SamplingSettings
-from trainers import checkpoint as ckpt, quiet
+from trainers import checkpoint as ckpt
 from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from trainers.batch import collate, is_truncated
 from trainers.components import Models, TimedSampler, build_models, build_optimizer, build_sampler, max_model_len
@@ -73,7 +73,6 @@ def collect_groups(sample_round, keep, target: int, max_extra_rounds: int) -> tu
 class Trainer:
     def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None):
         self.config = config
-        quiet.configure(config.verbose)  # before the models and vLLM load
         self.algo = resolve(algo if algo is not None else config.check(), config.max_tokens)
         check_settings(self.algo, config)
         if config.threads:

@@ -38,7 +38,7 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 --out runs/eval/arithmetic":
         f"{HERE}::test_rlvr_eval",
     # 100 steps of PPO are minutes: run with --steps 2 (every other flag as written), slow.
-    ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --out runs/guess":
+    ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --eval-tasks 200 --out runs/guess":
         f"{HERE}::test_rlvr_train_ppo_guess_number",
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
@@ -153,6 +153,8 @@ def test_rlvr_train_ppo_guess_number(root):
     run(command.replace(" --steps 100 ", " --steps 2 "), root, timeout=420)
     out_dir = root / command.split("--out ")[1].split()[0]
     assert len((out_dir / "metrics.jsonl").read_text().splitlines()) == 2
+    evals = [json.loads(line) for line in (out_dir / "eval.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in evals] == [0, 2] and all(e["tasks"] == 200 for e in evals)
 
 
 @pytest.mark.slow

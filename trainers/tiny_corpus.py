@@ -81,13 +81,12 @@ def guess_number_source() -> Source:
     def make(seed: int) -> Conversation:
         env.reset(seed=seed)
         messages = list(env.task.prompt)
-        for _ in range(env.max_turns):
+        done = False
+        while not done:
             guess = env.reference_action()
-            env.turns += 1  # what `step` does before `respond`
-            result = env.respond(guess)
-            messages += [{"role": "assistant", "content": guess}, *result.reply]
-            if result.done:
-                break
+            reply, _, terminated, truncated, _ = env.step(guess)
+            messages += [{"role": "assistant", "content": guess}, *reply]
+            done = terminated or truncated
         return messages
 
     return Source("guess_number", make)

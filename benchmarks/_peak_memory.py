@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import IO, Sequence
 
 import psutil
 
@@ -50,10 +50,10 @@ def _tree_memory(root: psutil.Process) -> int:
 
 
 def run_measured(cmd: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                 poll_seconds: float = 0.05, timeout: float | None = None) -> Measured:
-    """Run `cmd` to completion (its output goes to ours) and return its peak memory."""
+                 poll_seconds: float = 0.05, timeout: float | None = None, output: IO | None = None) -> Measured:
+    """Run `cmd` to completion (its output goes to ours, or to the file `output`) and return its peak memory."""
     started = time.perf_counter()
-    proc = subprocess.Popen(list(cmd), env=env, cwd=cwd)
+    proc = subprocess.Popen(list(cmd), env=env, cwd=cwd, stdout=output, stderr=output)
     peak = [0]
     done = threading.Event()
 

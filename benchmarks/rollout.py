@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     import envs
     from envs.rollout import rollout, template_ids
     from envs.sampler import SamplingSettings
+    from trainers.components import timed
     from trainers.models import load_tokenizer, resolve_model
     from trainers.samplers import VLLMSampler
 
@@ -56,22 +57,15 @@ def main(argv: list[str] | None = None) -> int:
         return sum(len(c.token_ids) for o in outputs for c in o.outputs), seconds
 
     sampling_seconds: list[float] = []
-
-    class Timed:  # the same sampler, its generate timed: the rest of a rollout is its overhead
-        max_model_len = sampler.max_model_len
-
-        def generate(self, *a):
-            t0 = time.perf_counter()
-            try:
-                return sampler.generate(*a)
-            finally:
-                sampling_seconds.append(time.perf_counter() - t0)
+    timed_sampler = timed(sampler)  # as the trainer wraps it: the engine's time counted, the rest is overhead
 
     def rlvr() -> tuple[int, float]:
+        timed_sampler.reset_clock()
         t0 = time.perf_counter()
-        groups = rollout(env_id, env_args, Timed(), tokenizer, seeds=seeds, group_size=G, sampling=sampling,
+        groups = rollout(env_id, env_args, timed_sampler, tokenizer, seeds=seeds, group_size=G, sampling=sampling,
                          progress=False)
         seconds = time.perf_counter() - t0
+        sampling_seconds.append(timed_sampler.seconds)
         return sum(sum(ep.loss_mask) for g in groups for ep in g.episodes), seconds
 
     with sampler:

@@ -60,6 +60,9 @@ class Episode:
     finish_reason: FinishReason | None
     metadata: dict[str, Any] = field(default_factory=dict)  # env_version, seed, verifier, model, model_step
     truncation: TruncationReason | None = None
+    # Per completion token: the policy version that sampled it (-1 on the environment's tokens);
+    # empty when the sampler does not track versions.
+    versions: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Coerce, so that `is` comparisons hold whoever built the episode. "" is what logs

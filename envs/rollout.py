@@ -1,9 +1,14 @@
 """Run a sampler in environments: G episodes per task, token-exact, returned as groups.
 
-All episodes advance in lockstep, one turn at a time: each turn is ONE `sampler.generate` call
-for every active episode (the first turn asks for `n=G` per task, since a group shares its
-prompt; later turns `n=1` per episode), then the environment steps (decode, `env.step`, reply
-tokens) run concurrently in a thread pool, since a step may wait on a sandbox or a verifier.
+Two schedules, the same episodes. The first turn asks for `n=G` samples of each task's prompt
+(a group shares it), later turns `n=1` per episode; the environment steps (decode, `env.step`,
+reply tokens) run in a thread pool, since a step may wait on a sandbox or a verifier.
+- Per episode (a `RequestSampler`, such as vLLM's): each episode advances on its own. When its
+  turn's tokens are done its environment steps in the pool, and its next turn is submitted as
+  soon as that step returns, while other episodes are still generating: a slow step holds only
+  its own episode.
+- Lockstep (any other `Sampler`): each turn is ONE `sampler.generate` call for every active
+  episode, then every episode's environment steps; the next turn waits for the slowest.
 
 Token exactness. `prompt_ids` is the chat template of the opening messages with the generation
 prompt. After it, the model's tokens are stored exactly as sampled (loss mask 1, sampler
@@ -26,14 +31,18 @@ A `truncated` episode says why in `Episode.truncation`: `length` (the last turn'
 `context` (the opening prompt or the next turn did not fit in `max_length`), or `turns` (the
 environment's own limit, its verdict `truncated`).
 
-Seeds: with `sampling.seed` set, turn t samples with seed `sampling.seed + t * 1_000_003`.
+Seeds: with `sampling.seed` set, turn t samples with seed `sampling.seed + t * 1_000_003`, spaced
+per prompt as the sampler spaces them: turn 0's i-th group gets that plus i*G in both schedules;
+a later turn's request gets that plus the episode's index (per episode) or its index among the
+turn's active episodes (lockstep).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+import queue
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -43,7 +52,7 @@ from tqdm.auto import tqdm
 from envs.core import EnvError, Message
 from envs.episode import Episode, TruncationReason
 from envs.registry import make
-from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings, Tokenizer
+from envs.sampler import FinishReason, RequestSampler, Sample, Sampler, SamplingSettings, Tokenizer
 from verifiers.verdict import Outcome, Verdict
 
 TURN_SEED_STRIDE = 1_000_003
@@ -118,6 +127,7 @@ class _Run:
     completion_ids: list[int] = field(default_factory=list)
     loss_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)  # -1: an environment token, or not tracked
     turn_rewards: list[float] = field(default_factory=list)
     verdict: Verdict | None = None
     outcome: Outcome | None = None
@@ -126,6 +136,7 @@ class _Run:
     error: str | None = None
     note: str = ""
     truncation: TruncationReason | None = None
+    slot: int = 0  # the episode's index in the rollout (group * G + copy): its later turns' seed offset
 
     @property
     def done(self) -> bool:
@@ -141,6 +152,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
     run.completion_ids += sample.token_ids
     run.loss_mask += [1] * len(sample.token_ids)
     run.logprobs += sample.logprobs
+    run.versions += sample.versions or [-1] * len(sample.token_ids)
     run.finish_reason = FinishReason(sample.finish_reason)  # a duck-typed sample may carry a str
     run.turns += 1
     try:
@@ -171,6 +183,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
             run.completion_ids += extra
             run.loss_mask += [0] * len(extra)
             run.logprobs += [0.0] * len(extra)
+            run.versions += [-1] * len(extra)
     except TemplateError:
         raise  # a setup problem, not an episode's: every episode would hit it
     except Exception as e:  # noqa: BLE001 - an env or verifier crash is this episode's error, counted
@@ -235,6 +248,7 @@ def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: dict[
         turn_rewards=run.turn_rewards, outcome=run.outcome or Outcome.ERROR, messages=run.messages,
         finish_reason=run.finish_reason, metadata=metadata,
         truncation=run.truncation if run.outcome is Outcome.TRUNCATED else None,
+        versions=run.versions if any(v >= 0 for v in run.versions) else [],
     )
 
 
@@ -242,11 +256,14 @@ def rollout(
     env_id: str, env_kwargs: Mapping[str, Any] | None, sampler: Sampler, tokenizer: Tokenizer, *,
     task_ids: Sequence[str] | None = None, seeds: Sequence[int] | None = None, group_size: int,
     sampling: SamplingSettings, model_info: Mapping[str, Any] | None = None, progress: bool = True,
-    max_workers: int = 16, max_length: int | None = None, group_id_start: int = 0,
+    max_workers: int = 64, max_length: int | None = None, group_id_start: int = 0, per_episode: bool | None = None,
 ) -> list[Group]:
     """G = `group_size` episodes for each task (given by id, or drawn by reset seed), one group
     per task in the order given; group ids count from `group_id_start`. `max_length` (prompt plus
-    completion tokens; default the sampler's `max_model_len` if it has one) bounds an episode."""
+    completion tokens; default the sampler's `max_model_len` if it has one) bounds an episode.
+    `per_episode`: advance each episode on its own (needs a `RequestSampler`) or all in lockstep;
+    None: per episode whenever the sampler can. `max_workers` threads run the environment steps:
+    many, since a step mostly waits (on a sandbox, a verifier's process, a remote tool)."""
     if (task_ids is None) == (seeds is None):
         raise ValueError("pass exactly one of task_ids and seeds")
     if group_size < 1 or max_workers < 1:
@@ -266,11 +283,17 @@ def rollout(
         opened.append(env)
         return env
 
+    if per_episode is None:
+        per_episode = isinstance(sampler, RequestSampler)
+    elif per_episode and not isinstance(sampler, RequestSampler):
+        raise TypeError(f"per-episode rollouts need a RequestSampler (submit, poll, unfinished); "
+                        f"{type(sampler).__name__} has only generate")
     limit = None if max_length is None else max_length - sampling.max_tokens  # longest prompt of a turn
+    play = _play_per_episode if per_episode else _play_lockstep
     try:
         with ThreadPoolExecutor(max_workers=max_workers) as pool, \
                 tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
-            groups = _play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
+            groups = play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
         settings = dataclasses.asdict(sampling)  # once: asdict is slow, and every episode records it
         out = [
             Group(g[0].task_id, group_id_start + i, [_episode(r, env_id, env_kwargs, settings, model_info) for r in g])
@@ -285,18 +308,92 @@ def rollout(
             env.close()
 
 
-def _play(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], starts: list, sampler: Sampler,
-          tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings, limit: int | None,
-          group_id_start: int) -> list[list[_Run]]:
-    """Reset the groups and play every episode to its end, one sampler call per turn."""
+def _open_leaders(pool: ThreadPoolExecutor, make_env: Callable[[], Any], starts: list, tokenizer: Tokenizer,
+                  group_size: int, limit: int | None, group_id_start: int) -> tuple[list[_Run], list[Future]]:
+    """Reset each group's first episode (its leader), and start resetting the other G-1 copies in
+    the pool: only the leader is needed to sample the first turn."""
     leaders = list(pool.map(lambda i: _open(make_env, tokenizer, group_id_start + i, *starts[i]), range(len(starts))))
     for r in leaders:
         if limit is not None and len(r.prompt_ids) > limit:
             r.outcome, r.note = Outcome.TRUNCATED, "the prompt does not fit in the context"
             r.truncation = TruncationReason.CONTEXT
-    # Only a group's leader is needed to sample its first turn: the other copies are made and
-    # reset in the pool while the sampler runs.
-    pending = [pool.submit(_followers, make_env, r, tokenizer, group_size - 1) for r in leaders]
+    return leaders, [pool.submit(_followers, make_env, r, tokenizer, group_size - 1) for r in leaders]
+
+
+def _play_per_episode(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], starts: list,
+                      sampler: RequestSampler, tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings,
+                      limit: int | None, group_id_start: int) -> list[list[_Run]]:
+    """Reset the groups and play every episode to its end, each on its own: a finished turn's
+    environment step goes to the pool at once, and its next turn to the sampler as soon as the
+    step returns, while the sampler keeps generating for the others."""
+    leaders, pending = _open_leaders(pool, make_env, starts, tokenizer, group_size, limit, group_id_start)
+    groups: list[list[_Run]] = [[r] for r in leaders]
+    waiting: dict[str, Callable[[], list[_Run]]] = {}  # request -> the episodes its samples go to
+
+    def whole_group(i: int) -> Callable[[], list[_Run]]:
+        def runs() -> list[_Run]:
+            groups[i] += pending[i].result()
+            for k, r in enumerate(groups[i]):
+                r.slot = i * group_size + k
+            return groups[i]
+        return runs
+
+    live = [i for i, r in enumerate(leaders) if not r.done]
+    first = _seeded(sampling, 0)
+    for j, i in enumerate(live):  # turn 1: n = G on each group's shared prompt, seeded as one generate call
+        seed = None if first.seed is None else first.seed + j * group_size
+        waiting[sampler.submit(leaders[i].prompt_ids, group_size, dataclasses.replace(first, seed=seed))] = whole_group(i)
+    stepped: queue.SimpleQueue = queue.SimpleQueue()  # (episode, error) as each step returns
+
+    def step(r: _Run, sample: Sample) -> None:  # in the pool
+        try:
+            _step(r, sample, tokenizer, limit)
+            stepped.put((r, None))
+        except BaseException as e:  # noqa: BLE001 - re-raised in the rollout's thread
+            stepped.put((r, e))
+
+    in_pool = 0
+    try:
+        while waiting or in_pool:
+            if waiting:
+                for key, samples in sampler.poll():
+                    runs = waiting.pop(key)()
+                    if len(samples) != len(runs):
+                        raise RuntimeError(f"the sampler returned {len(samples)} samples for {len(runs)} episodes")
+                    for r, sample in zip(runs, samples):
+                        pool.submit(step, r, sample)
+                    in_pool += len(runs)
+            # Take the steps that have returned; wait for one only when nothing is generating.
+            block = not waiting
+            while in_pool:
+                try:
+                    r, error = stepped.get(block=block)
+                except queue.Empty:
+                    break
+                block, in_pool = False, in_pool - 1
+                if error is not None:
+                    raise error  # a TemplateError (a setup problem) ends the rollout here
+                if r.done:
+                    bar.update(1)
+                    continue
+                turn = _seeded(sampling, r.turns)
+                seed = None if turn.seed is None else turn.seed + r.slot
+                waiting[sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = (lambda r=r: [r])
+    except BaseException:
+        sampler.cancel()  # the engine must not keep requests that nobody will collect
+        raise
+    for i, f in enumerate(pending):  # groups whose leader never sampled (its prompt did not fit)
+        if len(groups[i]) == 1 and group_size > 1:
+            groups[i] += f.result()
+    bar.update(bar.total - bar.n)
+    return groups
+
+
+def _play_lockstep(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], starts: list, sampler: Sampler,
+                   tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings, limit: int | None,
+                   group_id_start: int) -> list[list[_Run]]:
+    """Reset the groups and play every episode to its end, one sampler call per turn."""
+    leaders, pending = _open_leaders(pool, make_env, starts, tokenizer, group_size, limit, group_id_start)
     # Turn 1: one call on the groups' shared prompts, n = G each.
     live = [r for r in leaders if not r.done]
     samples = _generate(sampler, [r.prompt_ids for r in live], group_size, _seeded(sampling, 0)) if live else []

@@ -32,14 +32,20 @@ class FinishReason(StrEnum):
 class Sample:
     """One completion: exactly the token ids the model produced (never re-tokenized), each
     token's logprob under the sampler, and why it stopped. A plain string finish reason is
-    converted (so third-party samplers may still pass "stop"); an unknown one is a ValueError."""
+    converted (so third-party samplers may still pass "stop"); an unknown one is a ValueError.
+    `versions`, when the sampler tracks them, is the policy version (the trainer's count of weight
+    updates) of the weights that sampled each token: with weights updated while it samples, one
+    completion's tokens can span versions. Empty: not tracked."""
 
     token_ids: tuple[int, ...]
     logprobs: tuple[float, ...]
     finish_reason: FinishReason
+    versions: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "finish_reason", FinishReason(self.finish_reason))
+        if self.versions and len(self.versions) != len(self.token_ids):
+            raise ValueError(f"{len(self.versions)} versions for {len(self.token_ids)} tokens")
 
 
 @runtime_checkable
@@ -48,6 +54,29 @@ class Sampler(Protocol):
         self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings
     ) -> list[list[Sample]]:
         """For each prompt, `n` samples."""
+        ...
+
+
+@runtime_checkable
+class RequestSampler(Sampler, Protocol):
+    """A sampler that also takes requests one at a time (vLLM's engine does): rollouts then advance
+    each episode on its own, submitting its next turn as soon as its environment has stepped,
+    while other episodes are still generating."""
+
+    def submit(self, prompt_token_ids: Sequence[int], n: int, sampling: SamplingSettings) -> str:
+        """Queue one prompt for `n` samples; returns the request's key."""
+        ...
+
+    def poll(self) -> list[tuple[str, list[Sample]]]:
+        """Advance generation one step; the requests that finished, as (key, samples)."""
+        ...
+
+    def unfinished(self) -> int:
+        """Requests submitted and not yet returned by `poll`."""
+        ...
+
+    def cancel(self) -> None:
+        """Drop every unfinished request (a rollout that failed part-way calls it)."""
         ...
 
 

@@ -38,9 +38,10 @@ model's turns only:
   given as a formula, resembles `celsius_to_fahrenheit` (similarity 0.74), meant to teach copying a formula.
 
 All tasks come from seeds below the held-out ones (1,000,000+), which the trainer and `rlvr eval` measure on.
-Each digit's target is label-smoothed ({digit_smoothing} of it spread over the ten digits), so samples at
-temperature 1.0 are often one digit off: RL has signal and room to improve (sharpening alone is worth the gap
-between the two rows below).
+In the answers worked out ({smoothing_text}), each digit's target is label-smoothed ({digit_smoothing} of it spread
+over the ten digits), so samples at temperature 1.0 are often one digit off: RL has signal and room to improve
+(sharpening alone is worth the gap between the two rows below). Digits copied from the prompt or a tool's output
+(tool calls, programs) are not smoothed.
 
 Accuracy on {n} held-out tasks of `rlvr/Arithmetic-v0`, difficulty 2 (seeds {first}+; exact boxed integer):
 
@@ -50,10 +51,10 @@ Accuracy on {n} held-out tasks of `rlvr/Arithmetic-v0`, difficulty 2 (seeds {fir
 | greedy | {greedy:.1%} | {greedy_fmt:.1%} |
 
 Every built-in environment, measured with `rlvr eval` by `benchmarks/tiny_envs.py`: see
-`benchmarks/README.md`. Known limit of the default spec: the model writes every format but does not
-copy names and long numbers from the prompt (it writes a well-formed `def` under a name of its own,
-and `pow(...)` with digits of its own), so on the code environments and `rlvr/PythonTool-v0` it
-solves nothing yet (pass@8 0).
+`benchmarks/README.md`. Known limit of the default spec: the model writes every format and copies long
+numbers into its tool calls (`rlvr/PythonTool-v0` pass@8 0.40), but it does not copy function names from a
+statement (for `celsius_to_fahrenheit` it writes `def cehel_to_shegeetin(c): return c * 9 / 5 + 30`), so on
+the code environments it solves nothing yet (pass@8 0).
 
 Build: {seconds:.0f} s wall, {cpu_seconds:.0f} s CPU, on {threads} threads (deterministic kernels, seed {seed});
 `model.safetensors` SHA-256 `{sha}`.
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<12} {acc.correct:>9.1%} {acc.well_formed:>12.1%}")
     (args.out / "README.md").write_text(CARD.format(
         **spec.__dict__, mix_text=", ".join(f"{name} x{count}" for name, count in spec.mix),
-        difficulty_text=", ".join(map(str, spec.difficulties)),
+        difficulty_text=", ".join(map(str, spec.difficulties)), smoothing_text=", ".join(spec.smoothing_sources),
         parameters=built.parameters, vocab=built.vocab_size, n=args.eval_tasks,
         first=EVAL_SEED_START, t1=sampled.correct, t1_fmt=sampled.well_formed, greedy=greedy.correct,
         greedy_fmt=greedy.well_formed, seconds=built.seconds, cpu_seconds=built.cpu_seconds, sha=sha,

@@ -11,7 +11,6 @@ from trainers.policy_loss import (
     clipped_policy_loss,
     importance_ratio,
     pg_loss,
-    tis_weight,
 )
 
 LN = math.log
@@ -152,16 +151,6 @@ def test_gspo_gradient_at_ratio_one():
     out = clipped_policy_loss(lp, lp.detach(), adv, mask, 3e-4, 4e-4, ratio_level="sequence")
     aggregate_loss(out.loss, mask, "seq_mean_token_mean").backward()
     assert torch.allclose(logits.grad, expected, atol=1e-12)
-
-
-def test_tis_weight_worked_example():
-    # old - sampler = +1 -> e^1 = 2.718 capped at 2; -1 -> e^-1 = 0.3679; masked -> 0.
-    old = torch.tensor([[-1.0, -2.0, -3.0]])
-    sampler = torch.tensor([[-2.0, -1.0, -3.0]])
-    w = tis_weight(old, sampler, torch.tensor([[1, 1, 0]]), cap=2.0)
-    assert torch.allclose(w, torch.tensor([[2.0, math.exp(-1.0), 0.0]]))
-    with pytest.raises(ValueError, match="cap"):
-        tis_weight(old, sampler, torch.ones(1, 3), cap=0.0)
 
 
 def test_compute_policy_loss_adds_kl_entropy_and_is_weights():

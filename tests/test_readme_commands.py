@@ -40,6 +40,9 @@ COVERAGE: dict[str, str] = {
     # 100 steps of PPO are minutes: run with --steps 2 (every other flag as written), slow.
     ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --eval-tasks 200 --out runs/guess":
         f"{HERE}::test_rlvr_train_ppo_guess_number",
+    # 150 steps are a minute and a half: run with --steps 3 (every other flag as written), slow.
+    ".venv/bin/rlvr train --algo grpo --max-staleness 1 --steps 150 --eval-tasks 400 --out runs/async":
+        f"{HERE}::test_rlvr_train_async",
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
@@ -144,17 +147,32 @@ def test_rlvr_eval(root):
     assert f"results in {out_dir.relative_to(root)}/summary.json" in stdout
 
 
+def run_shortened(root: Path, command: str, steps: int, short: int) -> tuple[list[dict], list[dict]]:
+    """Run a README `rlvr train` command with `--steps short` instead of its `--steps steps`, every
+    other flag as written; return its metrics and evaluation lines."""
+    need_vllm()
+    assert f" --steps {steps} " in command
+    run(command.replace(f" --steps {steps} ", f" --steps {short} "), root, timeout=420)
+    out_dir = root / command.split("--out ")[1].split()[0]
+    read = lambda name: [json.loads(line) for line in (out_dir / name).read_text().splitlines()]  # noqa: E731
+    return read("metrics.jsonl"), read("eval.jsonl")
+
+
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_rlvr_train_ppo_guess_number(root):
-    need_vllm()
-    command = readme_command("rlvr train", "--algo ppo")
-    assert " --steps 100 " in command
-    run(command.replace(" --steps 100 ", " --steps 2 "), root, timeout=420)
-    out_dir = root / command.split("--out ")[1].split()[0]
-    assert len((out_dir / "metrics.jsonl").read_text().splitlines()) == 2
-    evals = [json.loads(line) for line in (out_dir / "eval.jsonl").read_text().splitlines()]
+    metrics, evals = run_shortened(root, readme_command("rlvr train", "--algo ppo"), 100, 2)
+    assert len(metrics) == 2
     assert [e["step"] for e in evals] == [0, 2] and all(e["tasks"] == 200 for e in evals)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_train_async(root):
+    metrics, evals = run_shortened(root, readme_command("rlvr train", "--max-staleness"), 150, 3)
+    assert [m["step"] for m in metrics] == [1, 2, 3]
+    assert all(m["staleness_max"] <= 1 and "is_ess" in m and "time_waiting" in m for m in metrics)
+    assert [e["step"] for e in evals] == [0, 3]
 
 
 @pytest.mark.slow

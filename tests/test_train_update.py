@@ -171,8 +171,29 @@ def test_sampler_old_logprobs_weight_tokens_by_truncated_importance(model):
     t = old_and_ref_logprobs(models, algo, TrainConfig(old_logprobs="sampler", tis_cap=2.0), batch)
     want = torch.clamp(torch.exp(t.old_logprobs + 1.0), max=2.0) * batch.loss_mask
     torch.testing.assert_close(t.is_weights, want)
-    assert 0 < t.stats["tis_weight_mean"] <= 2.0
+    assert 0 < t.stats["is_weight_mean"] <= 2.0
     assert old_and_ref_logprobs(models, algo, TrainConfig(), batch).is_weights is None
+
+
+def test_masked_correction_takes_tokens_out_of_the_loss_mask(model):
+    """rollout_correction='token_mask': a token whose ratio pi_old / pi_sampler leaves [1/c, c]
+    leaves the loss mask (and so the denominators); the others keep their ratio as the weight."""
+    algo = get_algorithm("grpo", kl_coef=0.0)
+    models = Models(path=None, tokenizer=None, policy=model)
+    batch = collate(make_episodes(seed=3), pad_token_id=0)
+    old = old_and_ref_logprobs(models, algo, TrainConfig(epochs=2), batch).old_logprobs
+    shift = torch.zeros_like(old)
+    shift[:, ::2] = 1.5  # the sampler was surer of every other token: ratio e^-1.5 = 0.22 < 1/2
+    batch.sampler_logprobs = (old + shift) * batch.loss_mask
+    mask_before = batch.loss_mask.clone()
+    cfg = TrainConfig(old_logprobs="sampler", rollout_correction="token_mask", tis_cap=2.0)
+    t = old_and_ref_logprobs(models, algo, cfg, batch)
+    keep = (mask_before > 0) & (shift == 0)
+    assert bool(((mask_before > 0) & ~keep).any()) and bool(keep.any())
+    torch.testing.assert_close(batch.loss_mask, keep.to(mask_before.dtype))
+    torch.testing.assert_close(t.is_weights, keep.to(t.is_weights.dtype), atol=1e-5, rtol=0)  # ratio 1 where kept
+    masked = float(((mask_before > 0) & ~keep).sum() / mask_before.sum())
+    assert t.stats["is_masked_frac"] == pytest.approx(masked)
 
 
 def test_separate_critic_gets_value_gradients_only(model):

@@ -243,11 +243,11 @@ def check_settings(algo: AlgoConfig, cfg: "TrainConfig") -> None:
             f"which is only correct on fresh samples: it needs epochs 1 and minibatch_size equal to the "
             f"batch ({cfg.batch_size} episodes), got epochs {epochs} and minibatch_size "
             f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped")
-    if cfg.old_logprobs == "sampler" and cfg.top_p < 1:
+    if cfg.decoupled and cfg.top_p < 1:
         raise ConfigError(
-            f"old_logprobs 'sampler' weights each token by pi_old / pi_sampler, which is biased when the "
-            f"sampler draws from a top_p-truncated distribution: use top_p 1 (got {cfg.top_p}) or "
-            f"old_logprobs 'recompute'")
+            f"old_logprobs 'sampler' (or max_staleness > 0) weights each token by pi_old / pi_sampler, which is "
+            f"biased when the sampler draws from a top_p-truncated distribution: use top_p 1 (got {cfg.top_p}) "
+            f"or old_logprobs 'recompute' with max_staleness 0")
 
 
 def keep_groups(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor) -> Tensor:
@@ -317,7 +317,7 @@ def compute_policy_loss(
     is_weights_BT: Tensor | None = None,
 ) -> PolicyLossOutput:
     """The preset's whole per-token policy objective: its policy loss (times `is_weights_BT`,
-    e.g. `tis_weight`, when given), plus `kl_coef * KL` when the KL goes in the loss (needs
+    the rollout correction's, when given), plus `kl_coef * KL` when the KL goes in the loss (needs
     `ref_logprobs_BT`), minus `entropy_coef * entropy` (needs `entropy_BT` when the coef is set).
     `advantages` is `(B,)` or `(B, T)`. Reduce the result's `loss` with
     `aggregate_loss(..., algo.aggregation, ..., algo.constant_length)`."""

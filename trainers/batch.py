@@ -36,6 +36,7 @@ class Batch:
     group_ids: torch.Tensor         # (B,) long, episodes of one task share an id
     truncated: torch.Tensor         # (B,) bool, cut off: last turn at the token budget, or context full
     correct: torch.Tensor           # (B,) bool, outcome "correct"
+    versions: torch.Tensor | None = None  # (B, T) long: the policy version that sampled each token, -1 elsewhere
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
@@ -71,6 +72,7 @@ class Batch:
             group_ids=self.group_ids[rows],
             truncated=self.truncated[rows],
             correct=self.correct[rows],
+            versions=None if self.versions is None else self.versions[rows, comp],
         )
 
     def to(self, device: torch.device | str) -> "Batch":
@@ -108,6 +110,12 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
         for column, reward in zip(turn_end_columns(ep.loss_mask, len(ep.turn_rewards)), ep.turn_rewards):
             turn_rewards[row, column] += reward
     sampler_logprobs *= loss_mask  # the contract says 0 off the mask; make it so
+    versions = None
+    if any(ep.versions for ep in episodes):  # the sampler tracked them (an episode without tokens has none)
+        versions = torch.full((n, t), -1, dtype=torch.long)
+        for row, ep in enumerate(episodes):
+            if ep.versions:
+                versions[row, : len(ep.versions)] = torch.tensor(ep.versions, dtype=torch.long)
     return Batch(
         input_ids=input_ids,
         attention_mask=attention_mask,
@@ -120,6 +128,7 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
         group_ids=torch.tensor([ep.group_id for ep in episodes], dtype=torch.long),
         truncated=torch.tensor([is_truncated(ep) for ep in episodes]),
         correct=torch.tensor([ep.outcome is Outcome.CORRECT for ep in episodes]),
+        versions=versions,
     )
 
 

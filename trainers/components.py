@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
 from torch import nn
 
-from envs.sampler import Sample, SamplingSettings
+from envs.sampler import RequestSampler, Sample, SamplingSettings
 from trainers.config import ConfigError, TrainConfig
+from trainers.producer import ProducerStopped, StagedWeights
 from trainers.policy import Critic, ValueHead
 
 CRITIC_DIR = "critic"
@@ -118,17 +119,35 @@ def max_model_len(models: Models) -> int:
     return min(int(getattr(models.policy.config, "max_position_embeddings", 4096)), 4096)
 
 
+def timed(inner: Any) -> "TimedSampler":
+    """`inner` wrapped to count its sampling seconds, keeping its request-level methods if it has them."""
+    return TimedRequestSampler(inner) if isinstance(inner, RequestSampler) else TimedSampler(inner)
+
+
 class TimedSampler:
-    """Wraps a sampler to count the seconds spent in `generate` (the rest of a rollout is scoring)."""
+    """Wraps the trainer's sampler: counts the seconds spent in `generate` (the rest of a rollout
+    is scoring), and loads staged weights (`staged`, asynchronous RL) in whichever thread drives
+    the engine, just before its next call. `stop_requested()` true there ends a rollout early
+    (`ProducerStopped`): the run is closing."""
 
     def __init__(self, inner: Any):
         self.inner = inner
         self.seconds = 0.0
+        self.staged = StagedWeights()
+        self.stop_requested: Callable[[], bool] = lambda: False
 
     def reset_clock(self) -> None:
         self.seconds = 0.0
 
+    def _before_engine(self) -> None:
+        if self.stop_requested():
+            raise ProducerStopped()
+        staged = self.staged.take()
+        if staged is not None:
+            self.update_weights(staged.tensors, staged.version)
+
     def generate(self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings) -> list[list[Sample]]:
+        self._before_engine()
         t0 = time.perf_counter()
         try:
             return self.inner.generate(prompt_token_ids, n, sampling)
@@ -140,12 +159,42 @@ class TimedSampler:
         """The rollout ends episodes before this (vLLM raises past it); None for no limit."""
         return getattr(self.inner, "max_model_len", None)
 
+    @property
+    def version(self) -> int | None:
+        """The policy version of the weights the sampler holds (None if it does not track it)."""
+        return getattr(self.inner, "version", None)
+
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
         if close is not None:
             close()
 
-    def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]]) -> None:
+    def update_weights(self, named_tensors: Iterable[tuple[str, torch.Tensor]], version: int) -> None:
+        """Load weights now (the HF sampler shares the policy: nothing to load) as policy `version`."""
         update = getattr(self.inner, "update_weights", None)
         if update is not None:
             update(named_tensors)
+        if hasattr(self.inner, "version"):
+            self.inner.version = version
+
+
+class TimedRequestSampler(TimedSampler):
+    """A `TimedSampler` of a `RequestSampler`: the seconds of `poll` (the engine's steps) count as
+    sampling; environment steps run meanwhile in other threads."""
+
+    def submit(self, prompt_token_ids: Sequence[int], n: int, sampling: SamplingSettings) -> str:
+        return self.inner.submit(prompt_token_ids, n, sampling)
+
+    def poll(self) -> list[tuple[str, list[Sample]]]:
+        self._before_engine()
+        t0 = time.perf_counter()
+        try:
+            return self.inner.poll()
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def unfinished(self) -> int:
+        return self.inner.unfinished()
+
+    def cancel(self) -> None:
+        self.inner.cancel()

@@ -21,7 +21,8 @@ class ConfigError(RlvrError, ValueError):
 
 
 SAMPLERS = ("vllm", "hf")
-OLD_LOGPROBS = ("recompute", "sampler")
+OLD_LOGPROBS = ("auto", "recompute", "sampler")
+CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # trainers.rollout_correction
 VALUE_MODELS = ("auto", "none", "head", "critic")
 SCHEDULES = ("constant", "linear", "cosine")
 GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
@@ -68,12 +69,19 @@ class TrainConfig:
     weight_decay: float = setting(0.0, "AdamW weight decay")
     adam_betas: tuple[float, float] = setting((0.9, 0.999), "AdamW's beta1 and beta2")
     max_grad_norm: float = setting(1.0, "clip the gradient's global norm to this")
-    # "recompute": the trainer recomputes the old logprobs; "sampler": it still recomputes them,
-    # and also weights each token's loss by the truncated importance weight
-    # min(pi_old / pi_sampler, tis_cap) (Yao et al., 2025; verl's "decoupled" mode). Needs top_p 1.
-    old_logprobs: str = setting("recompute", "recompute, or sampler: also weight each token's loss by "
-                                "min(pi_old / pi_sampler, tis_cap); needs top_p 1", choices=OLD_LOGPROBS)
-    tis_cap: float = setting(2.0, "cap of the truncated importance weight (old_logprobs sampler)")
+    # "recompute": the trainer recomputes the old logprobs; "sampler": it still recomputes them
+    # (the proximal policy of decoupled PPO) and also weights each token's loss by an importance
+    # weight from the sampler's policy to the trainer's, chosen by rollout_correction (formulas in
+    # trainers/rollout_correction.py). Needs top_p 1. "auto": sampler when samples may be stale.
+    old_logprobs: str = setting("auto", "recompute; sampler: also weight each token's loss by the "
+                                "rollout_correction weight pi_old / pi_sampler (needs top_p 1); auto: sampler "
+                                "when max_staleness > 0, else recompute", choices=OLD_LOGPROBS)
+    rollout_correction: str = setting("token_tis", "the importance weight of old_logprobs sampler: token_tis, "
+                                      "sequence_tis (truncated at tis_cap), token_mask or sequence_mask (drop "
+                                      "what leaves [1/tis_cap, tis_cap])", choices=CORRECTIONS)
+    tis_cap: float = setting(2.0, "c of rollout_correction: the truncation cap, and the bounds [1/c, c] of masking")
+    max_staleness: int = setting(0, "asynchronous RL: sample the next steps while training, from weights at "
+                                 "most this many updates older than those trained; 0: sample, then train")
     value_model: str = setting("auto", "PPO's values: auto (a value head when the algorithm needs values), none, "
                                "head or critic", choices=VALUE_MODELS)
     value_lr: float | None = setting(None, "learning rate of the value head or critic; none: lr")
@@ -107,6 +115,12 @@ class TrainConfig:
     @property
     def micro_batch(self) -> int:
         return self.micro_batch_size or self.minibatch_size or self.batch_size
+
+    @property
+    def decoupled(self) -> bool:
+        """Whether the loss corrects from the sampler's policy to the trainer's (`old_logprobs`
+        sampler, or auto with stale samples): decoupled PPO with the rollout-correction weight."""
+        return self.old_logprobs == "sampler" or (self.old_logprobs == "auto" and self.max_staleness > 0)
 
     # ---- loading -----------------------------------------------------------------------------
     @classmethod
@@ -155,9 +169,19 @@ class TrainConfig:
         for f in dataclasses.fields(self):
             if "choices" in f.metadata:
                 _one_of(self, f.name, f.metadata["choices"])
-        for name in ("lr", "max_grad_norm", "tis_cap", "temperature", "eval_temperature"):
+        for name in ("lr", "max_grad_norm", "temperature", "eval_temperature"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.max_staleness < 0:
+            raise ConfigError(f"max_staleness must be >= 0, got {self.max_staleness}")
+        if self.max_staleness > 0 and self.old_logprobs == "recompute":
+            raise ConfigError("max_staleness > 0 samples with older weights than those trained: it needs the "
+                              "decoupled objective, old_logprobs sampler (or auto), not recompute")
+        if self.max_staleness > 0 and self.sampler != "vllm":
+            raise ConfigError(f"max_staleness > 0 needs the vllm sampler (weights loaded between engine steps), "
+                              f"got sampler {self.sampler!r}")
+        if not self.tis_cap >= 1:
+            raise ConfigError(f"tis_cap must be >= 1 (masking keeps [1/tis_cap, tis_cap]), got {self.tis_cap!r}")
         if self.time_limit is not None and not self.time_limit > 0:
             raise ConfigError(f"time_limit must be > 0 seconds, got {self.time_limit!r}")
         if self.value_lr is not None and not self.value_lr > 0:

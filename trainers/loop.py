@@ -3,6 +3,10 @@
     rollout -> filter -> old/reference logprobs (+ the sampler/trainer gap) -> values
       -> advantages -> update (epochs x minibatches x micro-batches) -> sync -> log -> checkpoint
 
+With `max_staleness` K > 0 (asynchronous RL) the rollout phase runs ahead in a producer thread
+(`trainers.producer`), at most K updates ahead, and the sync stages the weights for it to load
+between two engine steps; the loss then corrects for the stale samples (decoupled PPO).
+
 The `Trainer` holds the policy, the optional frozen reference model, the optional value head or
 separate critic, the optimizer, the scheduler and the sampler. With the vLLM sampler the new
 weights are pushed into the engine in place after each step; the HF sampler shares the policy
@@ -11,6 +15,7 @@ ratios must compare the policy with itself, not with a randomly thinned copy.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -23,16 +28,18 @@ import torch
 
 from envs.episode import TruncationReason
 from envs.evaluate import context_cut_warning
-from envs.sampler import SamplingSettings
+from envs.sampler import RequestSampler, SamplingSettings
 from trainers import checkpoint as ckpt
 from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from trainers.batch import collate, is_truncated
-from trainers.components import Models, TimedSampler, build_models, build_optimizer, build_sampler, max_model_len
-from trainers.config import TrainConfig
+from trainers.components import Models, build_models, build_optimizer, build_sampler, max_model_len, timed
+from trainers.config import ConfigError, TrainConfig
 from trainers.metrics import MetricsLogger
 from trainers.phases import (
     StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch,
 )
+from trainers.producer import ProducerError, RolloutProducer
+from trainers.rollout_correction import staleness_stats
 from verifiers.verdict import Outcome
 
 SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
@@ -71,8 +78,13 @@ def collect_groups(sample_round, keep, target: int, max_extra_rounds: int) -> tu
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None):
+    """`overlap`: sample the next steps in a producer thread while training (asynchronous RL,
+    `trainers.producer`); None: when `max_staleness` > 0. At max_staleness 0 the producer waits
+    for each update, so `overlap=True` then gives the synchronous loop's numbers (a test checks)."""
+
+    def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None, overlap: bool | None = None):
         self.config = config
+        self.overlap = config.max_staleness > 0 if overlap is None else overlap
         self.algo = resolve(algo if algo is not None else config.check(), config.max_tokens)
         check_settings(self.algo, config)
         if config.threads:
@@ -89,7 +101,13 @@ class Trainer:
         if resume_from is not None:
             self._restore(resume_from)
             print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
-        self.sampler = TimedSampler(build_sampler(config, self.models, resume_from))
+        self.sampler = timed(build_sampler(config, self.models, resume_from))
+        if self.sampler.version is not None:
+            self.sampler.inner.version = self.step  # policy version = updates done
+        if self.overlap and config.sampler != "vllm":
+            raise ConfigError(f"overlapped sampling needs the vllm sampler, got {config.sampler!r}")
+        self.producer: RolloutProducer | None = None
+        self._saved_step = self.step  # the step of the last checkpoint (resumed from, or saved)
         self.logger: MetricsLogger | None = None
         self._warned_context = False  # the context-cut warning is given once per run
 
@@ -108,32 +126,83 @@ class Trainer:
                 if before is not None and before.get("tasks") == cfg.eval_tasks:
                     summary["eval_before"] = before
             started = time.monotonic()
+            if self.overlap:
+                self._start_producer()
             while self.step < cfg.steps:
-                metrics = self.train_step()
+                metrics = self._train_step_saving_on_failure()
                 self.step += 1
                 out_of_time = cfg.time_limit is not None and time.monotonic() - started > cfg.time_limit
                 last = self.step == cfg.steps or out_of_time
                 if cfg.eval_every and self.step % cfg.eval_every == 0 and not last:
-                    metrics["eval_accuracy"] = self.evaluate_and_log(self.step)["accuracy"]
+                    with self._engine():
+                        metrics["eval_accuracy"] = self.evaluate_and_log(self.step)["accuracy"]
                 metrics["time_elapsed"] = time.monotonic() - started
                 self.logger.log(self.step, metrics)
                 if self.step % cfg.save_every == 0 or last:
                     self.save()
+                if self.producer is not None:
+                    self.producer.advance(self.step)  # the producer may now sample step + max_staleness
                 if out_of_time:
                     summary["stopped"] = f"time limit of {cfg.time_limit:g} s reached"
                     break
+            self._stop_producer()
             if cfg.eval_tasks:
                 summary["eval_after"] = self.evaluate_and_log(self.step)
             summary["reward_png"] = str(self.logger.plot())
         finally:
+            self._stop_producer()
             self.logger.close()
         summary["steps"] = self.step
         return summary
 
+    # ---- overlapped sampling (asynchronous RL) ---------------------------------------------------
+    def _start_producer(self) -> None:
+        threads = torch.get_num_threads()
+
+        def produce(step: int) -> Rollout:
+            # A new thread starts with OpenMP's default thread count, and vLLM-CPU's attention
+            # refuses to run with another count than the one its engine was built with.
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
+            return self.rollout(step)
+
+        self.producer = RolloutProducer(produce, self.step, self.config.steps, self.config.max_staleness,
+                                        version=self.step)
+        self.sampler.stop_requested = self.producer.in_own_thread_and_stopping
+
+    def _stop_producer(self) -> None:
+        """Stop the producer (a rollout in progress ends at its next engine step) and drop what it
+        sampled ahead: the engine is the trainer's again."""
+        if self.producer is not None:
+            self.producer.close()
+            self.producer = None
+            if isinstance(self.sampler, RequestSampler):
+                self.sampler.cancel()  # a rollout stopped part-way leaves none of its requests
+
+    def _engine(self):
+        """A context in which this thread may drive the engine (the producer is paused)."""
+        return self.producer.paused() if self.producer is not None else contextlib.nullcontext()
+
+    def _train_step_saving_on_failure(self) -> dict[str, Any]:
+        """`train_step`; when the producer failed, first save the last finished step, to resume from."""
+        try:
+            return self.train_step()
+        except ProducerError:
+            if self.step and self._saved_step != self.step:
+                self.save()
+            raise
+
     def train_step(self) -> dict[str, Any]:
         started = time.perf_counter()
-        rollout = self.rollout(self.step)
+        waited = 0.0
+        if self.producer is not None:
+            rollout = self.producer.get(self.step)
+            waited = time.perf_counter() - started
+        else:
+            rollout = self.rollout(self.step)
         metrics = self.rollout_metrics(rollout)
+        if self.producer is not None:
+            metrics["time_waiting"] = waited  # for the producer: how far sampling is behind training
         self._warn_context_cuts(rollout.all_episodes)
         if rollout.episodes:
             t0 = time.perf_counter()
@@ -142,7 +211,7 @@ class Trainer:
             metrics.update(self.update(tensors))
             self.scheduler.step()  # the schedule counts optimizer updates: a skipped step does not advance it
             metrics["time_training"] = time.perf_counter() - t0
-            metrics["time_syncing"] = self.sync()
+            metrics["time_syncing"] = self.sync(self.step + 1)
         else:  # every group was dropped (errors, or no signal under dynamic sampling)
             metrics.update(skipped=1, time_training=0.0, time_syncing=0.0)
         elapsed = time.perf_counter() - started
@@ -203,7 +272,10 @@ class Trainer:
         raw_rewards = batch.rewards
         batch.rewards, batch.turn_rewards = shape_rewards(self.algo, batch.rewards, batch.turn_rewards, batch.loss_mask)
         batch.loss_mask = filter_loss_mask(self.algo, batch.loss_mask, batch.truncated)
+        staleness = {} if batch.versions is None else staleness_stats(
+            batch.versions, batch.loss_mask, self.step, self.config.max_staleness)
         t = old_and_ref_logprobs(self.models, self.algo, self.config, batch)  # and the value head's values
+        t.stats.update(staleness)
         if self.algo.overlong_buffer_frac > 0:
             t.stats["overlong_penalty_mean"] = float((batch.rewards - raw_rewards).mean())
         if self.models.critic is not None:
@@ -245,10 +317,15 @@ class Trainer:
         self.optimizer.step()
         return float(grad_norm)
 
-    def sync(self) -> float:
-        """Push the new weights into the sampler (in place for vLLM; nothing to do for HF)."""
+    def sync(self, version: int) -> float:
+        """Push the new weights (policy `version`) into the sampler: in place for vLLM, nothing to
+        do for HF; with the producer running, staged for it to load before its next engine step."""
         t0 = time.perf_counter()
-        self.sampler.update_weights((name, p.detach()) for name, p in self.policy.named_parameters())
+        params = ((name, p.detach()) for name, p in self.policy.named_parameters())
+        if self.producer is not None:
+            self.sampler.staged.stage(params, version)
+        else:
+            self.sampler.update_weights(params, version)
         return time.perf_counter() - t0
 
     def rollout_metrics(self, r: Rollout) -> dict[str, Any]:
@@ -318,7 +395,9 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
             "rng": ckpt.rng_state(), "config": self.config.to_dict(), **self.models.extra_state(),
         }
-        return ckpt.save_checkpoint(self.out, self.step, self.models.save, state, self.config.keep_last)
+        path = ckpt.save_checkpoint(self.out, self.step, self.models.save, state, self.config.keep_last)
+        self._saved_step = self.step
+        return path
 
     def _resume_point(self) -> Path | None:
         if not self.config.resume:

@@ -2,7 +2,7 @@
 `trainers.loop` calls them in order; tests call them on their own):
 
 - `old_and_ref_logprobs`: the trainer's logprobs before the update (and the sampler/trainer gap),
-  the value head's values, the reference model's logprobs, the TIS weights; when
+  the value head's values, the reference model's logprobs, the rollout-correction weights; when
   `update_is_on_policy`, the update's own first forward stands in for the first of these;
 - `compute_advantages`: sequence-level or GAE advantages, KL in the reward if asked;
 - `accumulate_gradients`: one minibatch's loss, backwarded micro-batch by micro-batch with the
@@ -21,7 +21,7 @@ from trainers.components import Models
 from trainers.config import TrainConfig
 from trainers.kl import kl_estimate, kl_penalized_rewards
 from trainers.policy import forward
-from trainers.policy_loss import tis_weight
+from trainers.rollout_correction import correction_weights
 from trainers.value_loss import value_loss
 
 
@@ -84,7 +84,7 @@ class StepTensors:
     old_values: torch.Tensor | None = None  # (B, T)
     advantages: torch.Tensor | None = None  # (B,) or (B, T)
     returns: torch.Tensor | None = None  # (B, T), GAE only
-    is_weights: torch.Tensor | None = None  # (B, T), TIS only
+    is_weights: torch.Tensor | None = None  # (B, T), rollout correction (old_logprobs sampler) only
     stats: dict[str, float] = field(default_factory=dict)
 
 
@@ -94,13 +94,14 @@ def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> b
     nothing before the update that needs them (KL in the reward, values for GAE). Then a
     separate no-grad forward would only repeat the update's: it is skipped, and the update's
     logprobs, detached, are the old logprobs (ratio 1; TRL and verl do the same)."""
-    return ((cfg.epochs or algo.ppo_epochs) == 1 and cfg.num_minibatches == 1 and cfg.old_logprobs == "recompute"
+    return ((cfg.epochs or algo.ppo_epochs) == 1 and cfg.num_minibatches == 1 and not cfg.decoupled
             and not algo.kl_in_reward and not models.wants_values)
 
 
 @torch.no_grad()
 def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, batch: Batch) -> StepTensors:
-    """Trainer logprobs before the update, the reference model's, and the TIS weights. The
+    """Trainer logprobs before the update, the reference model's, and the rollout-correction
+    weights (`trainers.rollout_correction`; a masking mode also takes tokens out of the loss mask). The
     sampler holds the same weights right now (synced after the last step), so the difference
     between its logprobs and these is the sync gap, measured on this step's tokens. When
     `update_is_on_policy`, `old_logprobs` is left None and `accumulate_gradients` measures
@@ -117,11 +118,11 @@ def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, bat
     sums = PreUpdateSums()
     sums.add(old, entropy, batch, t.ref_logprobs, algo.kl_estimator)
     t.stats.update(sums.stats())
-    if cfg.old_logprobs == "sampler":
-        mask = batch.loss_mask
-        t.is_weights = tis_weight(old, batch.sampler_logprobs, mask, cfg.tis_cap)
-        t.stats["tis_weight_mean"] = float(masked_mean(t.is_weights, mask))
-        t.stats["tis_capped_frac"] = float(masked_mean((t.is_weights >= cfg.tis_cap).float(), mask))
+    if cfg.decoupled:
+        c = correction_weights(old, batch.sampler_logprobs, batch.loss_mask, cfg.rollout_correction, cfg.tis_cap)
+        t.is_weights = c.weights
+        batch.loss_mask = batch.loss_mask * c.keep.to(batch.loss_mask.dtype)  # masked IS: out of the loss
+        t.stats.update(c.stats)
     return t
 
 

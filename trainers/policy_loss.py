@@ -139,28 +139,6 @@ def pg_loss(logprobs_BT: Tensor, advantages: Tensor, mask_BT: Tensor) -> PolicyL
     )
 
 
-@torch.no_grad()
-def tis_weight(
-    old_logprobs_BT: Tensor, sampler_logprobs_BT: Tensor, mask_BT: Tensor, cap: float = 2.0
-) -> Tensor:
-    """Truncated importance sampling (Yao et al. 2025, "Your efficient RL framework secretly brings
-    you off-policy RL"), the weight of `old_logprobs="sampler"`: the old logprobs are still the
-    trainer's own (recomputed), and each token's loss is also weighted by
-    min(exp(old_trainer - sampler), cap) to correct for the two engines' mismatch. That is verl's
-    "decoupled" mode (proximal policy = the trainer's recomputation, behaviour policy = the
-    sampler). It is the right correction only if the sampler's logprobs describe the distribution
-    it drew from; with top_p < 1 it draws from a truncated one that neither the trainer's nor (by
-    default) vLLM's reported logprobs describe, so the weights are biased and
-    `trainers.algorithms.check_settings` refuses the combination. All `(B, T)`, result included.
-    Detached; 0 off the mask."""
-    if not cap > 0:
-        raise ValueError(f"TIS cap must be > 0, got {cap}")
-    check_bt("sampler_logprobs", sampler_logprobs_BT, old_logprobs_BT)
-    check_bt("mask", mask_BT, old_logprobs_BT)
-    log_w_BT = masked_zero(old_logprobs_BT - sampler_logprobs_BT, mask_BT).clamp(max=_MAX_LOG_RATIO)
-    return masked_zero(torch.exp(log_w_BT).clamp(max=cap), mask_BT)
-
-
 def masked_one(x: Tensor, mask: Tensor) -> Tensor:
     """`x` where the mask is set, exactly 1 elsewhere. Any shape; `mask` has `x`'s."""
     return torch.where(as_bool_mask(mask), x, torch.ones((), dtype=x.dtype, device=x.device))

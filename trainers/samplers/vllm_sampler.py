@@ -20,6 +20,7 @@ differ from vLLM's: whole-prompt prefill, and a KV cache sized to `max_num_seqs`
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from typing import Any, Iterable, Sequence
 
@@ -105,6 +106,14 @@ class VLLMSampler:
         # None above: the model's own limit. Rollouts read this to end episodes that would overflow.
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         hf_config = self.llm.llm_engine.model_config.hf_config
+        self._keys = itertools.count()
+        self._copies: dict[str, int] = {}  # submitted request -> copies of its samples (greedy: n)
+        # The policy version of the weights loaded (`update_weights` sets it); every token is tagged
+        # with it. With weights loaded between engine steps, `track_versions` streams requests
+        # token by token (vLLM's DELTA outputs), so each token gets the version that sampled it.
+        self.version = 0
+        self.track_versions = False
+        self._streams: dict[str, dict[int, _Stream]] = {}
         self._repack_tied_head = current_platform.is_cpu() and bool(getattr(hf_config, "tie_word_embeddings", False))
 
     def sampling_params(self, n: int, sampling: SamplingSettings, seed: int | None = None):
@@ -156,11 +165,63 @@ class VLLMSampler:
             # otherwise give identical samples).
             params = [self.sampling_params(per_request, sampling, sampling.seed + i * n) for i in range(len(prompts))]
         outputs = self._engine().generate(prompts, params, use_tqdm=False)
-        samples = [[_to_sample(c) for c in out.outputs] for out in outputs]
+        samples = [[_to_sample(c, self.version) for c in out.outputs] for out in outputs]
         return [s * n for s in samples] if greedy else samples
 
-    def update_weights(self, named_tensors: Iterable[tuple[str, Any]]) -> None:
-        """Load new policy weights in place (names as in the Hugging Face checkpoint)."""
+    # ---- request-level submission: per-episode rollouts (`envs.rollout`) ----------------------
+    def submit(self, prompt_token_ids: Sequence[int], n: int, sampling: SamplingSettings) -> str:
+        """Queue one prompt for `n` samples without running the engine; `poll` runs it. Returns the
+        request's key. Seeded as `generate` seeds a single prompt. Not to be mixed with a
+        concurrent `generate` (one engine, one caller)."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        llm = self._engine()
+        greedy = sampling.temperature == 0
+        params = self.sampling_params(1 if greedy else n, sampling, sampling.seed)
+        from vllm.sampling_params import RequestOutputKind
+
+        # One output per request when it ends; or, tracking versions, each step's new tokens.
+        params.output_kind = RequestOutputKind.DELTA if self.track_versions else RequestOutputKind.FINAL_ONLY
+        key = f"rlvr-{next(self._keys)}"
+        llm.llm_engine.add_request(key, self._tokens_prompt(prompt_token_ids=list(prompt_token_ids)), params)
+        self._copies[key] = n if greedy else 1
+        if self.track_versions:
+            self._streams[key] = {}
+        return key
+
+    def poll(self) -> list[tuple[str, list[Sample]]]:
+        """Run one engine step; the requests it finished, as (key, their samples)."""
+        done = []
+        for out in self._engine().llm_engine.step():
+            key = out.request_id
+            if key not in self._copies:
+                continue
+            stream = self._streams.get(key)
+            if stream is not None:  # DELTA: this step's tokens of each sample, sampled by these weights
+                for c in out.outputs:
+                    stream.setdefault(c.index, _Stream()).add(c, self.version)
+            if out.finished:
+                if stream is not None:
+                    samples = [stream[i].sample() for i in sorted(self._streams.pop(key))]
+                else:
+                    samples = [_to_sample(c, self.version) for c in out.outputs]
+                done.append((key, samples * self._copies.pop(key)))
+        return done
+
+    def unfinished(self) -> int:
+        """Requests submitted and not yet returned by `poll`."""
+        return len(self._copies)
+
+    def cancel(self) -> None:
+        """Abort every unfinished request, so that a later `generate` sees only its own."""
+        if self._copies and self.llm is not None:
+            self.llm.llm_engine.abort_request(list(self._copies))
+        self._copies.clear()
+        self._streams.clear()
+
+    def update_weights(self, named_tensors: Iterable[tuple[str, Any]], version: int | None = None) -> None:
+        """Load new policy weights in place (names as in the Hugging Face checkpoint); `version`
+        (default: one more than now) tags the tokens they sample."""
         if not self.in_process:
             raise RuntimeError("update_weights hands tensors to the engine in this process; it needs "
                                "VLLM_ENABLE_V1_MULTIPROCESSING=0 (unset it, and VLLMSampler sets it)")
@@ -169,14 +230,44 @@ class VLLMSampler:
         if self._repack_tied_head:
             llm.collective_rpc(_repack_lm_head)
         llm.reset_prefix_cache()  # cached prompt KV was computed with the old weights
+        self.version = self.version + 1 if version is None else int(version)
 
 
-def _to_sample(completion: Any) -> Sample:
+def _tokens(completion: Any) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """A vLLM completion's (new) token ids and their sampled logprobs."""
     token_ids = tuple(int(t) for t in completion.token_ids)
     if completion.logprobs is None or len(completion.logprobs) != len(token_ids):
         raise RuntimeError("vLLM returned no per-token logprobs; was logprobs=0 dropped?")
-    logprobs = tuple(float(step[t].logprob) for step, t in zip(completion.logprobs, token_ids))
+    return token_ids, tuple(float(step[t].logprob) for step, t in zip(completion.logprobs, token_ids))
+
+
+def _finish(reason: Any) -> FinishReason:
     # vLLM reports "stop" for eos, stop strings and stop tokens, "length" at max_tokens.
-    if completion.finish_reason not in tuple(FinishReason):  # e.g. "abort": not a completion to train on
-        raise RuntimeError(f"vLLM ended a completion with {completion.finish_reason!r}")
-    return Sample(token_ids, logprobs, FinishReason(completion.finish_reason))
+    if reason not in tuple(FinishReason):  # e.g. "abort": not a completion to train on
+        raise RuntimeError(f"vLLM ended a completion with {reason!r}")
+    return FinishReason(reason)
+
+
+def _to_sample(completion: Any, version: int) -> Sample:
+    token_ids, logprobs = _tokens(completion)
+    return Sample(token_ids, logprobs, _finish(completion.finish_reason), (version,) * len(token_ids))
+
+
+class _Stream:
+    """One sample of a streamed (DELTA) request, put together step by step."""
+
+    def __init__(self) -> None:
+        self.token_ids: list[int] = []
+        self.logprobs: list[float] = []
+        self.versions: list[int] = []
+        self.finish_reason: Any = None
+
+    def add(self, completion: Any, version: int) -> None:
+        token_ids, logprobs = _tokens(completion)
+        self.token_ids += token_ids
+        self.logprobs += logprobs
+        self.versions += [version] * len(token_ids)
+        self.finish_reason = completion.finish_reason or self.finish_reason
+
+    def sample(self) -> Sample:
+        return Sample(tuple(self.token_ids), tuple(self.logprobs), _finish(self.finish_reason), tuple(self.versions))

@@ -60,7 +60,8 @@ def test_staleness_0_through_the_producer_is_the_synchronous_loop(tmp_path):
 
 
 def test_staleness_1_trains_on_tokens_at_most_one_update_old(tmp_path):
-    run(config(tmp_path, max_staleness=1, steps=6))
+    trainer = run(config(tmp_path, max_staleness=1, steps=6))
+    assert trainer.sampler.inner.track_versions  # each token's version, not its sample's last one
     records = rows(tmp_path)
     assert [r["step"] for r in records] == list(range(1, 7))
     assert all(r["staleness_max"] <= 1 for r in records)

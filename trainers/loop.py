@@ -166,6 +166,8 @@ class Trainer:
                 torch.set_num_threads(threads)
             return self.rollout(step)
 
+        # Weights now change between engine steps, in the middle of samples: stream each token's version.
+        self.sampler.inner.track_versions = True
         self.producer = RolloutProducer(produce, self.step, self.config.steps, self.config.max_staleness,
                                         version=self.step)
         self.sampler.stop_requested = self.producer.in_own_thread_and_stopping

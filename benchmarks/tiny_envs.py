@@ -9,7 +9,8 @@ The two dataset envs need a file: `rlvr/CodeDataset-v0` reads rlvr's own task fi
 `rlvr/Code-v0`, in rlvr's JSONL shape), `rlvr/MathDataset-v0` a JSONL written here from
 held-out `rlvr/Arithmetic-v0` questions (a stand-in for a user's GSM8K-shaped file: the tiny
 model cannot solve GSM8K). Code envs get 128 tokens a turn: a function does not fit in the
-default 32.
+default 32. A code env's seed draws one of its 35 tasks at random, so 35 seeds reach only about 22
+of them: the code envs get 140 seeds (about 34 distinct tasks); the table counts distinct tasks.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from importlib.resources import files
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+CODE_SEEDS = 140  # seeds drawn from the 35 code tasks: each task missed with probability (34/35)^140 < 2%
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,10 @@ def cases(data_dir: Path) -> list[EnvCase]:
         EnvCase("rlvr/MathDataset-v0", env_args={"path": str(data_dir / "arithmetic_questions.jsonl")}),
         EnvCase("rlvr/ReasoningGym-v0"),
         EnvCase("rlvr/GuessNumber-v0"),
-        EnvCase("rlvr/Code-v0", max_tokens=128, tasks=35),
-        EnvCase("rlvr/CodeDataset-v0", max_tokens=128, tasks=35,
+        EnvCase("rlvr/Code-v0", max_tokens=128, tasks=CODE_SEEDS),
+        EnvCase("rlvr/CodeDataset-v0", max_tokens=128, tasks=CODE_SEEDS,
                 env_args={"path": str(files("envs") / "data" / "code_tasks.jsonl")}),
-        EnvCase("rlvr/CodeFeedback-v0", max_tokens=128, tasks=35),
+        EnvCase("rlvr/CodeFeedback-v0", max_tokens=128, tasks=CODE_SEEDS),
         EnvCase("rlvr/PythonTool-v0", max_tokens=128),
     ]
 
@@ -72,10 +74,11 @@ def evaluate(case: EnvCase, model: str, tasks: int, out: Path, timeout_s: float)
     return json.loads((out / "summary.json").read_text())
 
 
-def row(case: EnvCase, summary: dict) -> dict:
+def row(case: EnvCase, summary: dict, episodes: Path) -> dict:
     passes = summary["pass_at_k"]
+    distinct = {json.loads(line)["task_id"] for line in episodes.read_text().splitlines()}
     return {
-        "env": case.env, "tasks": summary["tasks"], "episodes": summary["episodes"],
+        "env": case.env, "tasks": summary["tasks"], "distinct_tasks": len(distinct), "episodes": summary["episodes"],
         "max_tokens": case.max_tokens, "pass@1": passes["1"]["estimate"], "pass@8": passes["8"]["estimate"],
         "cut_by_context": summary["truncation"]["context"] / max(1, summary["valid_episodes"]),
         "errors": summary["episodes"] - summary["valid_episodes"],
@@ -85,7 +88,7 @@ def row(case: EnvCase, summary: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
-    parser.add_argument("--tasks", type=int, default=50, help="tasks per env (the code envs: their 35)")
+    parser.add_argument("--tasks", type=int, default=50, help=f"tasks per env (the code envs: {CODE_SEEDS})")
     parser.add_argument("--only", action="append", help="env id to run (repeatable; default: all)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per env")
@@ -98,13 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         for case in cases(data):
             if args.only and case.env not in args.only:
                 continue
-            rows.append(row(case, evaluate(case, args.model, args.tasks, data / case.env.replace("/", "_"), args.timeout)))
+            out = data / case.env.replace("/", "_")
+            rows.append(row(case, evaluate(case, args.model, args.tasks, out, args.timeout), out / "episodes.jsonl"))
             r = rows[-1]
             print(f"{r['env']:<22} pass@1 {r['pass@1']:.3f}  pass@8 {r['pass@8']:.3f}  "
                   f"cut by context {r['cut_by_context']:.1%}", file=sys.stderr, flush=True)
-    print("| env | tasks x 8 | tokens/turn | pass@1 | pass@8 | cut by context | errors |\n|---|---|---|---|---|---|---|")
+    print("| env | tasks x 8 | distinct | tokens/turn | pass@1 | pass@8 | cut by context | errors |\n"
+          "|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| `{r['env']}` | {r['tasks']} | {r['max_tokens']} | {r['pass@1']:.3f} | {r['pass@8']:.3f} | "
+        print(f"| `{r['env']}` | {r['tasks']} | {r['distinct_tasks']} | {r['max_tokens']} | {r['pass@1']:.3f} | {r['pass@8']:.3f} | "
               f"{r['cut_by_context']:.1%} | {r['errors']} |")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

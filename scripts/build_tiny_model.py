@@ -33,9 +33,11 @@ model's turns only:
 - `rlvr/ReasoningGym-v0` (chain_sum, reasoning-gym's dataset seed 12345, not the env's 0): `<answer>N</answer>`;
 - `rlvr/GuessNumber-v0`: binary search played to the secret, with the env's "higher"/"lower" replies;
 - `rlvr/PythonTool-v0`: the reference tool call, its output, then `The answer is \\boxed{{N}}.`;
-- code (`rlvr/Code-v0`'s format): synthetic one-line idioms with made-up names (`trainers/tiny_code_tasks.py`),
-  none of `rlvr/Code-v0`'s 35 tasks (a test checks names and statements). One template, a unit conversion
-  given as a formula, resembles `celsius_to_fahrenheit` (similarity 0.74), meant to teach copying a formula.
+- code (`rlvr/Code-v0`'s format): synthetic one-line idioms and short stdin programs
+  (`trainers/tiny_code_tasks.py`), with names of one to three parts in any order (verbs, words, made-up
+  letters) so that they must be copied from the statement, not guessed; none of `rlvr/Code-v0`'s 35 tasks (a
+  test checks names and statements). One template, a unit conversion given as a formula, resembles
+  `celsius_to_fahrenheit` (similarity 0.74), meant to teach copying a formula.
 
 All tasks come from seeds below the held-out ones (1,000,000+), which the trainer and `rlvr eval` measure on.
 In the answers worked out ({smoothing_text}), each digit's target is label-smoothed ({digit_smoothing} of it spread
@@ -51,10 +53,10 @@ Accuracy on {n} held-out tasks of `rlvr/Arithmetic-v0`, difficulty 2 (seeds {fir
 | greedy | {greedy:.1%} | {greedy_fmt:.1%} |
 
 Every built-in environment, measured with `rlvr eval` by `benchmarks/tiny_envs.py`: see
-`benchmarks/README.md`. Known limit of the default spec: the model writes every format and copies long
-numbers into its tool calls (`rlvr/PythonTool-v0` pass@8 0.40), but it does not copy function names from a
-statement (for `celsius_to_fahrenheit` it writes `def cehel_to_shegeetin(c): return c * 9 / 5 + 30`), so on
-the code environments it solves nothing yet (pass@8 0).
+`benchmarks/README.md`. Known limit of the default spec: the model writes every format, and on the code
+environments it solves the stdin programs whose idiom it was taught (`sum_numbers`), but it rarely copies a
+function's name from a statement (for `celsius_to_fahrenheit` it writes `def useus_to_fahrenhe(c)`), so its
+code pass@8 is small (0.007 on 140 draws of the 35 tasks).
 
 Build: {seconds:.0f} s wall, {cpu_seconds:.0f} s CPU, on {threads} threads (deterministic kernels, seed {seed});
 `model.safetensors` SHA-256 `{sha}`.

@@ -99,7 +99,10 @@ def test_code_tasks_are_not_code_v0_tasks_and_their_references_run(corpus):
             namespace: dict = {}
             exec(compile(code, "<reference>", "exec"), namespace)  # our own code, not a model's
             assert callable(namespace[entry_point])
-    assert len({code_task(seed)[1] for seed in range(300)}) > 150  # names must be copied, not remembered
+    # Names must be copied, not remembered: many names, and no small set of first words to guess from.
+    functions = [code_task(seed)[1] for seed in range(300) if code_task(seed)[1] is not None]
+    assert len(set(functions)) > 0.95 * len(functions)
+    assert len({name.removeprefix("is_").split("_")[0] for name in functions}) > 0.6 * len(functions)
 
 
 def test_sft_conversation_is_token_exact_with_the_template_and_labels_only_the_model(corpus, tokenizer):

@@ -38,15 +38,26 @@ _SEQS = ("nums", "xs", "values", "items", "data", "scores", "numbers", "vals", "
 _STRS = ("s", "text", "word", "line", "name", "phrase", "msg", "label", "sentence", "title", "code")
 
 
+def _made_up(rng: np.random.Generator) -> str:
+    """Letters in no pattern the model could learn instead of copying them."""
+    if rng.random() < 0.5:  # pronounceable
+        return "".join(str(rng.choice(list("bcdfghklmnprstvwz" if i % 2 == 0 else "aeiouy")))
+                       for i in range(int(rng.integers(3, 10))))
+    return "".join(str(rng.choice(list("abcdefghijklmnopqrstuvwxyz"))) for _ in range(int(rng.integers(2, 9))))
+
+
 def _word(rng: np.random.Generator) -> str:
-    """A word of the list, or (one time in three) a made-up one, so that any letters get copied."""
-    if rng.random() < 2 / 3:
+    """A word of the list, or (two times in five) a made-up one, so that any letters get copied."""
+    if rng.random() < 0.6:
         return str(rng.choice(_WORDS))
-    return "".join(str(rng.choice(list("bcdfghklmnprstvz" if i % 2 == 0 else "aeiou"))) for i in range(int(rng.integers(3, 8))))
+    return _made_up(rng)
 
 
 def _name(rng: np.random.Generator) -> str:
-    return "_".join([str(rng.choice(_VERBS))] + [_word(rng) for _ in range(int(rng.integers(1, 3)))])
+    """One to three parts, each a verb, a word or made-up letters, in any order: a name whose first
+    part is predictable teaches the model to guess it instead of copying it from the statement."""
+    parts = [str(rng.choice(_VERBS)) if rng.random() < 0.25 else _word(rng) for _ in range(int(rng.integers(1, 4)))]
+    return "_".join(parts)
 
 
 def _pick(rng: np.random.Generator, options: tuple[str, ...]) -> str:
@@ -100,7 +111,7 @@ def _t_string(rng: np.random.Generator) -> CodeTask:
 
 
 def _t_predicate(rng: np.random.Generator) -> CodeTask:
-    name, p = f"is_{_word(rng)}", _pick(rng, _PARAMS)
+    name, p = f"is_{_name(rng)}", _pick(rng, _PARAMS)
     k = int(rng.integers(2, 13))
     what, body = [(f"divisible by {k}", f"{p} % {k} == 0"), (f"greater than {k}", f"{p} > {k}"),
                   ("even", f"{p} % 2 == 0"), ("odd", f"{p} % 2 == 1"), ("negative", f"{p} < 0")][int(rng.integers(0, 5))]
@@ -116,10 +127,19 @@ def _t_loop(rng: np.random.Generator) -> CodeTask:
     return statement, name, code
 
 
+# Ways to say "the integers on standard input" and "print their X": the idiom, not one sentence.
+_STDIN_INTS = ("The integers given on standard input (separated by whitespace)",
+               "Standard input contains whole numbers, separated by spaces or newlines",
+               "Read every integer from standard input (any number per line)",
+               "Given integers on standard input, spread over one or more lines")
+_STDIN_VERBS = ("output", "print", "write")
+
+
 def _t_stdin(rng: np.random.Generator) -> CodeTask:
     what, body = [("sum", "sum(nums)"), ("largest", "max(nums)"), ("smallest", "min(nums)"),
-                  ("count", "len(nums)")][int(rng.integers(0, 4))]
-    statement = f"The integers given on standard input (separated by whitespace): output their {what}."
+                  ("count", "len(nums)"), ("total", "sum(nums)"), ("maximum", "max(nums)"),
+                  ("minimum", "min(nums)")][int(rng.integers(0, 7))]
+    statement = f"{_pick(rng, _STDIN_INTS)}: {_pick(rng, _STDIN_VERBS)} their {what}."
     return statement, None, f"import sys\nnums = [int(tok) for tok in sys.stdin.read().split()]\nprint({body})\n"
 
 

@@ -58,10 +58,10 @@ class TinySpec:
     # Batches per source in each cycle of the warm start: one source per batch keeps lengths alike.
     mix: tuple[tuple[str, int], ...] = (
         ("arithmetic", 6), ("symbolic_math", 2), ("reasoning_gym", 1), ("guess_number", 2), ("python_tool", 2),
-        ("code", 4),
+        ("code", 6),
     )
     reasoning_gym_size: int = 20_000
-    sft_steps: int = 4000
+    sft_steps: int = 4500
     batch_size: int = 32
     learning_rate: float = 1e-3
     warmup_steps: int = 50

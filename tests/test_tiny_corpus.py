@@ -100,7 +100,7 @@ def test_code_tasks_are_not_code_v0_tasks_and_their_references_run(corpus):
             exec(compile(code, "<reference>", "exec"), namespace)  # our own code, not a model's
             assert callable(namespace[entry_point])
     # Names must be copied, not remembered: many names, and no small set of first words to guess from.
-    functions = [code_task(seed)[1] for seed in range(300) if code_task(seed)[1] is not None]
+    functions = [name for name in (code_task(seed)[1] for seed in range(300)) if name is not None]
     assert len(set(functions)) > 0.95 * len(functions)
     assert len({name.removeprefix("is_").split("_")[0] for name in functions}) > 0.6 * len(functions)
 

@@ -39,7 +39,7 @@ _STRS = ("s", "text", "word", "line", "name", "phrase", "msg", "label", "sentenc
 
 
 def _made_up(rng: np.random.Generator) -> str:
-    """Letters in no pattern the model could learn instead of copying them."""
+    """A made-up word: half the time pronounceable, otherwise any letters, so that letters get copied."""
     if rng.random() < 0.5:  # pronounceable
         return "".join(str(rng.choice(list("bcdfghklmnprstvwz" if i % 2 == 0 else "aeiouy")))
                        for i in range(int(rng.integers(3, 10))))

@@ -4,7 +4,8 @@ A `TextEnv` is a `gymnasium.Env`. `reset(seed=None, options=None)` returns the o
 and an info dict; `step(text)` returns the environment's reply messages (empty when done), the
 turn's reward, `terminated`, `truncated`, and `info` carrying the verifier's `Verdict`.
 The same seed gives the same task, and `options={"task_id": ...}` selects a task so that G
-copies can be reset onto one task for a group.
+copies can be reset onto one task for a group; `options={"task": task}` resets onto a `Task`
+object itself, which a group's copies share with the first (nothing is rebuilt).
 
 Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`
 (its `respond` hook returns a `TurnResult`).
@@ -131,8 +132,16 @@ class TextEnv(gym.Env[list, str]):
     # ---- gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id")
-        self._task = self.get_task(str(task_id)) if task_id is not None else self.sample_task(self.np_random)
+        options = options or {}
+        task, task_id = options.get("task"), options.get("task_id")
+        if task is not None:  # a group's copy: its first episode's task, shared (a Task is frozen)
+            if not isinstance(task, Task):
+                raise TypeError(f"options['task'] must be an envs.Task, got {type(task).__name__}")
+            self._task = task
+        elif task_id is not None:
+            self._task = self.get_task(str(task_id))
+        else:
+            self._task = self.sample_task(self.np_random)
         self._transcript = copy.deepcopy(self._task.prompt)
         self._done = False
         self._on_reset()

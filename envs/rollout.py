@@ -1,5 +1,10 @@
 """Run a sampler in environments: G episodes per task, token-exact, returned as groups.
 
+Environments: a single-step rlvr env (a contextual bandit) is one env per group, reset onto the
+group's `Task` object before each copy's step, the copies stepped one after another; any other
+env is one env per episode, its copies reset onto the first's task. Either way each episode sees
+exactly the env a fresh reset gives.
+
 Two schedules, the same episodes. The first turn asks for `n=G` samples of each task's prompt
 (a group shares it), later turns `n=1` per episode; the environment steps (decode, `env.step`,
 reply tokens) run in a thread pool, since a step may wait on a sandbox or a verifier.
@@ -38,18 +43,19 @@ turn's active episodes (lockstep).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import queue
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 from tqdm.auto import tqdm
 
-from envs.core import EnvError, Message
+from envs.core import EnvError, Message, SingleTurnEnv, Task, TextEnv
 from envs.episode import Episode, TruncationReason
 from envs.registry import make
 from envs.sampler import FinishReason, RequestSampler, Sample, Sampler, SamplingSettings, Tokenizer
@@ -102,16 +108,54 @@ def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Mes
     """Tokens that follow the model's last turn (the last message of `conversation`) up to the
     next generation prompt: the end of that turn when the model did not emit eos itself, the
     template's tail after eos, the reply messages, and the generation prompt."""
+    if _eos_splits_text(tokenizer):
+        return _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn)
+    return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn)
+
+
+def _reply_ids_whole(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
+                     model_ended_turn: bool) -> list[int]:
+    """`reply_ids` from the template's tokens of the conversation before and after the reply."""
     before = template_ids(tokenizer, conversation, add_generation_prompt=False)
     after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True)
     if after[: len(before)] != before:
-        raise TemplateError("the chat template re-renders earlier turns when a message is added "
-                            "(no prefix property), so environment replies cannot be appended as tokens")
+        raise TemplateError(_NO_PREFIX)
     eos = tokenizer.eos_token_id
     if eos not in before:
         raise TemplateError(f"the chat template does not close assistant turns with eos (id {eos})")
     close_at = len(before) - before[::-1].index(eos)  # just after the eos that closes the model's turn
     return before[close_at if model_ended_turn else close_at - 1 :] + after[len(before) :]
+
+
+_NO_PREFIX = ("the chat template re-renders earlier turns when a message is added (no prefix property), "
+              "so environment replies cannot be appended as tokens")
+
+
+def _eos_splits_text(tokenizer: Tokenizer) -> bool:
+    """Whether the tokenizer cuts its text at eos before anything else, as a Hugging Face fast
+    tokenizer cuts at a special token that strips no whitespace: the text after an eos then
+    tokenizes alone (its `encode`) exactly as it does within the whole."""
+    eos, eos_id = getattr(tokenizer, "eos_token", None), tokenizer.eos_token_id
+    added = getattr(tokenizer, "added_tokens_decoder", {}).get(eos_id)
+    return (getattr(tokenizer, "is_fast", False) and isinstance(eos, str) and added is not None
+            and str(added) == eos and added.special and not (added.lstrip or added.rstrip or added.single_word))
+
+
+def _reply_ids_after_eos(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
+                         model_ended_turn: bool) -> list[int]:
+    """`reply_ids` from the template's text: only the text after the eos that closes the model's
+    turn is tokenized, not the whole conversation twice (a multi-turn episode's turns would
+    otherwise cost time quadratic in its length). Same tokens (`_eos_splits_text`; a test checks)."""
+    before = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=False)
+    after = tokenizer.apply_chat_template(conversation + reply, tokenize=False, add_generation_prompt=True)
+    if not after.startswith(before):
+        raise TemplateError(_NO_PREFIX)
+    close = before.rfind(tokenizer.eos_token)
+    if close < 0:
+        raise TemplateError(f"the chat template does not close assistant turns with eos ({tokenizer.eos_token!r})")
+    tail = before[close + len(tokenizer.eos_token):] + after[len(before):]
+    ids = [int(t) for t in tokenizer.encode(tail, add_special_tokens=False)]
+    return ids if model_ended_turn else [tokenizer.eos_token_id] + ids
 
 
 @dataclass
@@ -137,6 +181,7 @@ class _Run:
     note: str = ""
     truncation: TruncationReason | None = None
     slot: int = 0  # the episode's index in the rollout (group * G + copy): its later turns' seed offset
+    reset_first: bool = False  # a copy sharing its group's single-step env: reset it onto the task, then step
 
     @property
     def done(self) -> bool:
@@ -149,6 +194,11 @@ class _Run:
 def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | None) -> None:
     """Append the model's turn, step the environment on its text, append the reply tokens
     unless the next turn would then start past `context_limit` (the episode ends there)."""
+    if run.reset_first:  # the group's env, last stepped for another copy: reset it as this copy's own
+        task = run.env.unwrapped.task
+        run.env.reset(seed=run.seed, options={"task": task})
+        if run.env.unwrapped.task is not task:
+            raise EnvError(f"a copy of task {run.task_id} reset to another task: the env ignores options={{'task': ...}}")
     run.completion_ids += sample.token_ids
     run.loss_mask += [1] * len(sample.token_ids)
     run.logprobs += sample.logprobs
@@ -202,25 +252,50 @@ def _generate(sampler: Sampler, prompts: list[list[int]], n: int, sampling: Samp
 
 
 def _open(make_env: Callable[[], Any], tokenizer: Tokenizer, group: int, task_id: str | None, seed: int | None,
-          prompt_ids: list[int] | None = None) -> _Run:
-    """A fresh env reset onto a task (by id, or drawn by `seed`); the prompt is rendered unless
-    the group's is given."""
+          prompt_ids: list[int] | None = None, task: Task | None = None) -> _Run:
+    """A fresh env reset onto a task (the `Task` itself, by id, or drawn by `seed`); the prompt is
+    rendered unless the group's is given."""
     env = make_env()
-    messages, info = env.reset(seed=seed, options=None if task_id is None else {"task_id": task_id})
+    options = {"task": task} if task is not None else None if task_id is None else {"task_id": task_id}
+    messages, info = env.reset(seed=seed, options=options)
     task_id = str(info.get("task_id", env.unwrapped.task.task_id))
     prompt = template_ids(tokenizer, messages, add_generation_prompt=True) if prompt_ids is None else prompt_ids
     return _Run(env=env, group=group, task_id=task_id, seed=seed, messages=list(messages), prompt_ids=prompt)
 
 
+def _single_step(run: _Run) -> bool:
+    env = run.env.unwrapped
+    return isinstance(env, TextEnv) and env.kind == SingleTurnEnv.kind
+
+
 def _followers(make_env: Callable[[], Any], leader: _Run, tokenizer: Tokenizer, count: int) -> list[_Run]:
-    """The other G-1 copies of a group: reset onto the leader's task, with its seed."""
-    runs = [_open(make_env, tokenizer, leader.group, leader.task_id, leader.seed, leader.prompt_ids)
+    """The other G-1 copies of a group, with the leader's seed and task. A single-step rlvr env
+    is one env for the whole group: each copy resets it onto the leader's `Task` just before its
+    step (`reset_first`), so the copies step one after another (`_by_env`). Any other env is one
+    env per copy, reset now: an rlvr `TextEnv` onto the leader's `Task` object (nothing rebuilt),
+    any other env onto its task id."""
+    if _single_step(leader):
+        return [_Run(env=leader.env, group=leader.group, task_id=leader.task_id, seed=leader.seed,
+                     messages=list(leader.messages), prompt_ids=leader.prompt_ids, outcome=leader.outcome,
+                     note=leader.note, truncation=leader.truncation, reset_first=True) for _ in range(count)]
+    env = leader.env.unwrapped
+    task = env.task if isinstance(env, TextEnv) else None
+    runs = [_open(make_env, tokenizer, leader.group, leader.task_id, leader.seed, leader.prompt_ids, task)
             for _ in range(count)]
     if any(r.messages != leader.messages for r in runs):
         raise EnvError(f"copies of task {leader.task_id} reset to different prompts: the env is not deterministic")
     for r in runs:
         r.outcome, r.note, r.truncation = leader.outcome, leader.note, leader.truncation
     return runs
+
+
+def _by_env(pairs: list[tuple[_Run, Sample]]) -> list[list[tuple[_Run, Sample]]]:
+    """Episodes to step, in batches that may run at once: the copies of a group that share one
+    env step one after another, in one batch; every other episode is a batch of its own."""
+    batches: dict[int, list[tuple[_Run, Sample]]] = {}
+    for r, sample in pairs:
+        batches.setdefault(id(r.env), []).append((r, sample))
+    return list(batches.values())
 
 
 def _verifier_version(verdict: Verdict | None) -> str | None:
@@ -257,13 +332,16 @@ def rollout(
     task_ids: Sequence[str] | None = None, seeds: Sequence[int] | None = None, group_size: int,
     sampling: SamplingSettings, model_info: Mapping[str, Any] | None = None, progress: bool = True,
     max_workers: int = 64, max_length: int | None = None, group_id_start: int = 0, per_episode: bool | None = None,
+    executor: Executor | None = None,
 ) -> list[Group]:
     """G = `group_size` episodes for each task (given by id, or drawn by reset seed), one group
     per task in the order given; group ids count from `group_id_start`. `max_length` (prompt plus
     completion tokens; default the sampler's `max_model_len` if it has one) bounds an episode.
     `per_episode`: advance each episode on its own (needs a `RequestSampler`) or all in lockstep;
     None: per episode whenever the sampler can. `max_workers` threads run the environment steps:
-    many, since a step mostly waits (on a sandbox, a verifier's process, a remote tool)."""
+    many, since a step mostly waits (on a sandbox, a verifier's process, a remote tool). A caller
+    that rolls out again and again passes its own `executor` instead: starting threads on every
+    call costs more than a rollout of short completions spends on its environments."""
     if (task_ids is None) == (seeds is None):
         raise ValueError("pass exactly one of task_ids and seeds")
     if group_size < 1 or max_workers < 1:
@@ -291,7 +369,7 @@ def rollout(
     limit = None if max_length is None else max_length - sampling.max_tokens  # longest prompt of a turn
     play = _play_per_episode if per_episode else _play_lockstep
     try:
-        with ThreadPoolExecutor(max_workers=max_workers) as pool, \
+        with (contextlib.nullcontext(executor) if executor is not None else ThreadPoolExecutor(max_workers)) as pool, \
                 tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
             groups = play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
         settings = dataclasses.asdict(sampling)  # once: asdict is slow, and every episode records it
@@ -308,11 +386,12 @@ def rollout(
             env.close()
 
 
-def _open_leaders(pool: ThreadPoolExecutor, make_env: Callable[[], Any], starts: list, tokenizer: Tokenizer,
+def _open_leaders(pool: Executor, make_env: Callable[[], Any], starts: list, tokenizer: Tokenizer,
                   group_size: int, limit: int | None, group_id_start: int) -> tuple[list[_Run], list[Future]]:
     """Reset each group's first episode (its leader), and start resetting the other G-1 copies in
-    the pool: only the leader is needed to sample the first turn."""
-    leaders = list(pool.map(lambda i: _open(make_env, tokenizer, group_id_start + i, *starts[i]), range(len(starts))))
+    the pool: only the leader is needed to sample the first turn. The leaders are reset here, one
+    after another: a reset is short Python work, which threads would only slow (the GIL)."""
+    leaders = [_open(make_env, tokenizer, group_id_start + i, *start) for i, start in enumerate(starts)]
     for r in leaders:
         if limit is not None and len(r.prompt_ids) > limit:
             r.outcome, r.note = Outcome.TRUNCATED, "the prompt does not fit in the context"
@@ -320,7 +399,7 @@ def _open_leaders(pool: ThreadPoolExecutor, make_env: Callable[[], Any], starts:
     return leaders, [pool.submit(_followers, make_env, r, tokenizer, group_size - 1) for r in leaders]
 
 
-def _play_per_episode(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], starts: list,
+def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], starts: list,
                       sampler: RequestSampler, tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings,
                       limit: int | None, group_id_start: int) -> list[list[_Run]]:
     """Reset the groups and play every episode to its end, each on its own: a finished turn's
@@ -345,12 +424,13 @@ def _play_per_episode(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[],
         waiting[sampler.submit(leaders[i].prompt_ids, group_size, dataclasses.replace(first, seed=seed))] = whole_group(i)
     stepped: queue.SimpleQueue = queue.SimpleQueue()  # (episode, error) as each step returns
 
-    def step(r: _Run, sample: Sample) -> None:  # in the pool
-        try:
-            _step(r, sample, tokenizer, limit)
-            stepped.put((r, None))
-        except BaseException as e:  # noqa: BLE001 - re-raised in the rollout's thread
-            stepped.put((r, e))
+    def step(batch: list[tuple[_Run, Sample]]) -> None:  # in the pool
+        for r, sample in batch:
+            try:
+                _step(r, sample, tokenizer, limit)
+                stepped.put((r, None))
+            except BaseException as e:  # noqa: BLE001 - re-raised in the rollout's thread
+                stepped.put((r, e))
 
     in_pool = 0
     try:
@@ -360,8 +440,8 @@ def _play_per_episode(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[],
                     runs = waiting.pop(key)()
                     if len(samples) != len(runs):
                         raise RuntimeError(f"the sampler returned {len(samples)} samples for {len(runs)} episodes")
-                    for r, sample in zip(runs, samples):
-                        pool.submit(step, r, sample)
+                    for batch in _by_env(list(zip(runs, samples))):
+                        pool.submit(step, batch)
                     in_pool += len(runs)
             # Take the steps that have returned; wait for one only when nothing is generating.
             block = not waiting
@@ -389,7 +469,7 @@ def _play_per_episode(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[],
     return groups
 
 
-def _play_lockstep(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], Any], starts: list, sampler: Sampler,
+def _play_lockstep(pool: Executor, bar: Any, make_env: Callable[[], Any], starts: list, sampler: Sampler,
                    tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings, limit: int | None,
                    group_id_start: int) -> list[list[_Run]]:
     """Reset the groups and play every episode to its end, one sampler call per turn."""
@@ -401,7 +481,7 @@ def _play_lockstep(pool: ThreadPoolExecutor, bar: Any, make_env: Callable[[], An
     pairs = [(r, s) for g, ss in zip([g for g in groups if not g[0].done], samples) for r, s in zip(g, ss)]
     turn = 0
     while pairs:
-        list(pool.map(lambda rs: _step(rs[0], rs[1], tokenizer, limit), pairs))
+        list(pool.map(lambda batch: [_step(r, s, tokenizer, limit) for r, s in batch], _by_env(pairs)))
         turn += 1
         bar.update(sum(r.done for r, _ in pairs))
         bar.set_postfix(turn=turn)

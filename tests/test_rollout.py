@@ -200,3 +200,78 @@ def test_vllm_rollout_on_arithmetic(model_dir, tokenizer, capsys, request):
     assert len(sampler.calls) == max(ep.metadata["turns"] for g in groups for ep in g.episodes)
     for ep in (ep for g in groups for ep in g.episodes):
         assert_token_exact(ep, sampler.calls, tokenizer)
+
+
+class CountingParityEnv(ParityEnv):
+    """ParityEnv that writes every task it builds, reset and step (with its own id) to `log`."""
+
+    def __init__(self, log: list, render_mode=None):
+        super().__init__(render_mode=render_mode)
+        self.log = log
+
+    def make_task(self, seed: int) -> Task:
+        self.log.append(("make_task", id(self), seed))
+        return super().make_task(seed)
+
+    def reset(self, *, seed=None, options=None):
+        out = super().reset(seed=seed, options=options)
+        self.log.append(("reset", id(self), id(self.task)))
+        return out
+
+    def step(self, action):
+        self.log.append(("step", id(self), id(self.task), action))
+        return super().step(action)
+
+
+gym.register("rlvr-test/CountingParity-v0", entry_point=CountingParityEnv)
+
+
+def test_a_single_step_group_shares_one_env_reset_before_each_copy(hf_sampler, tokenizer):
+    """A contextual bandit's G copies: one env and one task built per group, reset onto that
+    Task before every copy's step; each episode is scored as a fresh env would score it."""
+    log: list = []
+    groups = rollout("rlvr-test/CountingParity-v0", {"log": log}, hf_sampler, tokenizer, seeds=[0, 4], group_size=3,
+                     sampling=SamplingSettings(max_tokens=4, seed=0), progress=False, per_episode=False)
+    assert sorted(seed for kind, _, seed in (e[:3] for e in log) if kind == "make_task") == [0, 4]
+    for g in groups:
+        steps = [e for e in log if e[0] == "step" and e[3] in {ep.messages[1]["content"] for ep in g.episodes}]
+        assert len({env for _, env, _, _ in steps}) == 1 and len({task for _, _, task, _ in steps}) == 1
+        last: dict = {}  # env -> its last event: every step follows a reset of that env onto that task
+        for e in log:
+            if e[0] == "step":
+                assert last.get(e[1]) == ("reset", e[2])
+            last[e[1]] = e[0], e[2]
+        fresh = ParityEnv()
+        for ep in g.episodes:
+            fresh.reset(seed=ep.metadata["seed"])
+            assert ep.reward == fresh.step(ep.messages[1]["content"])[1]
+
+
+def test_a_task_can_be_handed_to_reset(tokenizer):
+    env = ParityEnv()
+    env.reset(seed=5)
+    task = env.task
+    other = ParityEnv()
+    messages, info = other.reset(seed=5, options={"task": task})
+    assert other.task is task and info["task_id"] == "5" and messages == task.prompt and messages is not task.prompt
+    with pytest.raises(TypeError, match="envs.Task"):
+        other.reset(options={"task": "5"})
+
+
+@pytest.mark.parametrize("model_ended_turn", [True, False])
+def test_reply_ids_from_the_text_after_eos_equal_the_whole_templates(tokenizer, model_ended_turn):
+    """The fast path tokenizes only the text after the model turn's eos; it gives the tokens the
+    template's whole rendering gives, whatever the turn holds (special-token text, whitespace,
+    code, unicode, empty) and however long the conversation."""
+    from envs.rollout import _eos_splits_text, _reply_ids_after_eos, _reply_ids_whole
+
+    assert _eos_splits_text(tokenizer)
+    texts = ["50", "", " \n\n ", "<|im_end|> 7", "def f(x):\n    return x * 2\n", "é ü 名字 🙂", "Lower.\n",
+             "\\boxed{42}", "<|im_start|>user\nhi"]
+    conversation = [{"role": "user", "content": "Guess a number between 1 and 100."}]
+    for i, text in enumerate(texts):
+        conversation = conversation + [{"role": "assistant", "content": text}]
+        for reply in ([{"role": "user", "content": texts[-1 - i]}], [{"role": "tool", "content": "out: 3\n"}], []):
+            fast = _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn)
+            assert fast == _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn), (text, reply)
+        conversation.append({"role": "user", "content": "Higher."})

@@ -173,22 +173,42 @@ def test_update_weights_in_place_with_tied_embeddings(model_dir, tokenizer, prom
 
 def test_kv_cache_is_sized_to_the_batch():
     """Worked numbers for the tiny model (4 layers, 2 KV heads of 32, float32): 2 x 4 x 2 x 32 x 4
-    = 2,048 bytes a token; 8 sequences of 256 + 128 tokens = 6 MiB; never less than one
-    sequence, never more than the 2 GiB cap."""
+    = 2,048 bytes a token; 8 sequences of 256 tokens plus a 32-token block = 4.5 MiB (with
+    128-token blocks, 6 MiB); never less than one sequence, never more than the 2 GiB cap."""
     from transformers import AutoConfig
 
     from trainers.samplers.vllm_sampler import CPU_KV_CACHE_MAX_BYTES, kv_cache_bytes
 
     config = AutoConfig.from_pretrained(resolve_model("tiny"))
-    assert kv_cache_bytes(config, 256, 8) == 8 * 384 * 2048 == 6 * 2**20
-    assert kv_cache_bytes(config, 256, 8, "bfloat16") == 3 * 2**20
-    assert kv_cache_bytes(config, 256, 0) == 384 * 2048
+    assert kv_cache_bytes(config, 256, 8) == 8 * 288 * 2048 == 4.5 * 2**20
+    assert kv_cache_bytes(config, 256, 8, block_size=128) == 8 * 384 * 2048 == 6 * 2**20
+    assert kv_cache_bytes(config, 256, 8, "bfloat16") == 2.25 * 2**20
+    assert kv_cache_bytes(config, 256, 0) == 288 * 2048
     assert kv_cache_bytes(config, 256, 10**6) == CPU_KV_CACHE_MAX_BYTES
+    # sequences of 64 tokens: 8 x (64 + 32) tokens, but never less than one whole 256-token sequence
+    assert kv_cache_bytes(config, 256, 8, seq_tokens=64) == 8 * 96 * 2048
+    assert kv_cache_bytes(config, 256, 2, seq_tokens=64) == 288 * 2048
+    assert kv_cache_bytes(config, 256, 8, seq_tokens=1000) == kv_cache_bytes(config, 256, 8)
+
+
+def test_the_trainer_sizes_the_kv_cache_to_its_env(tokenizer):
+    """Single-step: twice the longest of 64 opening prompts plus max_tokens; multi-turn: the whole context."""
+    from envs import make
+    from envs.rollout import template_ids
+    from trainers.components import PROBE_TASKS, sequence_tokens
+    from trainers.config import TrainConfig
+
+    env = make("rlvr/Arithmetic-v0", difficulty=4)
+    longest = max(len(template_ids(tokenizer, env.reset(seed=s)[0], True)) for s in range(PROBE_TASKS))
+    config = TrainConfig(env="rlvr/Arithmetic-v0", env_args={"difficulty": 4}, max_tokens=40)
+    assert sequence_tokens(config, tokenizer, 1024) == 2 * longest + 40 < 1024
+    assert sequence_tokens(config, tokenizer, 100) == 100
+    assert sequence_tokens(TrainConfig(env="rlvr/GuessNumber-v0"), tokenizer, 1024) == 1024
 
 
 def test_vllm_runs_more_sequences_than_its_batch(model_dir, prompts, request):
-    """A sampler sized for 8 sequences at once (a 6 MiB KV cache on CPU) still serves 4 x 8
-    sequences: they run in waves."""
+    """A sampler sized for 8 sequences at once (a 4.5 MiB KV cache on CPU, in 32-token blocks)
+    still serves 4 x 8 sequences: they run in waves."""
     require(HAS_VLLM, "vllm is not installed")
     from trainers.samplers import VLLMSampler
 
@@ -197,6 +217,6 @@ def test_vllm_runs_more_sequences_than_its_batch(model_dir, prompts, request):
     config = sampler.llm.llm_engine.vllm_config
     assert config.scheduler_config.max_num_seqs == 8
     if "VLLM_CPU_KVCACHE_SPACE" not in os.environ and config.device_config.device_type == "cpu":
-        assert config.cache_config.kv_cache_memory_bytes == 6 * 2**20
+        assert config.cache_config.kv_cache_memory_bytes == 4.5 * 2**20 and config.cache_config.block_size == 32
     out = sampler.generate(prompts * 2, 8, SamplingSettings(max_tokens=24, seed=0))
     assert [len(g) for g in out] == [8] * 4 and all(len(s.token_ids) > 0 for g in out for s in g)

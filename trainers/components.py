@@ -111,7 +111,30 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
     # One step's episodes run at once, and on CPU the KV cache is sized to them (evaluation
     # batches run in waves of that size).
     return VLLMSampler(str(resume_from or models.path), seed=config.seed, max_model_len=max_model_len(models),
-                       max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False)
+                       max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False,
+                       seq_tokens=sequence_tokens(config, models.tokenizer, max_model_len(models)))
+
+
+PROBE_TASKS = 64  # opening prompts measured to size the sampler's KV cache
+
+
+def sequence_tokens(config: TrainConfig, tokenizer: Any, max_len: int) -> int:
+    """Tokens a sequence needs in the sampler's KV cache: for a single-step environment twice the
+    longest opening prompt of `PROBE_TASKS` tasks (room for longer ones not drawn) plus
+    `max_tokens`; for a multi-turn one, whose context grows turn by turn, the whole `max_len`.
+    A sequence longer than this still runs, with fewer beside it."""
+    from envs import make
+    from envs.rollout import template_ids
+
+    env = make(config.env, disable_env_checker=True, **config.env_args)
+    try:
+        if getattr(env.unwrapped, "kind", None) != "single-step":
+            return max_len
+        longest = max(len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True))
+                      for s in range(PROBE_TASKS))
+    finally:
+        env.close()
+    return min(max_len, 2 * longest + config.max_tokens)
 
 
 def max_model_len(models: Models) -> int:

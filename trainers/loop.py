@@ -19,6 +19,8 @@ import contextlib
 import math
 import sys
 import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,6 +109,10 @@ class Trainer:
         if self.overlap and config.sampler != "vllm":
             raise ConfigError(f"overlapped sampling needs the vllm sampler, got {config.sampler!r}")
         self.producer: RolloutProducer | None = None
+        # The environments' threads, kept for the whole run: starting them anew for each rollout
+        # costs more than a step's short completions spend on their environments.
+        self.env_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="rlvr-env")
+        weakref.finalize(self, self.env_pool.shutdown, wait=False)
         self._saved_step = self.step  # the step of the last checkpoint (resumed from, or saved)
         self.logger: MetricsLogger | None = None
         self._warned_context = False  # the context-cut warning is given once per run
@@ -239,6 +245,7 @@ class Trainer:
                 cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=training_seeds(cfg, step, r),
                 group_size=cfg.group_size, sampling=sampling, model_info=self._model_info(), progress=False,
                 max_length=max_model_len(self.models), group_id_start=r * cfg.tasks_per_step,
+                executor=self.env_pool,
             )
             return [g.episodes for g in groups]
 
@@ -363,7 +370,7 @@ class Trainer:
         sampling = self._sampling(cfg.eval_temperature if temperature is None else temperature, seed=_mix(cfg.seed, 7))
         groups = rollout(cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=seeds, group_size=1,
                          sampling=sampling, model_info=self._model_info(), progress=False,
-                         max_length=max_model_len(self.models))
+                         max_length=max_model_len(self.models), executor=self.env_pool)
         episodes = [ep for g in groups for ep in g.episodes if not ep.is_error]
         self._warn_context_cuts(episodes)
         k = max(len(episodes), 1)

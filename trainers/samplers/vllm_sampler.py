@@ -28,20 +28,28 @@ from envs.sampler import FinishReason, Sample, SamplingSettings
 
 
 CPU_KV_CACHE_MAX_BYTES = 2 * 2**30  # cap on the default KV cache on CPU (about a million tokens of the tiny model)
+# vLLM-CPU's default KV block is 128 tokens, and prefix caching reuses whole blocks only: a
+# multi-turn episode's next turn, whose context is mostly cached, was prefilled anew whenever its
+# context was under 128 tokens. 32 is the smallest block its attention takes; single-turn
+# sampling is as fast (benchmarks/README.md).
+CPU_BLOCK_SIZE = 32
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def kv_cache_bytes(hf_config: Any, max_model_len: int, max_num_seqs: int, dtype: str = "float32") -> int:
-    """KV cache for `max_num_seqs` sequences of `max_model_len` tokens (plus one 128-token block
-    each, for block rounding), capped at `CPU_KV_CACHE_MAX_BYTES`: a batch of that many runs
-    at once; more sequences wait their turn. Never less than one whole sequence (vLLM's minimum)."""
+def kv_cache_bytes(hf_config: Any, max_model_len: int, max_num_seqs: int, dtype: str = "float32",
+                   block_size: int = CPU_BLOCK_SIZE, seq_tokens: int | None = None) -> int:
+    """KV cache for `max_num_seqs` sequences of `seq_tokens` tokens (default `max_model_len`; plus
+    one block each, for block rounding), capped at `CPU_KV_CACHE_MAX_BYTES`: a batch of that many
+    runs at once; more sequences, or longer ones, wait their turn. Never less than one sequence of
+    `max_model_len` (vLLM's minimum)."""
     text = getattr(hf_config, "text_config", None) or hf_config
     heads = int(text.num_attention_heads)
     head_dim = int(getattr(text, "head_dim", None) or text.hidden_size // heads)
     kv_heads = int(getattr(text, "num_key_value_heads", None) or heads)
     per_token = 2 * int(text.num_hidden_layers) * kv_heads * head_dim * DTYPE_BYTES.get(dtype, 4)
-    per_seq = (max_model_len + 128) * per_token
-    return max(per_seq, min(max_num_seqs * per_seq, CPU_KV_CACHE_MAX_BYTES))
+    whole = (max_model_len + block_size) * per_token
+    per_seq = (min(seq_tokens or max_model_len, max_model_len) + block_size) * per_token
+    return max(whole, min(max_num_seqs * per_seq, CPU_KV_CACHE_MAX_BYTES))
 
 
 def _import_vllm():
@@ -69,12 +77,14 @@ class VLLMSampler:
     """Samples with `vllm.LLM` (`n` samples per prompt in one call, `logprobs=0`).
 
     `max_num_seqs` is how many sequences run at once (a training step's batch, say); on CPU it
-    also sizes the KV cache. `llm_kwargs` go to `vllm.LLM` as they are (e.g.
+    also sizes the KV cache, with `seq_tokens` tokens a sequence (prompt plus completion; default
+    the whole context): the cache is resident memory, and most tasks need a fraction of the
+    context. `llm_kwargs` go to `vllm.LLM` as they are (e.g.
     `gpu_memory_utilization`, `kv_cache_memory_bytes`)."""
 
     def __init__(
         self, model_path: str, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "float32",
-        enforce_eager: bool = True, max_num_seqs: int = 256, **llm_kwargs: Any,
+        enforce_eager: bool = True, max_num_seqs: int = 256, seq_tokens: int | None = None, **llm_kwargs: Any,
     ):
         vllm, self._tokens_prompt = _import_vllm()
         # Tensors (not lists) reach the worker only when the engine shares this process.
@@ -90,6 +100,7 @@ class VLLMSampler:
             # vLLM-CPU 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across steps, which large batches cause: prefill whole prompts.
             llm_kwargs.setdefault("enable_chunked_prefill", False)
+            llm_kwargs.setdefault("block_size", CPU_BLOCK_SIZE)
             # Without a KV cache size vLLM-CPU reserves (and touches) 92% of the machine's memory,
             # and refuses to start when other processes hold more than 8%; the batch needs far
             # less. VLLM_CPU_KVCACHE_SPACE (whole GiB), when set, overrides this.
@@ -98,7 +109,8 @@ class VLLMSampler:
 
                 hf = AutoConfig.from_pretrained(self.model_path)
                 length = max_model_len or int(getattr(hf, "max_position_embeddings", 4096))
-                llm_kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(hf, length, max_num_seqs, dtype)
+                llm_kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(hf, length, max_num_seqs, dtype,
+                                                                     llm_kwargs["block_size"], seq_tokens)
         self.llm = vllm.LLM(
             model=self.model_path, seed=seed, max_model_len=max_model_len, dtype=dtype,
             enforce_eager=enforce_eager, max_num_seqs=max_num_seqs, **llm_kwargs,
@@ -182,6 +194,9 @@ class VLLMSampler:
 
         # One output per request when it ends; or, tracking versions, each step's new tokens.
         params.output_kind = RequestOutputKind.DELTA if self.track_versions else RequestOutputKind.FINAL_ONLY
+        # Made for this request alone, so the engine need not deep-copy it (as vLLM's own server
+        # marks its per-request params): about 0.15 ms of every turn a multi-turn rollout submits.
+        params.skip_clone = True
         key = f"rlvr-{next(self._keys)}"
         llm.llm_engine.add_request(key, self._tokens_prompt(prompt_token_ids=list(prompt_token_ids)), params)
         self._copies[key] = n if greedy else 1

@@ -134,7 +134,11 @@ _NO_PREFIX = ("the chat template re-renders earlier turns when a message is adde
 def _eos_splits_text(tokenizer: Tokenizer) -> bool:
     """Whether the tokenizer cuts its text at eos before anything else, as a Hugging Face fast
     tokenizer cuts at a special token that strips no whitespace: the text after an eos then
-    tokenizes alone (its `encode`) exactly as it does within the whole."""
+    tokenizes alone (its `encode`) exactly as it does within the whole. A tokenizer that must
+    render every turn's whole conversation (`ChatSampler`'s, which remembers what it renders) sets
+    `renders_whole_turns`."""
+    if getattr(tokenizer, "renders_whole_turns", False):
+        return False
     eos, eos_id = getattr(tokenizer, "eos_token", None), tokenizer.eos_token_id
     added = getattr(tokenizer, "added_tokens_decoder", {}).get(eos_id)
     return (getattr(tokenizer, "is_fast", False) and isinstance(eos, str) and added is not None

@@ -70,6 +70,8 @@ class _RecordingTokenizer:
     """The local tokenizer, unchanged, except that a prompt rendered with the generation prompt is
     remembered as (its token ids -> its messages) for the sampler."""
 
+    renders_whole_turns = True  # rollouts must render each turn's whole conversation through it
+
     def __init__(self, inner: Any, memo: dict[tuple[int, ...], list[dict[str, str]]], lock: threading.Lock):
         self._inner, self._memo, self._lock = inner, memo, lock
 

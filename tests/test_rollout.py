@@ -3,6 +3,7 @@ typed outcomes, error episodes, and the context limit."""
 from __future__ import annotations
 
 import importlib.util
+from collections import Counter
 
 import gymnasium as gym
 import pytest
@@ -232,19 +233,19 @@ def test_a_single_step_group_shares_one_env_reset_before_each_copy(hf_sampler, t
     log: list = []
     groups = rollout("rlvr-test/CountingParity-v0", {"log": log}, hf_sampler, tokenizer, seeds=[0, 4], group_size=3,
                      sampling=SamplingSettings(max_tokens=4, seed=0), progress=False, per_episode=False)
-    assert sorted(seed for kind, _, seed in (e[:3] for e in log) if kind == "make_task") == [0, 4]
-    for g in groups:
-        steps = [e for e in log if e[0] == "step" and e[3] in {ep.messages[1]["content"] for ep in g.episodes}]
-        assert len({env for _, env, _, _ in steps}) == 1 and len({task for _, _, task, _ in steps}) == 1
-        last: dict = {}  # env -> its last event: every step follows a reset of that env onto that task
-        for e in log:
-            if e[0] == "step":
-                assert last.get(e[1]) == ("reset", e[2])
-            last[e[1]] = e[0], e[2]
-        fresh = ParityEnv()
-        for ep in g.episodes:
-            fresh.reset(seed=ep.metadata["seed"])
-            assert ep.reward == fresh.step(ep.messages[1]["content"])[1]
+    assert sorted(e[2] for e in log if e[0] == "make_task") == [0, 4]  # one task built per group
+    steps = [e for e in log if e[0] == "step"]
+    assert sorted(Counter(env for _, env, _, _ in steps).values()) == [3, 3]  # one env per group, 3 copies each
+    assert all(len({task for _, env, task, _ in steps if env == e}) == 1 for _, e, _, _ in steps)
+    last: dict = {}  # env -> its last event: every step follows a reset of that env onto that task
+    for e in log:
+        if e[0] == "step":
+            assert last.get(e[1]) == ("reset", e[2])
+        last[e[1]] = e[0], e[2]
+    fresh = ParityEnv()
+    for ep in (ep for g in groups for ep in g.episodes):
+        fresh.reset(seed=ep.metadata["seed"])
+        assert ep.reward == fresh.step(ep.messages[1]["content"])[1]
 
 
 def test_a_task_can_be_handed_to_reset(tokenizer):

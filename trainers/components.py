@@ -110,9 +110,10 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
     # seeded request's prefill is split across engine steps, which large evaluation batches do.
     # One step's episodes run at once, and on CPU the KV cache is sized to them (evaluation
     # batches run in waves of that size).
-    return VLLMSampler(str(resume_from or models.path), seed=config.seed, max_model_len=max_model_len(models),
+    length = max_model_len(models)
+    return VLLMSampler(str(resume_from or models.path), seed=config.seed, max_model_len=length,
                        max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False,
-                       seq_tokens=sequence_tokens(config, models.tokenizer, max_model_len(models)))
+                       seq_tokens=sequence_tokens(config, models.tokenizer, length))
 
 
 PROBE_TASKS = 64  # opening prompts measured to size the sampler's KV cache

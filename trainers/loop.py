@@ -202,15 +202,13 @@ class Trainer:
 
     def train_step(self) -> dict[str, Any]:
         started = time.perf_counter()
-        waited = 0.0
         if self.producer is not None:
             rollout = self.producer.get(self.step)
-            waited = time.perf_counter() - started
+            waited = time.perf_counter() - started  # for the producer: how far sampling is behind training
+            metrics = {**self.rollout_metrics(rollout), "time_waiting": waited}
         else:
             rollout = self.rollout(self.step)
-        metrics = self.rollout_metrics(rollout)
-        if self.producer is not None:
-            metrics["time_waiting"] = waited  # for the producer: how far sampling is behind training
+            metrics = self.rollout_metrics(rollout)
         self._warn_context_cuts(rollout.all_episodes)
         if rollout.episodes:
             t0 = time.perf_counter()

@@ -41,7 +41,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     grpo, rlvr = get_algorithm("grpo"), TrainConfig()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="tiny", help="model directory or 'tiny' (default)")
+    p.add_argument("--model", default="tiny", help="model directory, 'tiny' (default) or 'small' (~30M random "
+                   "parameters: speed and memory at a size where the model dominates; accuracy means nothing)")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="rlvr/Arithmetic-v0 argument, e.g. difficulty=1")
     p.add_argument("--steps", type=int, default=20, help="training steps on each side (default 20)")

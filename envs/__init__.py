@@ -30,6 +30,8 @@ from envs.registry import (
     register_builtins,
 )
 from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
+from envs.tool_env import ToolEnv
+from envs.tools import Tool, ToolCall, ToolCallParser, ToolOutput, ToolSpecError, ToolUnavailableError
 
 register_builtins()
 load_plugins(warn=True)  # last: a plugin may itself `from envs import SingleTurnEnv`
@@ -37,6 +39,7 @@ load_plugins(warn=True)  # last: a plugin may itself `from envs import SingleTur
 __all__ = [
     "CheckResult", "EnvArgumentError", "EnvCheckError", "EnvError", "EnvInfo", "Episode", "FinishReason", "Message",
     "MultiTurnEnv", "PluginFailure", "ProceduralTasks", "Sample", "Sampler", "SamplingSettings", "SingleTurnEnv",
-    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "TruncationReason", "TurnResult", "UnknownEnvError", "check_env",
+    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "Tool", "ToolCall", "ToolCallParser", "ToolEnv",
+    "ToolOutput", "ToolSpecError", "ToolUnavailableError", "TruncationReason", "TurnResult", "UnknownEnvError", "check_env",
     "list_envs", "load_plugins", "make", "parse_env_args", "register_builtins",
 ]

@@ -175,6 +175,12 @@ class TextEnv(gym.Env[list, str]):
     def _info(self) -> dict[str, Any]:
         return {"task_id": self.task.task_id, "env_version": self.version}
 
+    @property
+    def chat_tools(self) -> list[dict[str, Any]] | None:
+        """Tools the chat template lists (its `tools=` argument, OpenAI function schemas) for the
+        prompt and every reply of this env's episodes; None: rendered without tools (`ToolEnv`)."""
+        return None
+
     # ---- for the checker -------------------------------------------------------------------
     def reference_action(self) -> str:
         """A known-good action for the current state (the task's reference solution)."""

@@ -1,12 +1,16 @@
 """`rlvr/PythonTool-v0`: multi-turn maths with a Python tool run in the sandbox.
 
-The tool-call syntax, stated in the prompt: a reply whose last ```python block is not followed by
-a final answer is a tool call; the environment runs that block in the sandbox (python3, standard
+A `ToolEnv` with one tool, `python(code)`, which runs `code` in the sandbox (python3, standard
 library) and answers with its output (stdout, then stderr; capped) as a `tool`-role message
-(`tool_role="user"` for chat templates without one). A reply containing `\\boxed{...}` is the
-final answer, checked by `verifiers.math`; it ends the episode. A reply with neither is a format
-error and also ends it. After `max_turns` replies without a final answer the episode is truncated.
-Tool turns get reward 0; the final answer gets the verifier's score.
+(`tool_role="user"` for chat templates without one). The call syntax depends on `tool_format`:
+- `markdown` (the default, which the built-in tiny model was trained on), stated in the prompt: a
+  reply whose last ```python block is not followed by a final answer is a tool call;
+- `hermes`: the chat template lists the tool (`tools=`), and a call is
+  `<tool_call>{"name": "python", "arguments": {"code": "..."}}</tool_call>`.
+A reply containing `\\boxed{...}` is the final answer, checked by `verifiers.math`; it ends the
+episode. A reply with neither is a format error and also ends it. After `max_turns` replies
+without a final answer the episode is truncated. Tool turns get reward 0; the final answer gets
+the verifier's score.
 
 Tasks are procedural (the id is an integer seed): computations that are tedious by hand and
 quick in Python (sums of primes, counting with divisibility, modular powers, Fibonacci numbers
@@ -20,12 +24,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from envs.code import SandboxUser, fenced
-from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
+from envs.code import SandboxUser
+from envs.core import ProceduralTasks, Task
+from envs.tool_env import ToolEnv
+from envs.tools import Tool, ToolOutput, ToolUnavailableError
 from sandbox.types import Limits, Status
-from verifiers import code as code_verifier
 from verifiers import math as math_verifier
-from verifiers.verdict import Outcome, Verdict
+from verifiers.verdict import Verdict
 
 PROMPT = (
     "{question}\n\n"
@@ -137,15 +142,33 @@ def format_tool_output(stdout: str, stderr: str, status: Status, exit_code: int 
     return text
 
 
-class PythonToolEnv(SandboxUser, ProceduralTasks, MultiTurnEnv):
-    """Multi-turn maths with a sandboxed Python tool; the final \\boxed{} answer is checked by verifiers.math."""
+PYTHON_TOOL_DESCRIPTION = ("Run a Python 3 program (standard library only) and return what it prints: "
+                           "stdout, then stderr. Use print() to see results.")
+PYTHON_TOOL_PARAMETERS = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "description": "the program to run"}},
+    "required": ["code"],
+    "additionalProperties": False,
+}
+PROMPT_HERMES = (
+    "{question}\n\n"
+    "You may call the python tool to run code, and you will get back what it prints. Use print() to "
+    "see results. When you know the answer, reply with it as \\boxed{{answer}}. You have {turns} replies in all."
+)
+
+
+class PythonToolEnv(SandboxUser, ProceduralTasks, ToolEnv):
+    """Multi-turn maths with a sandboxed Python tool; the final \\boxed{} answer is checked by verifiers.math.
+
+    `tool_format="markdown"` (the default): the prompt teaches ```python blocks as the call syntax.
+    `tool_format="hermes"`: the tool `python(code)` is listed by the chat template (`tools=`) and
+    called as `<tool_call>{"name": "python", "arguments": {"code": ...}}</tool_call>`."""
 
     version = "0"
 
     def __init__(self, max_turns: int = 4, tool_timeout_s: float = 5.0, max_output_chars: int = 2000,
                  tool_role: str = "tool", templates: tuple[str, ...] | None = None, sandbox: Any = None,
-                 render_mode: str | None = None):
-        super().__init__(max_turns=max_turns, render_mode=render_mode)
+                 tool_format: str = "markdown", render_mode: str | None = None):
         if max_turns < 2:
             raise ValueError(f"max_turns must be >= 2 (a tool call, then an answer), got {max_turns}")
         if tool_role not in ("tool", "user"):
@@ -155,54 +178,49 @@ class PythonToolEnv(SandboxUser, ProceduralTasks, MultiTurnEnv):
             raise ValueError(f"templates must be a non-empty subset of {sorted(TEMPLATES)}, got {templates!r}")
         if not tool_timeout_s > 0 or max_output_chars < 100:
             raise ValueError("tool_timeout_s must be positive and max_output_chars >= 100")
+        if tool_format not in ("markdown", "hermes"):
+            raise ValueError(f"tool_format must be 'markdown' or 'hermes', got {tool_format!r}")
+        # The sandbox bounds the program; the tool's own bound only catches a sandbox that hangs.
+        python = Tool("python", PYTHON_TOOL_DESCRIPTION, PYTHON_TOOL_PARAMETERS, self._python,
+                      timeout_s=2 * tool_timeout_s + 60.0)
+        super().__init__(tools=[python], tool_format=tool_format, max_turns=max_turns, max_calls_per_turn=1,
+                         max_output_chars=max_output_chars, tool_role=tool_role, render_mode=render_mode)
         self.templates = tuple(templates) if templates else tuple(TEMPLATES)
         self.tool_timeout_s = float(tool_timeout_s)
-        self.max_output_chars = max_output_chars
-        self.tool_role = tool_role
         self.sandbox = sandbox
-        self.tool_calls = 0
 
     def make_task(self, seed: int) -> Task:
         rng = np.random.default_rng([seed, 7])
         name = self.templates[int(rng.integers(0, len(self.templates)))]
         question, answer, code = TEMPLATES[name](rng)
+        prompt = PROMPT if self.tool_format == "markdown" else PROMPT_HERMES
         return Task(
             task_id=str(seed),
-            prompt=[{"role": "user", "content": PROMPT.format(question=question, turns=self.max_turns)}],
+            prompt=[{"role": "user", "content": prompt.format(question=question, turns=self.max_turns)}],
             answer=str(answer),
-            reference=fenced(code),
+            reference=self.format_call("python", code=code),
             wrong=f"\\boxed{{{answer + 1}}}",
             metadata={"template": name},
         )
-
-    def _on_reset(self) -> None:
-        super()._on_reset()
-        self.tool_calls = 0
 
     def reference_action(self) -> str:
         """A tool call computing the answer, then the answer."""
         return self.task.reference if self.tool_calls == 0 else f"The answer is \\boxed{{{self.task.answer}}}."
 
-    def respond(self, action: str) -> TurnResult:
-        if "\\boxed" in action:
-            verdict = math_verifier.verify(action, self.task.answer)
-            return TurnResult([], verdict.score, True, verdict)
-        code = code_verifier.extract_program(action)
-        if code is None:
-            return TurnResult([], 0.0, True, Verdict(0.0, Outcome.FORMAT_ERROR,
-                                                     "neither a ```python tool call nor a \\boxed{} answer"))
-        self.tool_calls += 1
+    def final_answer(self, action: str) -> Verdict | None:
+        return math_verifier.verify(action, self.task.answer) if "\\boxed" in action else None
+
+    def _python(self, code: str) -> ToolOutput:
+        """The tool: `code` run in the sandbox (python3, standard library), its output capped."""
         try:
             result = self.get_sandbox().run(
                 files={"tool.py": code}, command=["python3", "tool.py"], stdin="",
                 limits=Limits(timeout_s=self.tool_timeout_s, output_bytes=4 * self.max_output_chars + 1024),
             )
         except Exception as exc:  # noqa: BLE001 - the sandbox failing is the grader's error, not the model's
-            return TurnResult([], 0.0, True, Verdict(0.0, Outcome.ERROR, f"sandbox call failed: {type(exc).__name__}: {exc}"))
+            raise ToolUnavailableError(f"sandbox call failed: {type(exc).__name__}: {exc}") from None
         if result.status is Status.UNAVAILABLE:
-            return TurnResult([], 0.0, True, Verdict(0.0, Outcome.ERROR, f"sandbox unavailable: {result.detail}"[:300]))
+            raise ToolUnavailableError(f"sandbox unavailable: {result.detail}")
         output = format_tool_output(result.stdout, result.stderr, result.status, result.exit_code,
                                     self.tool_timeout_s, self.max_output_chars)
-        verdict = Verdict(0.0, Outcome.INCORRECT, f"tool call {self.tool_calls}: no answer yet",
-                          {"tool_status": str(result.status), "tool_exit_code": result.exit_code})
-        return TurnResult([{"role": self.tool_role, "content": output}], 0.0, False, verdict)
+        return ToolOutput(output, {"tool_status": str(result.status), "tool_exit_code": result.exit_code})

@@ -21,6 +21,8 @@ logprobs); the environment's reply goes in as the template's tokens for the new 
 template(conversation + reply, generation prompt) minus the template(conversation) prefix (the
 prefix property is checked, `TemplateError` otherwise), with the model's turn rendered from its
 decoded text only to find that boundary, never stored. The model's text is never re-tokenized.
+An env whose `chat_tools` is set (a `ToolEnv`) has the template list those tools (`tools=`) in
+the prompt and in every reply's rendering alike.
 
 A model turn that ends without eos (the `max_tokens` limit or a stop string) in a multi-turn
 episode: the environment still steps on the decoded text, and the rollout closes the turn with
@@ -95,29 +97,37 @@ class Group:
         return sum(rewards) / len(rewards) if rewards else None
 
 
-def template_ids(tokenizer: Tokenizer, messages: list[Message], add_generation_prompt: bool) -> list[int]:
-    """The chat template's token ids for `messages`, as a list of ints."""
+def template_ids(tokenizer: Tokenizer, messages: list[Message], add_generation_prompt: bool,
+                 tools: list[dict[str, Any]] | None = None) -> list[int]:
+    """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints."""
     ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt,
-                                        return_dict=False)
+                                        return_dict=False, **_tools_kwarg(tools))
     if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
         ids = ids["input_ids"]
     return [int(t) for t in ids]
 
 
-def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message], model_ended_turn: bool) -> list[int]:
+def _tools_kwarg(tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+    # Passed only when there are tools: a tokenizer without a `tools` argument still renders the rest.
+    return {} if tools is None else {"tools": tools}
+
+
+def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message], model_ended_turn: bool,
+              tools: list[dict[str, Any]] | None = None) -> list[int]:
     """Tokens that follow the model's last turn (the last message of `conversation`) up to the
     next generation prompt: the end of that turn when the model did not emit eos itself, the
-    template's tail after eos, the reply messages, and the generation prompt."""
+    template's tail after eos, the reply messages, and the generation prompt. `tools`: the env's
+    `chat_tools`, which the template lists as it did for the prompt."""
     if _eos_splits_text(tokenizer):
-        return _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn)
-    return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn)
+        return _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn, tools)
+    return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn, tools)
 
 
 def _reply_ids_whole(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
-                     model_ended_turn: bool) -> list[int]:
+                     model_ended_turn: bool, tools: list[dict[str, Any]] | None = None) -> list[int]:
     """`reply_ids` from the template's tokens of the conversation before and after the reply."""
-    before = template_ids(tokenizer, conversation, add_generation_prompt=False)
-    after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True)
+    before = template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
+    after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
     if after[: len(before)] != before:
         raise TemplateError(_NO_PREFIX)
     eos = tokenizer.eos_token_id
@@ -146,12 +156,13 @@ def _eos_splits_text(tokenizer: Tokenizer) -> bool:
 
 
 def _reply_ids_after_eos(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
-                         model_ended_turn: bool) -> list[int]:
+                         model_ended_turn: bool, tools: list[dict[str, Any]] | None = None) -> list[int]:
     """`reply_ids` from the template's text: only the text after the eos that closes the model's
     turn is tokenized, not the whole conversation twice (a multi-turn episode's turns would
     otherwise cost time quadratic in its length). Same tokens (`_eos_splits_text`; a test checks)."""
-    before = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=False)
-    after = tokenizer.apply_chat_template(conversation + reply, tokenize=False, add_generation_prompt=True)
+    kwargs = _tools_kwarg(tools)
+    before = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=False, **kwargs)
+    after = tokenizer.apply_chat_template(conversation + reply, tokenize=False, add_generation_prompt=True, **kwargs)
     if not after.startswith(before):
         raise TemplateError(_NO_PREFIX)
     close = before.rfind(tokenizer.eos_token)
@@ -185,6 +196,7 @@ class _Run:
     note: str = ""
     truncation: TruncationReason | None = None
     slot: int = 0  # the episode's index in the rollout (group * G + copy): its later turns' seed offset
+    tools: list[dict[str, Any]] | None = None  # the env's `chat_tools`: the template lists them
     reset_first: bool = False  # a copy sharing its group's single-step env: reset it onto the task, then step
 
     @property
@@ -228,7 +240,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
                 run.truncation = TruncationReason.TURNS
         else:
             ended = bool(sample.token_ids) and sample.token_ids[-1] == tokenizer.eos_token_id
-            extra = reply_ids(tokenizer, run.messages, list(reply), ended)
+            extra = reply_ids(tokenizer, run.messages, list(reply), ended, run.tools)
             if context_limit is not None and len(run.context_ids()) + len(extra) > context_limit:
                 run.outcome, run.note = Outcome.TRUNCATED, "the next turn would not fit in the context"
                 run.truncation = TruncationReason.CONTEXT
@@ -263,8 +275,10 @@ def _open(make_env: Callable[[], Any], tokenizer: Tokenizer, group: int, task_id
     options = {"task": task} if task is not None else None if task_id is None else {"task_id": task_id}
     messages, info = env.reset(seed=seed, options=options)
     task_id = str(info.get("task_id", env.unwrapped.task.task_id))
-    prompt = template_ids(tokenizer, messages, add_generation_prompt=True) if prompt_ids is None else prompt_ids
-    return _Run(env=env, group=group, task_id=task_id, seed=seed, messages=list(messages), prompt_ids=prompt)
+    tools = getattr(env.unwrapped, "chat_tools", None)
+    prompt = template_ids(tokenizer, messages, True, tools) if prompt_ids is None else prompt_ids
+    return _Run(env=env, group=group, task_id=task_id, seed=seed, messages=list(messages), prompt_ids=prompt,
+                tools=tools)
 
 
 def _single_step(run: _Run) -> bool:

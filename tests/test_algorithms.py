@@ -9,11 +9,11 @@ from trainers.advantages import gae
 from trainers.aggregation import aggregate_loss
 from trainers.algorithms import (
     PRESETS, AlgoConfig, check_settings, compute_policy_loss, filter_loss_mask, get_algorithm, keep_groups, resolve,
-    sequence_advantages, shape_rewards,
+    sequence_advantages, shape_rewards, teacher_advantages,
 )
 from trainers.config import ConfigError, TrainConfig
 
-NAMES = ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo", "ppo"]
+NAMES = ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo", "ppo", "distill"]
 
 
 def test_all_named_presets_exist_and_are_frozen():
@@ -47,7 +47,7 @@ def test_presets_follow_the_papers():
 
 
 def test_get_algorithm_errors_list_known_names_and_fields():
-    with pytest.raises(ValueError, match="known: cispo, dapo, dr_grpo, grpo, gspo, ppo, reinforce, rloo"):
+    with pytest.raises(ValueError, match="known: cispo, dapo, distill, dr_grpo, grpo, gspo, ppo, reinforce, rloo"):
         get_algorithm("trpo")
     with pytest.raises(ValueError, match="unknown AlgoConfig field.*clip_eps"):
         get_algorithm("grpo", clip_epsilon=0.3)
@@ -95,6 +95,8 @@ def test_each_preset_runs_end_to_end_with_finite_gradient(name):
         last = mask.sum(-1) - 1
         token_r[torch.arange(B), last] = rewards.reshape(-1).double()
         adv, _ = gae(token_r, torch.full((B, T), 0.5, dtype=torch.float64), mask, cfg.gamma, cfg.lam)
+    elif cfg.needs_teacher:  # distill: the reference is the teacher, the advantage teacher - student
+        adv = teacher_advantages(cfg, lp.detach(), (lp - 0.3 * actions).detach(), mask)
     else:
         adv = sequence_advantages(cfg, rewards).double()
     ref = (lp - 0.1).detach()

@@ -44,6 +44,9 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr train --algo grpo --max-staleness 1 --steps 150 --eval-tasks 400 --out runs/async":
         f"{HERE}::test_rlvr_train_async",
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
+    # as written (a short run), plus --out, --threads 1 and --no-progress; slow
+    ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 40 --max-tokens 12 --out runs/lora":
+        "tests/test_lora.py::test_lora_raises_reward",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 --model tiny --tasks 50":

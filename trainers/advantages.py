@@ -10,7 +10,8 @@ unequal size allowed, e.g. after error episodes were dropped), and return `(B,)`
 order (row-major for the 2-D form, B = N * G). Broadcast them over tokens by the loss functions.
 
 Token-level GAE takes `(B, T)` rewards, values and a loss mask and returns `(B, T)` advantages
-and returns.
+and returns. On-policy distillation's `distill_advantages` takes the student's and the teacher's
+`(B, T)` logprobs of the student's tokens and a mask, and returns `(B, T)` advantages.
 """
 from __future__ import annotations
 
@@ -226,3 +227,47 @@ def overlong_penalty(lengths: Tensor, max_length: float, buffer: float, factor: 
         raise ValueError(f"overlong buffer must be in (0, max_length={max_length}], got {buffer}")
     over = (torch.as_tensor(lengths).to(torch.float32) - (max_length - buffer)) / buffer
     return -factor * over.clamp(0.0, 1.0)
+
+
+# --- on-policy distillation (Agarwal et al. 2024, GKD; Thinking Machines 2025) ---------------
+
+
+@torch.no_grad()
+def distill_advantages(
+    student_logprobs_BT: Tensor, teacher_logprobs_BT: Tensor, mask_BT: Tensor, gamma: float = 0.0
+) -> Tensor:
+    """Per-token advantages of on-policy distillation: the student sampled x_t, and
+
+        r_t = log pi_teacher(x_t | x_<t) - log pi_student(x_t | x_<t)
+
+    is minus the one-sample (k1) estimate of the reverse KL(pi_student || pi_teacher) at token t,
+    a dense reward that is high where the teacher likes the student's token more than the student
+    does. The advantage is the discounted sum over the row's later model tokens,
+
+        A_t = sum_{s >= t} gamma^(n_s - n_t) r_s     (n = index among the row's model tokens),
+
+    so `gamma` 0 (the default, the blog's "discount 0") gives A_t = r_t, and `gamma` 1 credits a
+    token also with the KL of everything it led to (a lower-bias, higher-variance estimate of the
+    sequence-level reverse KL's gradient). Masked positions (prompt, environment tokens, padding)
+    are not time steps, as in `gae`, and get 0. All of `student_logprobs_BT`,
+    `teacher_logprobs_BT`, `mask_BT` are `(B, T)`; returns `(B, T)` of their float dtype."""
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    if student_logprobs_BT.dim() != 2:
+        raise ValueError(f"student logprobs must be (B, T), got shape {tuple(student_logprobs_BT.shape)}")
+    check_bt("teacher_logprobs", teacher_logprobs_BT, student_logprobs_BT)
+    check_bt("mask", mask_BT, student_logprobs_BT)
+    m_BT = as_bool_mask(mask_BT)
+    dtype = torch.promote_types(student_logprobs_BT.dtype, teacher_logprobs_BT.dtype)
+    r_BT = (teacher_logprobs_BT.to(dtype) - student_logprobs_BT.to(dtype)).detach()
+    if not bool(torch.isfinite(r_BT[m_BT]).all()):
+        raise ValueError("student or teacher logprobs are NaN or inf on model tokens")
+    r_BT = torch.where(m_BT, r_BT, torch.zeros_like(r_BT))
+    if gamma == 0.0:
+        return r_BT
+    adv_BT = torch.zeros_like(r_BT)
+    running_B = torch.zeros_like(r_BT[:, 0])
+    for t in range(r_BT.shape[1] - 1, -1, -1):  # right to left, skipping masked positions
+        running_B = torch.where(m_BT[:, t], r_BT[:, t] + gamma * running_B, running_B)
+        adv_BT[:, t] = torch.where(m_BT[:, t], running_B, torch.zeros_like(running_B))
+    return adv_BT

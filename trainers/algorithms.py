@@ -9,6 +9,10 @@ Here live the presets (`AlgoConfig`, `PRESETS`), and the dispatch the loop calls
 group and sample filters (`keep_groups`, `filter_loss_mask`: DAPO's dynamic sampling and
 overlong filtering), reward shaping (`shape_rewards`: DAPO's soft overlong penalty), and
 `constant_length` resolution. Adding an algorithm touches this file and its test only.
+
+On-policy distillation (`distill`) is a preset too: its advantage `teacher_kl` is per token,
+the teacher's logprob minus the student's (`teacher_advantages`), and the reference model slot
+holds the teacher (`TrainConfig.teacher`).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ import torch
 from torch import Tensor
 
 from trainers.advantages import (
-    dynamic_sampling_keep, gae, grpo_advantages, overlong_filter, overlong_penalty, reinforce_advantages,
+    distill_advantages, dynamic_sampling_keep, gae, grpo_advantages, overlong_filter, overlong_penalty, reinforce_advantages,
     rloo_advantages, whiten,
 )
 from trainers.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
@@ -36,7 +40,7 @@ from trainers.policy_loss import (
 if TYPE_CHECKING:
     from trainers.config import TrainConfig
 
-ADVANTAGES = ("reinforce", "rloo", "grpo", "gae")
+ADVANTAGES = ("reinforce", "rloo", "grpo", "gae", "teacher_kl")
 KL_PLACEMENTS = ("reward", "loss")
 
 
@@ -50,7 +54,7 @@ class AlgoConfig:
     std_unbiased: bool = True  # grpo: sample std (n-1) rather than population std (n)
     std_eps: float = 1e-6
     whiten_advantages: bool = False  # zero mean, unit variance over the batch (masked tokens for gae)
-    gamma: float = 1.0  # gae
+    gamma: float = 1.0  # gae; teacher_kl: the discount over later tokens (0: each token's own KL)
     lam: float = 0.95  # gae
     # policy loss
     loss_type: str = "clipped"  # one of LOSS_TYPES
@@ -122,6 +126,9 @@ class AlgoConfig:
             fail("loss_type='pg' is on-policy only: ppo_epochs must be 1 (use 'clipped' to reuse samples)")
         if self.loss_type == "pg" and self.dual_clip is not None:
             fail("dual_clip needs loss_type='clipped'")
+        if self.needs_teacher and self.kl_in_reward:
+            fail("advantage 'teacher_kl' is already the reverse KL to the teacher (the reference model): "
+                 "kl_placement='reward' would count it twice; use kl_coef 0, or kl_placement 'loss'")
         if self.kl_in_loss and self.kl_estimator == "k1":
             # d k1 = grad log pi, whose expectation on samples of pi is 0: no pull toward the reference
             warnings.warn(f"algorithm {self.name!r}: kl_estimator 'k1' with kl_placement 'loss' has zero "
@@ -133,8 +140,14 @@ class AlgoConfig:
         return self.advantage == "gae"
 
     @property
+    def needs_teacher(self) -> bool:
+        """On-policy distillation: the reference model is the teacher, and the advantages need the
+        student's logprobs before the update."""
+        return self.advantage == "teacher_kl"
+
+    @property
     def needs_reference(self) -> bool:
-        return self.kl_coef > 0
+        return self.kl_coef > 0 or self.needs_teacher
 
     @property
     def kl_in_reward(self) -> bool:
@@ -201,6 +214,15 @@ PRESETS: Mapping[str, AlgoConfig] = MappingProxyType({
         loss_type="clipped", aggregation="token_mean", kl_coef=0.05, kl_estimator="k1",
         kl_placement="reward", value_coef=0.5, value_clip=0.2, ppo_epochs=4,
     ),
+    # On-policy distillation (Agarwal et al. 2024, GKD; Thinking Machines 2025, "On-Policy
+    # Distillation"): the student samples, the teacher (--teacher, in the reference model's slot)
+    # scores the student's tokens, and each token's advantage is log pi_teacher - log pi_student
+    # (minus the reverse-KL estimate k1; gamma 0: no credit from later tokens). The loss is the
+    # importance-weighted policy gradient (the clipped one: ratio 1 on fresh samples), token-mean;
+    # no KL term (the advantage is the KL). The environment's reward is logged, not trained on.
+    "distill": AlgoConfig(
+        name="distill", advantage="teacher_kl", gamma=0.0, loss_type="clipped", aggregation="token_mean",
+    ),
 })
 
 
@@ -243,6 +265,12 @@ def check_settings(algo: AlgoConfig, cfg: "TrainConfig") -> None:
             f"which is only correct on fresh samples: it needs epochs 1 and minibatch_size equal to the "
             f"batch ({cfg.batch_size} episodes), got epochs {epochs} and minibatch_size "
             f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped")
+    if algo.needs_teacher and not cfg.teacher:
+        raise ConfigError(f"algorithm {algo.name!r} distills from a teacher: set teacher (--teacher DIR), the model "
+                          f"directory whose logprobs of the student's tokens are the reward")
+    if cfg.teacher and not algo.needs_teacher:
+        raise ConfigError(f"teacher {cfg.teacher!r} is set, but algorithm {algo.name!r} does not use one: use "
+                          f"--algo distill (or algo_args advantage: teacher_kl), or leave teacher unset")
     if cfg.decoupled and cfg.top_p < 1:
         raise ConfigError(
             f"old_logprobs 'sampler' (or max_staleness > 0) weights each token by pi_old / pi_sampler, which is "
@@ -292,7 +320,7 @@ def sequence_advantages(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor
     elif algo.advantage == "grpo":
         advantages_B = grpo_advantages(rewards_B, group_ids_B, algo.scale_by_std, algo.std_unbiased, algo.std_eps)
     else:
-        raise ValueError(f"advantage {algo.advantage!r} is token-level: use token_advantages")
+        raise ValueError(f"advantage {algo.advantage!r} is token-level: use token_advantages or teacher_advantages")
     return whiten(advantages_B) if algo.whiten_advantages else advantages_B
 
 
@@ -304,6 +332,18 @@ def token_advantages(
     targets, never are). Returns `(advantages_BT, returns_BT)`."""
     advantages_BT, returns_BT = gae(rewards_BT, values_BT, mask_BT, algo.gamma, algo.lam)
     return (whiten(advantages_BT, mask_BT) if algo.whiten_advantages else advantages_BT), returns_BT
+
+
+def teacher_advantages(
+    algo: AlgoConfig, student_logprobs_BT: Tensor, teacher_logprobs_BT: Tensor, mask_BT: Tensor
+) -> Tensor:
+    """On-policy distillation's advantages (`teacher_kl`): per token, the teacher's logprob minus
+    the student's, summed over later model tokens with the preset's `gamma` (0: the token's own;
+    formulas in `trainers.advantages.distill_advantages`), whitened over the masked tokens if
+    asked. The student's logprobs are those of the weights that sampled (before the update).
+    Returns `(B, T)`."""
+    advantages_BT = distill_advantages(student_logprobs_BT, teacher_logprobs_BT, mask_BT, algo.gamma)
+    return whiten(advantages_BT, mask_BT) if algo.whiten_advantages else advantages_BT
 
 
 def compute_policy_loss(

@@ -37,6 +37,7 @@ class Batch:
     truncated: torch.Tensor         # (B,) bool, cut off: last turn at the token budget, or context full
     correct: torch.Tensor           # (B,) bool, outcome "correct"
     versions: torch.Tensor | None = None  # (B, T) long: the policy version that sampled each token, -1 elsewhere
+    packed: bool = False  # run as one flattened sequence, padding-free (`trainers.packing`); micro-batches only
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]

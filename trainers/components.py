@@ -2,10 +2,12 @@
 the optimizer, and the sampler, each made from a `TrainConfig`."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -26,6 +28,8 @@ class Models:
     reference: nn.Module | None = None
     value_head: ValueHead | None = None
     critic: Critic | None = None
+    # LoRA: the reference is the base model, i.e. the policy with its adapter off (no second copy)
+    reference_is_base: bool = False
 
     @property
     def pad_token_id(self) -> int:
@@ -39,11 +43,44 @@ class Models:
     def policy_parameters(self) -> list[nn.Parameter]:
         """What the policy's optimizer group and gradient clipping cover (a value head shares the trunk)."""
         extra = list(self.value_head.parameters()) if self.value_head is not None else []
-        return list(self.policy.parameters()) + extra
+        return [p for p in self.policy.parameters() if p.requires_grad] + extra  # LoRA: the adapter's
+
+    @property
+    def lora(self) -> bool:
+        from trainers.lora import is_lora
+
+        return is_lora(self.policy)
+
+    @contextlib.contextmanager
+    def reference_model(self) -> Iterator[nn.Module | None]:
+        """The model whose logprobs are the reference's, for the block: the reference (or teacher),
+        the policy with its LoRA adapter off, or None without one."""
+        if self.reference is None and self.reference_is_base:
+            from trainers.lora import adapter_off
+
+            with adapter_off(self.policy) as base:
+                yield base
+        else:
+            yield self.reference
+
+    def sampler_weights(self) -> Iterable[tuple[str, torch.Tensor]]:
+        """(name, tensor) pairs for the sampler's in-place load, under the base model's names: the
+        policy's parameters, or with LoRA the adapted blocks' merged weights (`trainers.lora`)."""
+        if self.lora:
+            from trainers.lora import merged_weights
+
+            return merged_weights(self.policy)
+        return ((name, p.detach()) for name, p in self.policy.named_parameters())
 
     def save(self, directory: Path) -> None:
-        """A Hugging Face directory that `transformers` and vLLM load as it is."""
-        self.policy.save_pretrained(directory, safe_serialization=True)
+        """A Hugging Face directory that `transformers` and vLLM load as it is; with LoRA the
+        adapter alone (adapter_model.safetensors, adapter_config.json naming its base)."""
+        if self.lora:
+            from trainers.lora import save
+
+            save(self.policy, directory)
+        else:
+            self.policy.save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save_pretrained(directory)
         if self.critic is not None:
             self.critic.model.save_pretrained(directory / CRITIC_DIR, safe_serialization=True)
@@ -65,20 +102,36 @@ class Models:
 
 def build_models(config: TrainConfig, needs_reference: bool, needs_values: bool, resume_from: Path | None) -> Models:
     """Policy from the checkpoint (or the base model), reference from the base model when KL is
-    on (`needs_reference`), and a value head or critic when the algorithm needs values."""
+    on (`needs_reference`) or from `config.teacher` when set (distillation), and a value head or
+    critic when the algorithm needs values."""
+    from trainers import activation_checkpointing, precision
     from trainers.models import load_causal_lm, load_tokenizer, resolve_model
 
+    # every model below loads in the training dtype (bf16 weights on CPU with --dtype bfloat16)
+    load_causal_lm = functools.partial(load_causal_lm, dtype=precision.weight_dtype(config.dtype))
     path = resolve_model(config.model)
-    policy = _eval(load_causal_lm(resume_from or path))
+    policy = _eval(load_causal_lm(path if config.lora_rank else resume_from or path))  # LoRA: the base
+    if config.gradient_checkpointing:
+        activation_checkpointing.enable(policy)
+    if config.lora_rank:  # only the adapter trains (a resumed run's, from its checkpoint)
+        from trainers import lora
+
+        policy = lora.wrap(policy, path, config.lora_rank, config.lora_alpha, config.lora_targets, resume_from)
     models = Models(path=path, tokenizer=load_tokenizer(path), policy=policy)
-    if needs_reference:
-        models.reference = _eval(load_causal_lm(path)).requires_grad_(False)
+    models.reference_is_base = bool(needs_reference and config.lora_rank and not config.teacher)
+    # on-policy distillation: the teacher takes the reference model's slot
+    if needs_reference and not models.reference_is_base:
+        reference_path = resolve_model(config.teacher) if config.teacher else path
+        models.reference = _eval(load_causal_lm(reference_path)).requires_grad_(False)
     kind = config.value_model if config.value_model != "auto" else ("head" if needs_values else "none")
     if needs_values and kind == "head":
         models.value_head = ValueHead(policy.config.hidden_size)
     elif needs_values and kind == "critic":
         critic_path = resume_from / CRITIC_DIR if resume_from is not None else path
         models.critic = Critic(_eval(load_causal_lm(critic_path)))
+    for model in (models.policy, models.reference, models.critic.model if models.critic else None):
+        if model is not None:
+            precision.prepare_model(model, config.dtype)  # autocast on CUDA
     return models
 
 
@@ -87,12 +140,15 @@ def _eval(model: nn.Module) -> nn.Module:
 
 
 def build_optimizer(config: TrainConfig, models: Models) -> torch.optim.Optimizer:
-    groups = [{"params": list(models.policy.parameters()), "lr": config.lr}]
+    groups = [{"params": [p for p in models.policy.parameters() if p.requires_grad], "lr": config.lr}]
     value_params = list(models.value_head.parameters()) if models.value_head is not None else []
     value_params += list(models.critic.parameters()) if models.critic is not None else []
     if value_params:
         groups.append({"params": value_params, "lr": config.value_lr or config.lr})
-    return torch.optim.AdamW(groups, lr=config.lr, betas=config.adam_betas, weight_decay=config.weight_decay)
+    from trainers.precision import adamw
+
+    # float32 master weights when the model is bf16 (`trainers.precision`)
+    return adamw(groups, lr=config.lr, betas=config.adam_betas, weight_decay=config.weight_decay)
 
 
 def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None):
@@ -111,9 +167,18 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
     # One step's episodes run at once, and on CPU the KV cache is sized to them (evaluation
     # batches run in waves of that size).
     length = max_model_len(models)
-    return VLLMSampler(str(resume_from or models.path), seed=config.seed, max_model_len=length,
-                       max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False,
-                       seq_tokens=sequence_tokens(config, models.tokenizer, length))
+    # LoRA: vLLM starts from the base (a checkpoint holds only the adapter), then loads the merged weights
+    from trainers.models import servable_dir
+
+    model_dir = servable_dir(models.path if models.lora else resume_from or models.path)
+    # sampling in the training dtype keeps the sampler/trainer logprob gap about rounding, not dtype
+    sampler = VLLMSampler(str(model_dir), seed=config.seed, max_model_len=length, dtype=config.dtype,
+                          max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False,
+                          seq_tokens=sequence_tokens(config, models.tokenizer, length))
+    sampler.model_dir = model_dir  # a merged adapter's temporary directory lives as long as the sampler
+    if models.lora and resume_from is not None:
+        sampler.update_weights(models.sampler_weights())
+    return sampler
 
 
 PROBE_TASKS = 64  # opening prompts measured to size the sampler's KV cache

@@ -25,6 +25,7 @@ OLD_LOGPROBS = ("auto", "recompute", "sampler")
 CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # trainers.rollout_correction
 VALUE_MODELS = ("auto", "none", "head", "critic")
 SCHEDULES = ("constant", "linear", "cosine")
+DTYPES = ("float32", "bfloat16")
 GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
 
 
@@ -41,10 +42,12 @@ def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) 
 @dataclass
 class TrainConfig:
     # what to train, where, how
-    model: str = setting("tiny", "model directory, or 'tiny' (the built-in ~1M-parameter model)")
+    model: str = setting("tiny", "model directory, or 'tiny' (the built-in ~1M-parameter model), or 'small' "
+                                 "(~30M random parameters for benchmarks, built into ~/.cache/rlvr on first use)")
     env: str = setting("rlvr/Arithmetic-v0", "environment id (`rlvr envs` lists them)")
     env_args: dict[str, Any] = setting({}, "environment keyword argument KEY=VALUE (value read as YAML); repeatable")
-    algo: str = setting("grpo", "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo or ppo")
+    algo: str = setting("grpo", "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo, ppo or "
+                                "distill (on-policy distillation from --teacher)")
     algo_args: dict[str, Any] = setting({}, "override a field of the algorithm preset, KEY=VALUE (e.g. kl_coef=0); "
                                             "repeatable")
     # one step: tasks_per_step tasks x group_size samples = the batch, in episodes
@@ -55,6 +58,19 @@ class TrainConfig:
     micro_batch_size: int | None = setting(None, "episodes per forward/backward (gradient accumulation); "
                                                  "none: the whole minibatch")
     epochs: int | None = setting(None, "passes over each batch; none: the algorithm's")
+    micro_batch_tokens: int | None = setting(None, "padding-free micro-batches: pack episodes into forwards of at "
+                                             "most N tokens each (instead of micro_batch_size episodes); none: off")
+    # the model's parameters and memory
+    dtype: str = setting("float32", "training dtype: float32, or bfloat16 (autocast on CUDA; bfloat16 weights "
+                         "on CPU)", choices=DTYPES)
+    gradient_checkpointing: bool = setting(False, "recompute activations in the backward pass (less memory, "
+                                           "more time)")
+    lora_rank: int = setting(0, "LoRA: train a rank-R adapter (peft) instead of all weights; 0: full weights")
+    lora_alpha: float | None = setting(None, "LoRA scaling alpha (the update is alpha / rank x BA); none: 2 x rank")
+    lora_targets: str = setting("all-linear", "modules LoRA adapts: all-linear, or comma-separated module names "
+                                "(e.g. q_proj,v_proj)")
+    teacher: str | None = setting(None, "on-policy distillation (algo distill): the teacher model directory, whose "
+                                  "per-token logprobs are the reward; none: no teacher")
     # sampling
     sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
     temperature: float = setting(1.0, "sampling temperature")
@@ -194,9 +210,20 @@ class TrainConfig:
             raise ConfigError(f"threads must be >= 1, got {self.threads}")
         if not all(0 <= b < 1 for b in self.adam_betas):
             raise ConfigError(f"adam_betas must be in [0, 1), got {self.adam_betas}")
-        for name in ("minibatch_size", "micro_batch_size"):  # 0 must not read as "unset" (None)
+        if self.lora_rank < 0:
+            raise ConfigError(f"lora_rank must be >= 0 (0: full weights), got {self.lora_rank}")
+        if self.lora_alpha is not None and not self.lora_alpha > 0:
+            raise ConfigError(f"lora_alpha must be > 0, got {self.lora_alpha!r}")
+        if not self.lora_targets.strip() or any(not t.strip() for t in self.lora_targets.split(",")):
+            raise ConfigError(f"lora_targets must be all-linear or comma-separated module names, got "
+                              f"{self.lora_targets!r}")
+        for name in ("minibatch_size", "micro_batch_size", "micro_batch_tokens"):  # 0 must not read as "unset" (None)
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.micro_batch_size is not None and self.micro_batch_tokens is not None:
+            # two different ways of cutting a minibatch; silently preferring one would surprise
+            raise ConfigError(f"set micro_batch_size ({self.micro_batch_size} episodes) or micro_batch_tokens "
+                              f"({self.micro_batch_tokens} tokens per packed forward), not both")
         mb = self.minibatch_size or self.batch_size
         if mb < 1 or self.batch_size % mb:
             raise ConfigError(
@@ -240,6 +267,12 @@ class TrainConfig:
         except Exception as exc:  # the models module's typed error; re-raised as a setting error
             raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
         check_model_dir(path)
+        if self.lora_rank:  # a module name the model lacks fails now, not after loading
+            from trainers.lora import check_targets
+
+            check_targets(path, self.lora_targets)
+        if self.teacher:  # check_settings above: set exactly when the algorithm distills
+            check_teacher(self.teacher, path)
         return algo
 
     @property
@@ -266,8 +299,13 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin")  # single or sharded; what transfor
 
 def check_model_dir(path: str | os.PathLike) -> None:
     """A model directory that transformers and vLLM can load: config.json is a JSON object and
-    weights are there (checked now, so that a bad directory fails before minutes of loading)."""
+    weights are there (checked now, so that a bad directory fails before minutes of loading). A
+    LoRA adapter directory (a checkpoint of `--lora-rank`) passes when its adapter_config.json names
+    a base model that passes and its adapter weights are there."""
     path = Path(path)
+    if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
+        _check_adapter_dir(path)
+        return
     try:
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -276,6 +314,74 @@ def check_model_dir(path: str | os.PathLike) -> None:
         raise ConfigError(f"model {path}: config.json must hold a JSON object, got {type(config).__name__}")
     if not any(any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS):
         raise ConfigError(f"model {path} has no weights (no *.safetensors or *.bin file)")
+
+
+def _check_adapter_dir(path: Path) -> None:
+    from trainers.models import adapter_base_dir
+
+    try:
+        base = adapter_base_dir(path)
+    except RlvrError as exc:  # the models module's typed errors, as a setting error
+        raise ConfigError(f"model {path} (a LoRA adapter): {exc}") from None
+    check_model_dir(base)
+    if not any(any(path.glob(pattern)) for pattern in ("adapter_model.safetensors", "adapter_model.bin")):
+        raise ConfigError(f"model {path} (a LoRA adapter) has no adapter weights (adapter_model.safetensors)")
+
+
+def check_teacher(teacher: str, student: Path) -> None:
+    """The teacher is a loadable model directory ("tiny" allowed) that scores the student's token
+    ids as the same tokens: the same tokenizer vocabulary (tokenizer.json's, or else the same
+    vocab_size), and logits for every id the student can sample (vocab_size at least the
+    student's; larger, padded output layers are fine, as between Qwen sizes)."""
+    from trainers.models import resolve_model
+
+    try:
+        path = resolve_model(teacher)
+    except Exception as exc:  # the models module's typed error; re-raised as a setting error
+        raise ConfigError(f"teacher {teacher!r}: {_message(exc)}") from None
+    try:
+        check_model_dir(path)
+    except ConfigError as exc:
+        raise ConfigError(f"teacher: {exc}") from None
+    s_vocab, t_vocab = _tokenizer_vocabulary(student), _tokenizer_vocabulary(path)
+    s_size, t_size = _vocab_size(student), _vocab_size(path)
+    if s_vocab is not None and t_vocab is not None and s_vocab != t_vocab:
+        differ = sorted(i for i in set(s_vocab) | set(t_vocab) if s_vocab.get(i) != t_vocab.get(i))
+        i = differ[0]
+        raise ConfigError(
+            f"teacher {teacher!r} has another tokenizer than the student {str(student)!r} ({len(t_vocab)} vs "
+            f"{len(s_vocab)} tokens; {len(differ)} ids differ, first id {i}: {t_vocab.get(i)!r} vs "
+            f"{s_vocab.get(i)!r}): distillation scores the student's token ids with the teacher, so both need "
+            f"the same vocabulary")
+    if (s_vocab is None or t_vocab is None) and None not in (s_size, t_size) and s_size != t_size:
+        raise ConfigError(f"teacher {teacher!r} has vocab_size {t_size}, the student {s_size}: distillation needs "
+                          f"the same tokenizer vocabulary")
+    if None not in (s_size, t_size) and t_size < s_size:
+        raise ConfigError(f"teacher {teacher!r} has vocab_size {t_size}, less than the student's {s_size}: it "
+                          f"cannot score every token id the student may sample")
+
+
+def _vocab_size(path: Path) -> int | None:
+    """config.json's vocab_size (the output layer's width), or its text model's; None if absent."""
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    size = config.get("vocab_size", (config.get("text_config") or {}).get("vocab_size"))
+    return size if isinstance(size, int) else None
+
+
+def _tokenizer_vocabulary(path: Path) -> dict[int, str] | None:
+    """id -> token of a fast tokenizer's tokenizer.json (its model's vocabulary and its added
+    tokens), read as JSON without loading the tokenizer; None when absent or of an unknown form."""
+    try:
+        data = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
+        vocab = data["model"]["vocab"]
+        if isinstance(vocab, dict):  # BPE, WordPiece, WordLevel: token -> id
+            ids = {int(i): str(tok) for tok, i in vocab.items()}
+        else:  # Unigram: [[token, score], ...], the id is the position
+            ids = {i: str(entry[0]) for i, entry in enumerate(vocab)}
+        ids.update({int(t["id"]): str(t["content"]) for t in data.get("added_tokens") or ()})
+        return ids
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 def _message(exc: BaseException) -> str:

@@ -286,7 +286,8 @@ class Trainer:
         if self.algo.overlong_buffer_frac > 0:
             t.stats["overlong_penalty_mean"] = float((batch.rewards - raw_rewards).mean())
         if self.models.critic is not None:
-            (t.old_values,) = per_micro_batch(batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),))
+            (t.old_values,) = per_micro_batch(batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),),
+                                              self.config.micro_batch_tokens)
         compute_advantages(self.algo, t)
         return t
 
@@ -328,7 +329,7 @@ class Trainer:
         """Push the new weights (policy `version`) into the sampler: in place for vLLM, nothing to
         do for HF; with the producer running, staged for it to load before its next engine step."""
         t0 = time.perf_counter()
-        params = ((name, p.detach()) for name, p in self.policy.named_parameters())
+        params = self.models.sampler_weights()  # LoRA: the merged weights of the adapted blocks
         if self.producer is not None:
             self.sampler.staged.stage(params, version)
         else:

@@ -1,6 +1,7 @@
 """Where models come from. `resolve_model` turns `--model` into a local directory: "tiny" (also the
-default) is the built-in model shipped in `trainers/assets/tiny`, anything else must be a local
-Hugging Face model directory. Nothing here downloads: every load is `local_files_only=True`.
+default) is the built-in model shipped in `trainers/assets/tiny`, "small" a ~30M-parameter random
+model for benchmarks, built into the cache on first use (`trainers.small_model`); anything else
+must be a local Hugging Face model directory. Nothing here downloads: every load is `local_files_only=True`.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from sandbox.errors import RlvrError
 
 TINY = "tiny"
+SMALL = "small"  # ~30M parameters, random weights, for benchmarks: trainers.small_model
 TINY_DIR = Path(__file__).resolve().parent / "assets" / "tiny"
 
 
@@ -29,7 +31,12 @@ class InvalidModelDirError(ModelError, ValueError):
 
 
 def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
-    """The local directory of a model: "tiny" or None -> the shipped tiny model, else the path itself."""
+    """The local directory of a model: "tiny" or None -> the shipped tiny model, "small" -> the
+    cached small model (built if missing), else the path itself."""
+    if name_or_path == SMALL:
+        from trainers.small_model import small_model_dir
+
+        return small_model_dir()  # built into the cache on first use (seconds)
     if name_or_path is None or name_or_path == TINY:
         if not (TINY_DIR / "config.json").is_file():
             raise ModelNotFoundError(
@@ -47,9 +54,57 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
         )
     if not path.is_dir():
         raise InvalidModelDirError(f"model path {str(path)!r} is a file; pass the model's directory")
-    if not (path / "config.json").is_file():
-        raise InvalidModelDirError(f"{str(path)!r} has no config.json: not a Hugging Face model directory")
+    if not (path / "config.json").is_file() and not (path / ADAPTER_CONFIG).is_file():
+        raise InvalidModelDirError(f"{str(path)!r} has no config.json: not a Hugging Face model directory "
+                                   "(nor a LoRA adapter: no adapter_config.json)")
     return path.resolve()
+
+
+ADAPTER_CONFIG = "adapter_config.json"  # a LoRA checkpoint: the adapter, naming its base model
+
+
+def is_adapter_dir(path: str | os.PathLike) -> bool:
+    """A peft adapter directory (a LoRA training's checkpoint) rather than a whole model."""
+    return (Path(path) / ADAPTER_CONFIG).is_file() and not (Path(path) / "config.json").is_file()
+
+
+def adapter_base_dir(path: str | os.PathLike) -> Path:
+    """The base model directory that the adapter in `path` names (base_model_name_or_path)."""
+    from trainers.lora import adapter_base
+
+    try:
+        base = adapter_base(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidModelDirError(f"{str(path)!r}: unreadable {ADAPTER_CONFIG} ({exc})") from None
+    if Path(base).resolve() == Path(path).resolve() or is_adapter_dir(resolve_model(base)):
+        raise InvalidModelDirError(f"{str(path)!r}: the adapter's base {base!r} must be a whole model")
+    return resolve_model(base)
+
+
+class ServableDir(os.PathLike):
+    """A model directory for vLLM: the directory itself, or for an adapter a temporary one holding
+    the base with the adapter merged in (removed when this object goes)."""
+
+    def __init__(self, path: Path):
+        self.path, self._tmp = path, None
+        if is_adapter_dir(path):
+            import tempfile
+
+            self._tmp = tempfile.TemporaryDirectory(prefix="rlvr-merged-")
+            merged = load_causal_lm(path)
+            merged.save_pretrained(self._tmp.name, safe_serialization=True)
+            load_tokenizer(path).save_pretrained(self._tmp.name)
+            self.path = Path(self._tmp.name)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def servable_dir(path: str | os.PathLike) -> ServableDir:
+    return ServableDir(Path(path))
 
 
 def load_tokenizer(name_or_path: str | os.PathLike | None = None) -> PreTrainedTokenizerBase:
@@ -58,6 +113,13 @@ def load_tokenizer(name_or_path: str | os.PathLike | None = None) -> PreTrainedT
 
 
 def load_causal_lm(name_or_path: str | os.PathLike | None = None, dtype: torch.dtype = torch.float32) -> PreTrainedModel:
-    """The causal language model, from local files only, in `dtype` (float32 by default), in eval mode."""
-    model = AutoModelForCausalLM.from_pretrained(resolve_model(name_or_path), dtype=dtype, local_files_only=True)
+    """The causal language model, from local files only, in `dtype` (float32 by default), in eval
+    mode; for a LoRA adapter directory, its base with the adapter merged in."""
+    path = resolve_model(name_or_path)
+    if is_adapter_dir(path):  # a LoRA checkpoint: its base with the adapter merged in
+        from peft import PeftModel
+
+        base = AutoModelForCausalLM.from_pretrained(adapter_base_dir(path), dtype=dtype, local_files_only=True)
+        return PeftModel.from_pretrained(base, str(path)).merge_and_unload().eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, local_files_only=True)
     return model.eval()

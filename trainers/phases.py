@@ -4,7 +4,9 @@
 - `old_and_ref_logprobs`: the trainer's logprobs before the update (and the sampler/trainer gap),
   the value head's values, the reference model's logprobs, the rollout-correction weights; when
   `update_is_on_policy`, the update's own first forward stands in for the first of these;
-- `compute_advantages`: sequence-level or GAE advantages, KL in the reward if asked;
+- `compute_advantages`: sequence-level or GAE advantages, KL in the reward if asked; on-policy
+  distillation's per-token teacher-minus-student logprobs (which need the student's old logprobs
+  before the update: distillation takes the separate no-grad forward, never the fused path);
 - `accumulate_gradients`: one minibatch's loss, backwarded micro-batch by micro-batch with the
   minibatch's (global) denominators.
 """
@@ -15,11 +17,14 @@ from dataclasses import dataclass, field
 import torch
 
 from trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
-from trainers.algorithms import AlgoConfig, compute_policy_loss, sequence_advantages, token_advantages
+from trainers.algorithms import (
+    AlgoConfig, compute_policy_loss, sequence_advantages, teacher_advantages, token_advantages,
+)
 from trainers.batch import Batch
 from trainers.components import Models
 from trainers.config import TrainConfig
 from trainers.kl import kl_estimate, kl_penalized_rewards
+from trainers.packing import micro_batch, split_rows
 from trainers.policy import forward
 from trainers.rollout_correction import correction_weights
 from trainers.value_loss import value_loss
@@ -91,11 +96,12 @@ class StepTensors:
 def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> bool:
     """Whether the update's own forward passes see the weights that sampled: one epoch of one
     minibatch (the optimizer steps once, after every forward), old logprobs recomputed, and
-    nothing before the update that needs them (KL in the reward, values for GAE). Then a
+    nothing before the update that needs them (KL in the reward, values for GAE, distillation's
+    advantages: the teacher's logprob minus the student's). Then a
     separate no-grad forward would only repeat the update's: it is skipped, and the update's
     logprobs, detached, are the old logprobs (ratio 1; TRL and verl do the same)."""
     return ((cfg.epochs or algo.ppo_epochs) == 1 and cfg.num_minibatches == 1 and not cfg.decoupled
-            and not algo.kl_in_reward and not models.wants_values)
+            and not algo.kl_in_reward and not algo.needs_teacher and not models.wants_values)
 
 
 @torch.no_grad()
@@ -113,7 +119,7 @@ def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, bat
         out = forward(models.policy, mb, cfg.temperature, with_entropy=True, value_head=models.value_head)
         return out.logprobs, out.entropy, out.values
 
-    old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy)
+    old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy, cfg.micro_batch_tokens)
     t = StepTensors(batch=batch, old_logprobs=old, old_values=values, ref_logprobs=reference_logprobs(models, cfg, batch))
     sums = PreUpdateSums()
     sums.add(old, entropy, batch, t.ref_logprobs, algo.kl_estimator)
@@ -127,10 +133,13 @@ def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, bat
 
 
 def reference_logprobs(models: Models, cfg: TrainConfig, batch: Batch) -> torch.Tensor | None:
-    """The frozen reference model's logprobs of the batch (None without a reference)."""
-    if models.reference is None:
-        return None
-    (ref,) = per_micro_batch(batch, cfg.micro_batch, lambda mb: (forward(models.reference, mb, cfg.temperature).logprobs,))
+    """The frozen reference model's logprobs of the batch (None without a reference); with LoRA the
+    reference is the policy with its adapter off (`Models.reference_model`)."""
+    with models.reference_model() as reference:
+        if reference is None:
+            return None
+        (ref,) = per_micro_batch(batch, cfg.micro_batch, lambda mb: (forward(reference, mb, cfg.temperature).logprobs,),
+                                 cfg.micro_batch_tokens)
     return ref
 
 
@@ -138,8 +147,18 @@ def compute_advantages(algo: AlgoConfig, t: StepTensors) -> None:
     """Sequence-level (REINFORCE, RLOO, GRPO: the episode's total reward) or token-level (GAE:
     turn k's reward on turn k's last model token, so a token is credited with the rewards of its
     own and later turns only) advantages, with the KL penalty in the reward when the preset says
-    so. Rows without model tokens (e.g. removed by overlong filtering) get no reward in GAE."""
+    so. Rows without model tokens (e.g. removed by overlong filtering) get no reward in GAE.
+    On-policy distillation (`teacher_kl`): per token, the teacher's (reference slot) logprob minus
+    the student's before the update; the environment's reward is not used (only logged)."""
     batch, mask = t.batch, t.batch.loss_mask
+    if algo.needs_teacher:
+        if t.old_logprobs is None or t.ref_logprobs is None:
+            raise ValueError(f"{algo.name}: distillation needs the student's old logprobs and the teacher's")
+        t.advantages = teacher_advantages(algo, t.old_logprobs, t.ref_logprobs, mask)
+        # k1 of KL(student || teacher), mean over the step's model tokens: what distillation lowers
+        t.stats["teacher_kl"] = float(masked_mean(t.old_logprobs - t.ref_logprobs, mask))
+        t.stats["advantage_abs_mean"] = float(masked_mean(t.advantages.abs(), mask))
+        return
     kl = kl_estimate(t.old_logprobs, t.ref_logprobs, mask, algo.kl_estimator) if algo.kl_in_reward else None
     if algo.advantage != "gae":
         rewards_B = batch.rewards if kl is None else kl_penalized_rewards(batch.rewards, kl, mask, algo.kl_coef)
@@ -159,13 +178,16 @@ def accumulate_gradients(
 ) -> None:
     """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
     the whole minibatch's, so the summed gradient equals one backward over the minibatch.
-    Without `t.old_logprobs` (on-policy), the forward's detached logprobs are the old ones."""
+    Micro-batches are `cfg.micro_batch` rows, or with `micro_batch_tokens` padding-free packed
+    forwards (`trainers.packing`). Without `t.old_logprobs` (on-policy), the forward's detached
+    logprobs are the old ones."""
     fused = t.old_logprobs is None
     mask = t.batch.loss_mask[rows]
     policy_denom = loss_denominator(mask, algo.aggregation)
     value_denom = loss_denominator(mask, "token_mean")
-    for micro in torch.split(rows, cfg.micro_batch):
-        mb = t.batch.select(micro)
+    packed = cfg.micro_batch_tokens is not None
+    for micro in split_rows(t.batch, rows, cfg.micro_batch, cfg.micro_batch_tokens):
+        mb = micro_batch(t.batch, micro, packed)
         width = mb.completion_len
         pick = lambda x: None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])  # noqa: E731
         out = forward(models.policy, mb, cfg.temperature, with_entropy=algo.entropy_coef > 0 or fused,
@@ -194,13 +216,15 @@ def accumulate_gradients(
         sums.approx_kl += float((((r - 1) - torch.log(r)) * m).sum())
 
 
-def per_micro_batch(batch: Batch, size: int, fn) -> list[torch.Tensor | None]:
+def per_micro_batch(batch: Batch, size: int, fn, tokens: int | None = None) -> list[torch.Tensor | None]:
     """Run `fn(micro_batch) -> tuple of (b, t) tensors or None` over micro-batches and stitch
-    each result back into a (B, T) tensor (micro-batches are trimmed, so t <= T)."""
+    each result back into a (B, T) tensor (micro-batches are trimmed, so t <= T). Micro-batches
+    are `size` rows, or with `tokens` packed padding-free forwards of at most that many tokens
+    (`trainers.packing`)."""
     b, width = len(batch), batch.completion_len
     results: list[torch.Tensor | None] = []
-    for rows in torch.split(torch.arange(b), size):
-        for i, x in enumerate(fn(batch.select(rows))):
+    for rows in split_rows(batch, torch.arange(b), size, tokens):
+        for i, x in enumerate(fn(micro_batch(batch, rows, tokens is not None))):
             if i == len(results):
                 results.append(None if x is None else torch.zeros(b, width))
             if x is not None:

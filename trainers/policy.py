@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from trainers.batch import Batch
+from trainers.packing import PackedLayout, packed_layout
 
 
 @dataclass
@@ -33,7 +34,8 @@ class ValueHead(nn.Module):
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.linear(hidden).squeeze(-1)
+        # the trunk may run in bfloat16 (`--dtype bfloat16`); the head keeps its own dtype
+        return self.linear(hidden.to(self.linear.weight.dtype)).squeeze(-1)
 
 
 class Critic(nn.Module):
@@ -47,12 +49,22 @@ class Critic(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         # the trunk only: a critic needs no logits (its lm_head is kept so the checkpoint loads as a causal LM)
+        if batch.packed:
+            layout = packed_layout(batch)
+            hidden = self.model.get_decoder()(**_packed_inputs(layout)).last_hidden_state
+            return layout.unpack(self.head(hidden[0, layout.predictors]).float())
         hidden = self.model.get_decoder()(**_model_inputs(batch)).last_hidden_state
         return self.head(_completion_hidden(hidden, batch)).float()
 
 
 def _model_inputs(batch: Batch) -> dict[str, torch.Tensor]:
     return {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask, "position_ids": batch.position_ids}
+
+
+def _packed_inputs(layout: PackedLayout) -> dict[str, torch.Tensor | bool]:
+    # No attention mask and no cache: transformers then reads the sequence boundaries from the
+    # restarting position ids and attends within each sequence only (see `trainers.packing`).
+    return {"input_ids": layout.input_ids, "position_ids": layout.position_ids, "use_cache": False}
 
 
 def _completion_hidden(hidden: torch.Tensor, batch: Batch) -> torch.Tensor:
@@ -85,10 +97,20 @@ def forward(
 
     `share_prompts`: rows with the same prompt (a group's G samples) run the prompt once and
     reuse its key/value cache (differentiably) for their completions; when prompts are much
-    longer than completions this is several times cheaper, and it gives the same numbers."""
+    longer than completions this is several times cheaper, and it gives the same numbers.
+
+    A `batch.packed` micro-batch runs as one flattened, padding-free sequence instead (see
+    `trainers.packing`); its prompts are not shared (each row runs its own), and its outputs are
+    0 where a row has no token (the padded pass leaves arbitrary numbers there; both are masked)."""
     if temperature <= 0:
         raise ValueError(f"training needs a sampling temperature > 0, got {temperature}")
+    if batch.packed:
+        return _packed_forward(model, batch, temperature, with_entropy, value_head)
     want_hidden = value_head is not None
+    # Gradient checkpointing drops the KV cache in a differentiable forward (the backward replay would
+    # write it twice): every row then runs its own prompt (`trainers.activation_checkpointing`).
+    checkpointing = torch.is_grad_enabled() and getattr(model, "is_gradient_checkpointing", False)
+    share_prompts = share_prompts and not checkpointing
     shared = _shared_prompt_pass(model, batch, want_hidden) if share_prompts else None
     logits, hidden = shared if shared is not None else _full_pass(model, batch, want_hidden)
     logits = logits.float() / temperature
@@ -97,6 +119,22 @@ def forward(
         result.entropy = entropy_from_logits(logits)
     if value_head is not None:
         result.values = value_head(hidden).float()
+    return result
+
+
+def _packed_forward(model: nn.Module, batch: Batch, temperature: float, with_entropy: bool,
+                    value_head: ValueHead | None) -> PolicyOutput:
+    """`forward` on the flattened batch: logits only at the M states that predict a completion
+    token (the rest of the flat sequence needs no (N, V) logits)."""
+    layout = packed_layout(batch)
+    want_hidden = value_head is not None
+    out = model(**_packed_inputs(layout), logits_to_keep=layout.predictors, output_hidden_states=want_hidden)
+    logits = out.logits[0].float() / temperature  # (M, V)
+    result = PolicyOutput(logprobs=layout.unpack(token_logprobs(logits, layout.targets)))
+    if with_entropy:
+        result.entropy = layout.unpack(entropy_from_logits(logits))
+    if value_head is not None:
+        result.values = layout.unpack(value_head(out.hidden_states[-1][0, layout.predictors]).float())
     return result
 
 

@@ -129,14 +129,15 @@ def tokenizer_text(conversation: Conversation) -> list[str]:
     return [f"{m['role']}\n{m['content']}\n" for m in conversation]
 
 
-def sft_conversation(tokenizer, conversation: Conversation) -> tuple[list[int], list[int]]:
-    """(input ids, labels) of a whole conversation, token-exact with a rollout that produced it;
-    only the assistant's tokens (and the eos ending each of its turns) carry loss."""
+def sft_conversation(tokenizer, conversation: Conversation, tools: list[dict] | None = None) -> tuple[list[int], list[int]]:
+    """(input ids, labels) of a whole conversation, token-exact with a rollout that produced it
+    (in an env whose `chat_tools` are `tools`); only the assistant's tokens (and the eos ending
+    each of its turns) carry loss."""
     from envs.rollout import reply_ids, template_ids
 
     first = next(i for i, m in enumerate(conversation) if m["role"] == "assistant")
     history = conversation[:first]
-    ids = template_ids(tokenizer, history, add_generation_prompt=True)
+    ids = template_ids(tokenizer, history, add_generation_prompt=True, tools=tools)
     labels = [-100] * len(ids)
     i = first
     while i < len(conversation):
@@ -148,7 +149,7 @@ def sft_conversation(tokenizer, conversation: Conversation) -> tuple[list[int], 
         while j < len(conversation) and conversation[j]["role"] != "assistant":
             j += 1
         if j > i + 1:
-            reply = reply_ids(tokenizer, history, conversation[i + 1: j], model_ended_turn=True)
+            reply = reply_ids(tokenizer, history, conversation[i + 1: j], model_ended_turn=True, tools=tools)
             ids, labels = ids + reply, labels + [-100] * len(reply)
             history = history + conversation[i + 1: j]
         i = j

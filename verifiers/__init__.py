@@ -1,5 +1,5 @@
 """Rewards that check work: math equivalence (SymPy), code against tests (sandbox), format checks,
-weighted composition. Never imports envs or trainers.
+weighted composition, a judge model's grade (`verifiers.judge`). Never imports envs or trainers.
 
 Submodules load lazily (`verifiers.math` imports SymPy), so `import verifiers` stays cheap:
 `from verifiers import math` / `verifiers.math.verify(...)`, `verifiers.format.has_tags(...)`,
@@ -12,7 +12,7 @@ from typing import Any
 
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
-_SUBMODULES = {"math", "code", "format", "compose"}
+_SUBMODULES = {"math", "code", "format", "compose", "judge"}
 _NAMES = {"weighted": "verifiers.compose", "has_tags": "verifiers.format", "boxed_present": "verifiers.format"}
 
 __all__ = ["Outcome", "Verdict", "VerifierError", *sorted(_SUBMODULES), *sorted(_NAMES)]

@@ -141,9 +141,13 @@ def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
         from trainers.samplers import HFSampler
 
         return HFSampler(load_causal_lm(path), tokenizer), tokenizer
+    from trainers.models import servable_dir
     from trainers.samplers import VLLMSampler
 
-    return VLLMSampler(str(path), seed=args.seed, max_model_len=args.max_model_len), tokenizer
+    model_dir = servable_dir(path)  # a LoRA checkpoint: its base with the adapter merged, in a temporary dir
+    sampler = VLLMSampler(str(model_dir), seed=args.seed, max_model_len=args.max_model_len)
+    sampler.model_dir = model_dir  # kept (and the temporary dir with it) as long as the sampler
+    return sampler, tokenizer
 
 
 def _identity(env_id: str, env_args: dict, model: str, sampling: dict, group_size: int) -> dict[str, Any]:

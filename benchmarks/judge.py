@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 from verifiers.judge import Judge, JudgeItem
 
@@ -33,36 +28,12 @@ ANSWERS = ["Paris.", "It is 42, since 17 + 25 = 42.", "Saturn", "72", "I am not 
 @contextlib.contextmanager
 def tiny_server():
     from trainers.models import resolve_model
+    from trainers.samplers.vllm_server import serve
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(resolve_model("tiny")),
-           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--enforce-eager", "--max-model-len", "1024", "--no-enable-chunked-prefill"]
     log = tempfile.NamedTemporaryFile(prefix="judge-bench-", suffix=".log", delete=False)
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the vLLM server did not start; see {log.name}")
-            try:
-                with urllib.request.urlopen(f"{url}/v1/models", timeout=2):
-                    break
-            except OSError:
-                time.sleep(1)
+    log.close()
+    with serve(resolve_model("tiny"), log.name, max_model_len=1024, start_timeout=300) as url:
         yield url, "tiny"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
 
 
 def items(n: int) -> list[JudgeItem]:

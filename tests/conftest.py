@@ -3,6 +3,8 @@ Where a component cannot run on this machine the test is skipped with the reason
 (CI=true, where .ci/run has installed everything) a missing component is a failure instead."""
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import os
 
 import pytest
@@ -65,54 +67,24 @@ def random_qwen2():
 
 
 def free_port() -> int:
-    import socket
+    from trainers.samplers.vllm_server import free_port as port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return port()
 
 
-def vllm_server(model_dir, log_path, *, name: str = "tiny", max_model_len: int = 256, start_timeout: float = 180):
-    """A context manager serving `model_dir` with vLLM's OpenAI-compatible server on localhost;
-    yields (base url, served name); stops the server's process group on exit. Skips (fails under
-    CI) when vLLM is missing or the server does not come up within `start_timeout` seconds."""
-    import contextlib
-    import importlib.util
-    import signal
-    import subprocess
-    import sys
-    import time
-    import urllib.request
+@contextlib.contextmanager
+def vllm_server(model_dir, log_path, *, name: str = "tiny", max_model_len: int = 256, start_timeout: float = 180,
+                extra_args=()):
+    """vLLM's OpenAI-compatible server of `model_dir` on localhost (`trainers.samplers.vllm_server`);
+    yields (base url, served name). Skips (fails under CI) when vLLM is missing or the server does
+    not come up within `start_timeout` seconds."""
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+    from trainers.samplers.vllm_server import ServerError, serve
 
-    @contextlib.contextmanager
-    def serve():
-        require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-        port = free_port()
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-        cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-               "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-               "--enforce-eager", "--max-model-len", str(max_model_len), "--no-enable-chunked-prefill"]
-        with open(log_path, "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
+    with contextlib.ExitStack() as stack:
         try:
-            deadline, ready = time.monotonic() + start_timeout, False
-            while time.monotonic() < deadline and proc.poll() is None and not ready:
-                try:
-                    with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as r:
-                        ready = r.status == 200
-                except OSError:
-                    time.sleep(1)
-            tail = open(log_path, errors="replace").read()[-1500:]
-            require(ready, f"vLLM server did not start in {start_timeout} s (exit {proc.poll()}): {tail}")
-            yield url, name
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
-
-    return serve()
+            url = stack.enter_context(serve(model_dir, log_path, name=name, max_model_len=max_model_len,
+                                            extra_args=extra_args, start_timeout=start_timeout))
+        except ServerError as exc:
+            require(False, str(exc))
+        yield url, name

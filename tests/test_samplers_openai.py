@@ -3,21 +3,14 @@
 the vllm-cpu distribution's `vllm` script cannot find its own version), and `rlvr eval --base-url`."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 import torch
 
-from conftest import require
+from conftest import free_port, vllm_server
 from envs.sampler import FinishReason, SamplingSettings
 from rlvr.cli import main
 from test_samplers import reference_logprobs
@@ -26,44 +19,13 @@ from trainers.samplers import HFSampler, OpenAISampler, SamplerError
 START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(model_dir, tmp_path_factory):
     """A served tiny model: (base url, served name). Stopped (and its process group) at the end."""
-    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    port, log = free_port(), tmp_path_factory.mktemp("server") / "server.log"
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--enforce-eager", "--max-model-len", "256", "--logprobs-mode", "processed_logprobs",
-           "--no-enable-chunked-prefill"]  # vLLM-CPU cannot split seeded prefills (see VLLMSampler)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline, ready = time.monotonic() + START_TIMEOUT, False
-        while time.monotonic() < deadline and proc.poll() is None and not ready:
-            try:
-                with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as r:
-                    ready = r.status == 200
-            except OSError:
-                time.sleep(1)
-        tail = log.read_text(errors="replace")[-1500:]
-        require(ready, f"vLLM server did not start in {START_TIMEOUT} s (exit {proc.poll()}): {tail}")
-        yield url, "tiny"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with vllm_server(model_dir, log, start_timeout=START_TIMEOUT,
+                     extra_args=("--logprobs-mode", "processed_logprobs")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

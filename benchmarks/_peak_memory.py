@@ -8,6 +8,14 @@ child's resident set plus each descendant's unique set size (USS), a descendant 
 is `SETTLE_SECONDS` old. Unique, not resident, so that libraries shared with the parent are not
 counted twice; and not while newborn, because between fork and exec a child maps all of its
 parent's memory. Polling may miss a short spike; `ru_maxrss` does not.
+
+The allocator decides much of a CPU process's peak. glibc's malloc raises its mmap threshold each
+time a large block is freed (up to 32 MiB): after the first backward pass, activations come from
+the heap, whose freed holes the process keeps and fragments. Measured on the ~30M model
+(benchmarks/README.md), that added 0.5-1.0 GiB to a training step's peak, more with LoRA's many
+small tensors than without, enough to reverse LoRA's saving. `allocator_env(..., "fixed")` pins the
+threshold (`MALLOC_MMAP_THRESHOLD_`, which also stops the adjustment), so that a comparison of
+training options measures their tensors; "glibc" leaves glibc's default.
 """
 from __future__ import annotations
 
@@ -21,6 +29,17 @@ from typing import IO, Sequence
 import psutil
 
 SETTLE_SECONDS = 1.0
+MALLOC_CHOICES = ("fixed", "glibc")
+FIXED_MMAP_THRESHOLD = 128 * 1024  # glibc's initial threshold, kept
+
+
+def allocator_env(env: dict[str, str], malloc: str) -> dict[str, str]:
+    """`env` for a measured child: with "fixed", large blocks go back to the kernel when freed."""
+    if malloc not in MALLOC_CHOICES:
+        raise ValueError(f"malloc must be one of {MALLOC_CHOICES}, got {malloc!r}")
+    if malloc == "glibc":
+        return {k: v for k, v in env.items() if k != "MALLOC_MMAP_THRESHOLD_"}
+    return {**env, "MALLOC_MMAP_THRESHOLD_": str(FIXED_MMAP_THRESHOLD)}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peak_memory import run_measured  # noqa: E402
+from _peak_memory import MALLOC_CHOICES, allocator_env, run_measured  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("load", "padded", "packed")
@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--malloc", choices=MALLOC_CHOICES, default="fixed",
+                   help="fixed (default): peaks measure tensors, not glibc's retained heap (see _peak_memory)")
     p.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # a child process
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [sys.executable, __file__, "--mode", mode, "--result", str(result)] + (argv or sys.argv[1:])
             if "--tokens" not in cmd:
                 cmd += ["--tokens", str(args.tokens)]
-            m = run_measured(cmd, cwd=str(ROOT), env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+            m = run_measured(cmd, cwd=str(ROOT), env=allocator_env({**os.environ, "TOKENIZERS_PARALLELISM": "false"}, args.malloc))
             if m.returncode != 0:
                 raise SystemExit(f"the {mode} run failed (exit {m.returncode})")
             rows[mode] = {**json.loads(result.read_text()), "rss": m.peak_rss_bytes}
@@ -139,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     floor = rows["load"]["rss"]
     print(f"model {args.model}; {rows['load']['episodes']} episodes, {rows['load']['real']} real tokens; "
           f"padded: {args.micro} episodes per forward; packed: <= {args.tokens} tokens per forward; "
-          f"{args.threads} thread(s); GRPO forward+backward of the whole batch")
+          f"{args.threads} thread(s), malloc {args.malloc}; GRPO forward+backward of the whole batch")
     print(f"{'mode':8} {'forwards':>8} {'computed':>9} {'padding':>8} {'s/pass':>8} {'peak MiB':>9} {'over load':>9}"
           + (f" {'CUDA MiB':>9}" if "cuda_peak" in rows["load"] else ""))
     print("-" * (66 + (10 if "cuda_peak" in rows["load"] else 0)))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _peak_memory import run_measured  # noqa: E402
+from _peak_memory import MALLOC_CHOICES, allocator_env, run_measured  # noqa: E402
 
 MiB = 2**20
 
@@ -62,6 +62,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--only", action="append", default=[], metavar="NAME",
                    help="run only these configurations (repeatable): " + ", ".join(configurations(0)))
+    p.add_argument("--malloc", choices=MALLOC_CHOICES, default="fixed",
+                   help="fixed (default): large blocks return to the kernel when freed, so peaks measure tensors; "
+                        "glibc: glibc's adaptive default, whose retained heap adds to every peak (see _peak_memory)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds allowed to each configuration")
     p.add_argument("--out", default=None, help="output directory (default: a new temporary one)")
     p.add_argument("--child", nargs=2, metavar=("SETTINGS", "RESULT"), help=argparse.SUPPRESS)
@@ -95,8 +98,8 @@ def run_child(settings_path: str, result_path: str) -> int:
 
 
 # ---- the parent: every configuration, then the table ---------------------------------------------
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(malloc: str) -> dict[str, str]:
+    env = allocator_env(dict(os.environ), malloc)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), env.get("PYTHONPATH")]))
@@ -116,7 +119,7 @@ def measure(name: str, overrides: dict, args: argparse.Namespace, model_dir: Pat
     print(f"--- {name} ...", file=sys.stderr, flush=True)
     with open(out / name / "output.log", "wb") as log:
         measured = run_measured([sys.executable, str(Path(__file__).resolve()), "--child", str(settings_path),
-                                 str(result_path)], env=child_env(), cwd=str(HERE.parent), timeout=args.timeout,
+                                 str(result_path)], env=child_env(args.malloc), cwd=str(HERE.parent), timeout=args.timeout,
                                 output=log)
     row = {"name": name, "overrides": overrides, "returncode": measured.returncode,
            "peak_rss_bytes": measured.peak_rss_bytes}
@@ -175,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps(rows, indent=2))
     print(f"{args.model} ({model_dir}), grpo on rlvr/Arithmetic-v0, {args.steps} steps of {args.tasks_per_step} "
           f"tasks x {args.group_size} samples, max {args.max_tokens} tokens, {args.sampler} sampler, torch threads "
-          f"{args.threads or 'default'}; medians after the first step")
+          f"{args.threads or 'default'}, malloc {args.malloc}; medians after the first step")
     print(table(rows))
     print(f"(details in {out / 'results.json'})")
     return 0 if all("step_seconds" in r for r in rows) else 1

@@ -200,7 +200,7 @@ def test_lora_raises_reward(tmp_path):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     from test_readme_commands import readme_command
 
-    argv = shlex.split(readme_command("--lora-rank"))
+    argv = shlex.split(readme_command("--lora-rank 8"))
     assert argv[:2] == [".venv/bin/rlvr", "train"]
     cmd = [sys.executable, "-m", "rlvr", *argv[1:], "--out", str(tmp_path), "--no-progress", "--threads", "1"]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,

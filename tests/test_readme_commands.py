@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require
+from trainers.checkpoint import latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -47,6 +48,9 @@ COVERAGE: dict[str, str] = {
     # as written (a short run), plus --out, --threads 1 and --no-progress; slow
     ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 40 --max-tokens 12 --out runs/lora":
         "tests/test_lora.py::test_lora_raises_reward",
+    # 20 steps of the ~30M model are minutes: run with --steps 2 (every other flag as written), slow
+    ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
+    "--micro-batch-tokens 1024 --steps 20 --out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 --model tiny --tasks 50":
@@ -176,6 +180,22 @@ def test_rlvr_train_async(root):
     assert [m["step"] for m in metrics] == [1, 2, 3]
     assert all(m["staleness_max"] <= 1 and "is_ess" in m and "time_waiting" in m for m in metrics)
     assert [e["step"] for e in evals] == [0, 3]
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_train_small_model_options(root):
+    """LoRA, bf16, gradient checkpointing and packing together on the ~30M model: 2 steps instead of 20."""
+    need_vllm()
+    command = readme_command("rlvr train", "--model small")
+    assert " --steps 20 " in command
+    run(command.replace(" --steps 20 ", " --steps 2 "), root, timeout=420)
+    out_dir = root / command.split("--out ")[1].split()[0]
+    metrics = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert all(m["logprob_gap_max"] < 0.1 for m in metrics), metrics  # bf16 rounding, not a stale sampler
+    checkpoint = latest_checkpoint(out_dir)  # the adapter alone
+    assert (checkpoint / "adapter_model.safetensors").is_file() and not (checkpoint / "model.safetensors").exists()
 
 
 @pytest.mark.slow

@@ -3,7 +3,6 @@ the optimizer, and the sampler, each made from a `TrainConfig`."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,12 +104,17 @@ def build_models(config: TrainConfig, needs_reference: bool, needs_values: bool,
     on (`needs_reference`) or from `config.teacher` when set (distillation), and a value head or
     critic when the algorithm needs values."""
     from trainers import activation_checkpointing, precision
+    from trainers.device import resolve_device
     from trainers.models import load_causal_lm, load_tokenizer, resolve_model
 
-    # every model below loads in the training dtype (bf16 weights on CPU with --dtype bfloat16)
-    load_causal_lm = functools.partial(load_causal_lm, dtype=precision.weight_dtype(config.dtype))
+    device = resolve_device(config.device)
+
+    def load(name_or_path: Path | str) -> nn.Module:
+        # on the training device, in the training dtype (bf16 weights on CPU with --dtype bfloat16)
+        return _eval(load_causal_lm(name_or_path, dtype=precision.weight_dtype(config.dtype, device.type))).to(device)
+
     path = resolve_model(config.model)
-    policy = _eval(load_causal_lm(path if config.lora_rank else resume_from or path))  # LoRA: the base
+    policy = load(path if config.lora_rank else resume_from or path)  # LoRA: the base
     if config.gradient_checkpointing:
         activation_checkpointing.enable(policy)
     if config.lora_rank:  # only the adapter trains (a resumed run's, from its checkpoint)
@@ -122,13 +126,13 @@ def build_models(config: TrainConfig, needs_reference: bool, needs_values: bool,
     # on-policy distillation: the teacher takes the reference model's slot
     if needs_reference and not models.reference_is_base:
         reference_path = resolve_model(config.teacher) if config.teacher else path
-        models.reference = _eval(load_causal_lm(reference_path)).requires_grad_(False)
+        models.reference = load(reference_path).requires_grad_(False)
     kind = config.value_model if config.value_model != "auto" else ("head" if needs_values else "none")
     if needs_values and kind == "head":
-        models.value_head = ValueHead(policy.config.hidden_size)
+        models.value_head = ValueHead(policy.config.hidden_size).to(device)
     elif needs_values and kind == "critic":
         critic_path = resume_from / CRITIC_DIR if resume_from is not None else path
-        models.critic = Critic(_eval(load_causal_lm(critic_path)))
+        models.critic = Critic(load(critic_path)).to(device)
     for model in (models.policy, models.reference, models.critic.model if models.critic else None):
         if model is not None:
             precision.prepare_model(model, config.dtype)  # autocast on CUDA
@@ -172,9 +176,12 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
 
     model_dir = servable_dir(models.path if models.lora else resume_from or models.path)
     # sampling in the training dtype keeps the sampler/trainer logprob gap about rounding, not dtype
+    # On a GPU the engine shares it with the trainer's models: it takes only its share (vLLM's own
+    # default, 0.9, would leave the trainer nothing). vLLM-CPU ignores the setting.
     sampler = VLLMSampler(str(model_dir), seed=config.seed, max_model_len=length, dtype=config.dtype,
                           max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False,
-                          seq_tokens=sequence_tokens(config, models.tokenizer, length))
+                          seq_tokens=sequence_tokens(config, models.tokenizer, length),
+                          gpu_memory_utilization=config.vllm_gpu_memory)
     sampler.model_dir = model_dir  # a merged adapter's temporary directory lives as long as the sampler
     if models.lora and resume_from is not None:
         sampler.update_weights(models.sampler_weights())

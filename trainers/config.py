@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,6 +28,7 @@ VALUE_MODELS = ("auto", "none", "head", "critic")
 SCHEDULES = ("constant", "linear", "cosine")
 DTYPES = ("float32", "bfloat16")
 GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
+DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # `device` (trainers.device), checked here without importing torch
 
 
 def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
@@ -61,6 +63,8 @@ class TrainConfig:
     micro_batch_tokens: int | None = setting(None, "padding-free micro-batches: pack episodes into forwards of at "
                                              "most N tokens each (instead of micro_batch_size episodes); none: off")
     # the model's parameters and memory
+    device: str = setting("auto", "where the models train: auto (a CUDA GPU when torch sees one, else the CPU), "
+                          "cpu, cuda or cuda:N")
     dtype: str = setting("float32", "training dtype: float32, or bfloat16 (autocast on CUDA; bfloat16 weights "
                          "on CPU)", choices=DTYPES)
     gradient_checkpointing: bool = setting(False, "recompute activations in the backward pass (less memory, "
@@ -73,6 +77,8 @@ class TrainConfig:
                                   "per-token logprobs are the reward; none: no teacher")
     # sampling
     sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
+    vllm_gpu_memory: float = setting(0.3, "on a GPU, the share of its memory the vllm sampler takes for its weights "
+                                     "and KV cache (gpu_memory_utilization); the trainer's models need the rest")
     temperature: float = setting(1.0, "sampling temperature")
     top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
     max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
@@ -202,6 +208,10 @@ class TrainConfig:
             raise ConfigError(f"time_limit must be > 0 seconds, got {self.time_limit!r}")
         if self.value_lr is not None and not self.value_lr > 0:
             raise ConfigError(f"value_lr must be > 0, got {self.value_lr!r}")
+        if not 0 < self.vllm_gpu_memory < 1:
+            raise ConfigError(f"vllm_gpu_memory must be in (0, 1), got {self.vllm_gpu_memory!r}")
+        if not isinstance(self.device, str) or not DEVICE.fullmatch(self.device):
+            raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if self.epochs is not None and self.epochs < 1:
@@ -267,6 +277,9 @@ class TrainConfig:
         except Exception as exc:  # the models module's typed error; re-raised as a setting error
             raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
         check_model_dir(path)
+        from trainers.device import resolve_device
+
+        resolve_device(self.device)  # a GPU this machine lacks fails now (DeviceError), not after loading
         if self.lora_rank:  # a module name the model lacks fails now, not after loading
             from trainers.lora import check_targets
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from trainers.batch import Batch
+from trainers.device import model_device
 from trainers.packing import PackedLayout, packed_layout
 
 
@@ -21,6 +22,11 @@ class PolicyOutput:
     logprobs: torch.Tensor                 # (B, T) of the completion tokens
     entropy: torch.Tensor | None = None    # (B, T) of the temperature-scaled distribution
     values: torch.Tensor | None = None     # (B, T) from the value head, if one was given
+
+    def to(self, device: torch.device) -> "PolicyOutput":
+        """On `device` (differentiably: gradients flow back to where the outputs were computed)."""
+        move = lambda x: None if x is None else x.to(device)  # noqa: E731
+        return PolicyOutput(move(self.logprobs), move(self.entropy), move(self.values))
 
 
 class ValueHead(nn.Module):
@@ -49,12 +55,13 @@ class Critic(nn.Module):
 
     def forward(self, batch: Batch) -> torch.Tensor:
         # the trunk only: a critic needs no logits (its lm_head is kept so the checkpoint loads as a causal LM)
+        home, batch = batch.input_ids.device, batch.to(model_device(self.model))  # see trainers.device
         if batch.packed:
             layout = packed_layout(batch)
             hidden = self.model.get_decoder()(**_packed_inputs(layout)).last_hidden_state
-            return layout.unpack(self.head(hidden[0, layout.predictors]).float())
+            return layout.unpack(self.head(hidden[0, layout.predictors]).float()).to(home)
         hidden = self.model.get_decoder()(**_model_inputs(batch)).last_hidden_state
-        return self.head(_completion_hidden(hidden, batch)).float()
+        return self.head(_completion_hidden(hidden, batch)).float().to(home)
 
 
 def _model_inputs(batch: Batch) -> dict[str, torch.Tensor]:
@@ -101,11 +108,14 @@ def forward(
 
     A `batch.packed` micro-batch runs as one flattened, padding-free sequence instead (see
     `trainers.packing`); its prompts are not shared (each row runs its own), and its outputs are
-    0 where a row has no token (the padded pass leaves arbitrary numbers there; both are masked)."""
+    0 where a row has no token (the padded pass leaves arbitrary numbers there; both are masked).
+
+    The forward runs on `model`'s device; the outputs come back on `batch`'s (`trainers.device`)."""
     if temperature <= 0:
         raise ValueError(f"training needs a sampling temperature > 0, got {temperature}")
+    home, batch = batch.input_ids.device, batch.to(model_device(model))
     if batch.packed:
-        return _packed_forward(model, batch, temperature, with_entropy, value_head)
+        return _packed_forward(model, batch, temperature, with_entropy, value_head).to(home)
     want_hidden = value_head is not None
     # Gradient checkpointing drops the KV cache in a differentiable forward (the backward replay would
     # write it twice): every row then runs its own prompt (`trainers.activation_checkpointing`).
@@ -119,7 +129,7 @@ def forward(
         result.entropy = entropy_from_logits(logits)
     if value_head is not None:
         result.values = value_head(hidden).float()
-    return result
+    return result.to(home)
 
 
 def _packed_forward(model: nn.Module, batch: Batch, temperature: float, with_entropy: bool,
@@ -153,8 +163,8 @@ def _shared_prompt_pass(model: nn.Module, batch: Batch, want_hidden: bool):
     if len(prompts) == len(batch):
         return None
     # one representative row per distinct prompt, for its mask and positions
-    first = torch.full((len(prompts),), len(batch), dtype=torch.long).scatter_reduce(
-        0, index, torch.arange(len(batch)), reduce="amin")
+    first = torch.full((len(prompts),), len(batch), dtype=torch.long, device=index.device).scatter_reduce(
+        0, index, torch.arange(len(batch), device=index.device), reduce="amin")
     head = model(input_ids=prompts, attention_mask=batch.attention_mask[first, :p],
                  position_ids=batch.position_ids[first, :p], use_cache=True, logits_to_keep=1,
                  output_hidden_states=want_hidden)

@@ -9,8 +9,8 @@
   the rounded result back into the bf16 weights after each step: the optimizer costs as much
   memory as in float32 training, the model and its activations half.
 
-The trainer runs its models on CPU today; the autocast path is taken for a model whose
-parameters are on CUDA (`prepare_model`).
+Which path a run takes follows from where its models are (`--device`, `trainers.device`):
+`prepare_model` wraps a model whose parameters are on CUDA in autocast.
 """
 from __future__ import annotations
 

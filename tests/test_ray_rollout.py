@@ -2,6 +2,7 @@
 real vLLM engines in the workers, the real tiny model."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 
@@ -131,11 +132,28 @@ def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster
 
 def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
     """An exception in an environment is the environment's failure, not a worker's death."""
+    replaced = pool.replaced
     with pytest.raises(Exception, match="FileNotFoundError"):
         # the marker's directory does not exist: writing it raises before the process could end
         pool.rollout("ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path / "no" / "x"), "seed": 1},
                      seeds=[1], group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
-    assert pool.replaced == 0
+    assert pool.replaced == replaced
+
+
+def test_a_worker_killed_between_steps_is_replaced_at_the_next_sync(ray_cluster, pool, hf_model):
+    kwargs = dict(seeds=list(range(6)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
+    before = pool.rollout("rlvr/Arithmetic-v0", {}, **kwargs)
+    replaced, victim = pool.replaced, pool.workers[0]
+    ray_cluster.kill(victim)
+    pool.update_weights([(n, p.detach()) for n, p in hf_model.named_parameters()], version=0)
+    assert pool.replaced == replaced + 1 and pool.workers[0] is not victim
+    assert tokens(pool.rollout("rlvr/Arithmetic-v0", {}, **kwargs)) == tokens(before)
+
+
+def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, spec, model_dir, tmp_path):
+    broken = dataclasses.replace(spec, model_dir=str(tmp_path / "no-model"))
+    with pytest.raises(RolloutWorkerError, match="a rollout worker could not start"):
+        RayRolloutPool(broken, str(model_dir), 1, threads=1)
 
 
 def train(tmp_path, **settings):

@@ -77,17 +77,17 @@ class TrainConfig:
                                   "per-token logprobs are the reward; none: no teacher")
     # sampling
     sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
+    vllm_gpu_memory: float = setting(0.3, "on a GPU, the share of its memory the vllm sampler takes for its weights "
+                                     "and KV cache (gpu_memory_utilization); the trainer's models need the rest")
+    temperature: float = setting(1.0, "sampling temperature")
+    top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
+    max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
     # scale-out on Ray (trainers.ray_rollout): rollout workers, each with its own vLLM engine and environments
     ray: bool = setting(False, "sample on Ray rollout workers (pip install rlvr[ray]), each with its own vLLM "
                         "engine and environment copies")
     ray_address: str | None = setting(None, "with ray: the cluster to join (auto: the one this machine is in); "
                                       "none: start a local one")
     rollout_workers: int = setting(2, "with ray: rollout workers (Ray actors)")
-    vllm_gpu_memory: float = setting(0.3, "on a GPU, the share of its memory the vllm sampler takes for its weights "
-                                     "and KV cache (gpu_memory_utilization); the trainer's models need the rest")
-    temperature: float = setting(1.0, "sampling temperature")
-    top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
-    max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
     # optimisation
     # Tuned for the tiny model (benchmarks/learning.py). Warm-up matters: Adam's first steps are
     # sign-like, every weight moves by ~lr at once, and the tiny model loses accuracy without it.

@@ -33,7 +33,6 @@ from envs.sampler import SamplingSettings
 from sandbox.errors import RlvrError
 
 
-
 class RolloutWorkerError(RlvrError):
     """Rollout workers kept dying on the same tasks, or none could be started."""
 
@@ -56,7 +55,6 @@ class Chunk:
 class ChunkResult:
     groups: list  # envs.rollout.Group, in the chunk's task order
     seconds_sampling: float  # the worker's engine time
-    worker_pid: int
 
 
 class RolloutWorker:
@@ -86,7 +84,7 @@ class RolloutWorker:
                          group_size=chunk.group_size, sampling=chunk.sampling, model_info=chunk.model_info,
                          progress=False, max_length=chunk.max_length, group_id_start=chunk.group_id_start,
                          executor=self.env_pool)
-        return ChunkResult(groups, sampler.seconds, os.getpid())
+        return ChunkResult(groups, sampler.seconds)
 
     def pid(self) -> int:
         return os.getpid()
@@ -136,19 +134,33 @@ class RayRolloutPool:
         self.replaced = 0  # workers replaced after dying, over the pool's life
         self.max_replacements = max_replacements  # deaths on one chunk before a rollout gives up
         self.workers = [self._actor.remote(*self._args) for _ in range(workers)]
-        ray.get([w.pid.remote() for w in self.workers])  # started (and any start-up error raised) now
-        # the list itself, whose slots `_replace` refills: the finalizer ends whoever holds them then
+        # the list itself, whose slots are refilled with replacements: the finalizer ends whoever holds them then
         self._finalizer = weakref.finalize(self, _kill, ray, self.workers)
+        from ray.exceptions import RayActorError
+
+        try:
+            ray.get([w.pid.remote() for w in self.workers])  # started now, or the start-up error now
+        except RayActorError as exc:
+            self.close()
+            raise RolloutWorkerError(f"a rollout worker could not start: {exc}") from None
 
     # ---- the sampler's side of the trainer ---------------------------------------------------
     def reset_clock(self) -> None:
         self.seconds = 0.0
 
     def update_weights(self, named_tensors: Iterable[tuple[str, Any]], version: int) -> None:
-        """Every worker loads these weights (CPU copies, put once into the object store) as `version`."""
+        """Every worker loads these weights (CPU copies, put once into the object store) as `version`;
+        a worker found dead is replaced by one that loads them."""
+        from ray.exceptions import RayActorError
+
         self._weights = self._ray.put([(name, t.detach().cpu()) for name, t in named_tensors])
         self.version = int(version)
-        self._ray.get([w.load.remote(self._weights, self.version) for w in self.workers])
+        loads = [w.load.remote(self._weights, self.version) for w in self.workers]
+        for slot, load in enumerate(loads):
+            try:
+                self._ray.get(load)
+            except RayActorError:
+                self.workers[slot] = self._replacement()
 
     def close(self) -> None:
         self._finalizer()
@@ -179,13 +191,13 @@ class RayRolloutPool:
                 if deaths[chunk.group_id_start] > self.max_replacements:
                     raise RolloutWorkerError(f"rollout workers died {deaths[chunk.group_id_start]} times on the "
                                              f"tasks of groups from {chunk.group_id_start}: {exc}") from None
-                self.workers[slot] = self._replace(slot)
+                self.workers[slot] = self._replacement()
                 pending[self.workers[slot].rollout.remote(chunk)] = (slot, chunk)
         self.seconds += max((r.seconds_sampling for r in results.values()), default=0.0)
         return [g for start in sorted(results) for g in results[start].groups]
 
-    def _replace(self, slot: int) -> Any:
-        """A new worker in place of the dead one in `slot`, holding the current weights."""
+    def _replacement(self) -> Any:
+        """A new worker, for a dead one, holding the current weights."""
         worker = self._actor.remote(*self._args)
         if self._weights is not None:
             self._ray.get(worker.load.remote(self._weights, self.version))

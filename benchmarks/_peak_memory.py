@@ -12,7 +12,7 @@ parent's memory. Polling may miss a short spike; `ru_maxrss` does not.
 The allocator decides much of a CPU process's peak. glibc's malloc raises its mmap threshold each
 time a large block is freed (up to 32 MiB): after the first backward pass, activations come from
 the heap, whose freed holes the process keeps and fragments. Measured on the ~30M model
-(benchmarks/README.md), that added 0.5-1.0 GiB to a training step's peak, more with LoRA's many
+(benchmarks/README.md), that added 0.6-1.6 GiB to a training run's peak, more with LoRA's many
 small tensors than without, enough to reverse LoRA's saving. `allocator_env(..., "fixed")` pins the
 threshold (`MALLOC_MMAP_THRESHOLD_`, which also stops the adjustment), so that a comparison of
 training options measures their tensors; "glibc" leaves glibc's default.

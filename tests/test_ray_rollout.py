@@ -159,8 +159,9 @@ def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, spec, model_
 def train(tmp_path, **settings):
     from trainers.loop import Trainer
 
-    cfg = TrainConfig.from_dict(dict(tasks_per_step=4, group_size=4, max_tokens=12, lr=1e-3, warmup_steps=0,
-                                     steps=3, eval_tasks=8, threads=1, progress=False, out=str(tmp_path), **settings))
+    base = dict(tasks_per_step=4, group_size=4, max_tokens=12, lr=1e-3, warmup_steps=0, steps=3, eval_tasks=8,
+                threads=1, progress=False, out=str(tmp_path))
+    cfg = TrainConfig.from_dict({**base, **settings})
     trainer = Trainer(cfg)
     try:
         summary = trainer.train()
@@ -188,3 +189,18 @@ def test_training_on_ray_workers_is_the_single_process_run(ray_cluster, tmp_path
     assert ray_summary["eval_after"] == one_summary["eval_after"]
     for (name, a), (_, b) in zip(ray_trainer.policy.named_parameters(), one_trainer.policy.named_parameters()):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
+
+
+def test_a_ray_run_stopped_after_a_checkpoint_resumes_exactly(ray_cluster, tmp_path):
+    """The driver gone after step 2 (its checkpoint written): `--resume` starts new workers, gives
+    them the checkpoint's weights, and ends where an uninterrupted run ends."""
+    import torch
+
+    straight, _, _ = train(tmp_path / "straight", ray=True, rollout_workers=2, eval_tasks=0)
+    train(tmp_path / "resumed", ray=True, rollout_workers=2, eval_tasks=0, steps=2, save_every=2)
+    resumed, summary, metrics = train(tmp_path / "resumed", ray=True, rollout_workers=2, eval_tasks=0, resume=True)
+    assert summary["start_step"] == 2 and [m["step"] for m in metrics] == [1, 2, 3]
+    assert metrics[-1]["logprob_gap_max"] < 1e-4  # the new workers hold the checkpoint's weights
+    for (name, a), (_, b) in zip(resumed.policy.named_parameters(), straight.policy.named_parameters()):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
+

@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [sys.executable, __file__, "--mode", mode, "--result", str(result)] + (argv or sys.argv[1:])
             if "--tokens" not in cmd:
                 cmd += ["--tokens", str(args.tokens)]
-            m = run_measured(cmd, cwd=str(ROOT), env=allocator_env({**os.environ, "TOKENIZERS_PARALLELISM": "false"}, args.malloc))
+            env = allocator_env({**os.environ, "TOKENIZERS_PARALLELISM": "false"}, args.malloc)
+            m = run_measured(cmd, cwd=str(ROOT), env=env)
             if m.returncode != 0:
                 raise SystemExit(f"the {mode} run failed (exit {m.returncode})")
             rows[mode] = {**json.loads(result.read_text()), "rss": m.peak_rss_bytes}

@@ -119,8 +119,8 @@ def measure(name: str, overrides: dict, args: argparse.Namespace, model_dir: Pat
     print(f"--- {name} ...", file=sys.stderr, flush=True)
     with open(out / name / "output.log", "wb") as log:
         measured = run_measured([sys.executable, str(Path(__file__).resolve()), "--child", str(settings_path),
-                                 str(result_path)], env=child_env(args.malloc), cwd=str(HERE.parent), timeout=args.timeout,
-                                output=log)
+                                 str(result_path)], env=child_env(args.malloc), cwd=str(HERE.parent),
+                                timeout=args.timeout, output=log)
     row = {"name": name, "overrides": overrides, "returncode": measured.returncode,
            "peak_rss_bytes": measured.peak_rss_bytes}
     if measured.returncode == 0 and result_path.is_file():

@@ -77,6 +77,9 @@ class Batch:
         )
 
     def to(self, device: torch.device | str) -> "Batch":
+        """This batch on `device`: itself when it is there already (the forward's case on the CPU)."""
+        if self.input_ids.device == torch.device(device):
+            return self
         moved = {f.name: getattr(self, f.name) for f in fields(self)}
         return Batch(**{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in moved.items()})
 

@@ -29,6 +29,7 @@ SCHEDULES = ("constant", "linear", "cosine")
 DTYPES = ("float32", "bfloat16")
 GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # `device` (trainers.device), checked here without importing torch
+DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
 
 def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
@@ -224,7 +225,7 @@ class TrainConfig:
         if not 0 < self.vllm_gpu_memory < 1:
             raise ConfigError(f"vllm_gpu_memory must be in (0, 1), got {self.vllm_gpu_memory!r}")
         if not isinstance(self.device, str) or not DEVICE.fullmatch(self.device):
-            raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+            raise ConfigError(f"device must be {DEVICE_CHOICES}, got {self.device!r}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if self.epochs is not None and self.epochs < 1:

@@ -13,9 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainers.config import DEVICE, ConfigError
-
-DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
+from trainers.config import DEVICE, DEVICE_CHOICES, ConfigError
 
 
 class DeviceError(ConfigError):

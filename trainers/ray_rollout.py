@@ -172,13 +172,12 @@ class RayRolloutPool:
         """The groups of `envs.rollout.rollout` for these tasks, sampled by the workers."""
         from ray.exceptions import RayActorError
 
-        chunks = {}
-        for part in chunks_of(len(seeds), len(self.workers)):
-            seed = None if sampling.seed is None else sampling.seed + part.start * group_size
-            chunks[part.start] = Chunk(env, dict(env_args), tuple(int(seeds[i]) for i in part), group_size,
-                                       dataclasses.replace(sampling, seed=seed), dict(model_info), max_length,
-                                       group_id_start + part.start)
-        pending = {self.workers[i].rollout.remote(c): (i, c) for i, c in enumerate(chunks.values())}
+        chunks = [Chunk(env, dict(env_args), tuple(int(seeds[i]) for i in part), group_size,
+                        dataclasses.replace(sampling, seed=None if sampling.seed is None
+                                            else sampling.seed + part.start * group_size),
+                        dict(model_info), max_length, group_id_start + part.start)
+                  for part in chunks_of(len(seeds), len(self.workers))]
+        pending = {self.workers[i].rollout.remote(c): (i, c) for i, c in enumerate(chunks)}
         results: dict[int, ChunkResult] = {}
         deaths: dict[int, int] = {}
         while pending:

@@ -230,6 +230,21 @@ def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None
     return pool
 
 
+def build_trainer_ranks(config: TrainConfig, models: Models, optimizer: torch.optim.Optimizer,
+                        resume_from: Path | None) -> Any:
+    """Data-parallel ranks 1 .. N-1 on Ray (`trainers.ray_trainer`), holding this process's
+    weights and optimizer state; None for one rank."""
+    if config.trainer_ranks < 2:
+        return None
+    try:
+        from trainers.ray_trainer import RayTrainerRanks
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--trainer-ranks needs Ray ({exc}): pip install 'rlvr[ray]'") from None
+    return RayTrainerRanks(config.to_dict(), models, optimizer, config.trainer_ranks, resume_from,
+                           address=config.ray_address)
+
+
 PROBE_TASKS = 64  # opening prompts measured to size the sampler's KV cache
 
 

@@ -89,6 +89,11 @@ class TrainConfig:
     ray_address: str | None = setting(None, "with ray: the cluster to join (auto: the one this machine is in); "
                                       "none: start a local one")
     rollout_workers: int = setting(2, "with ray: rollout workers (Ray actors)")
+    verifier_workers: int = setting(0, "with ray: verifier workers (Ray actors), each a warm sandbox pool, that run "
+                                    "the environments' code for every rollout worker; 0: each rollout worker "
+                                    "runs its own sandbox")
+    trainer_ranks: int = setting(1, "with ray: data-parallel trainer ranks (this process and N-1 Ray actors), "
+                                 "each backwarding a share of every minibatch")
     # optimisation
     # Tuned for the tiny model (benchmarks/learning.py). Warm-up matters: Adam's first steps are
     # sign-like, every weight moves by ~lr at once, and the tiny model loses accuracy without it.
@@ -154,6 +159,7 @@ class TrainConfig:
     # ---- loading -----------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
+        values = _flat_ray(values)
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(known))
         if unknown:
@@ -219,9 +225,13 @@ class TrainConfig:
             raise ConfigError(f"rollout_workers must be >= 1, got {self.rollout_workers}")
         if self.ray and self.sampler != "vllm":
             raise ConfigError(f"ray rollout workers sample with vllm, got sampler {self.sampler!r}")
-        if self.ray and self.max_staleness > 0:
-            raise ConfigError("ray with max_staleness > 0 (rollout workers as asynchronous producers) is not "
-                              "built yet: use one or the other")
+        if self.verifier_workers < 0:
+            raise ConfigError(f"verifier_workers must be >= 0, got {self.verifier_workers}")
+        if self.trainer_ranks < 1:
+            raise ConfigError(f"trainer_ranks must be >= 1, got {self.trainer_ranks}")
+        for name in ("verifier_workers", "trainer_ranks"):
+            if getattr(self, name) > (1 if name == "trainer_ranks" else 0) and not self.ray:
+                raise ConfigError(f"{name} {getattr(self, name)} runs on Ray: add ray (--ray)")
         if not 0 < self.vllm_gpu_memory < 1:
             raise ConfigError(f"vllm_gpu_memory must be in (0, 1), got {self.vllm_gpu_memory!r}")
         if not isinstance(self.device, str) or not DEVICE.fullmatch(self.device):
@@ -409,6 +419,25 @@ def _tokenizer_vocabulary(path: Path) -> dict[int, str] | None:
         return ids
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
         return None
+
+
+RAY_SECTION = {"address": "ray_address", "rollout_workers": "rollout_workers", "verifier_workers": "verifier_workers",
+               "trainer_ranks": "trainer_ranks"}  # a config file's `ray:` mapping -> the settings
+
+
+def _flat_ray(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A config file may group the Ray settings, `ray: {address: auto, rollout_workers: 2, ...}`
+    (it turns Ray on); the flags name them `--ray --ray-address ...`."""
+    section = values.get("ray")
+    if not isinstance(section, Mapping):
+        return values
+    unknown = sorted(set(section) - set(RAY_SECTION))
+    if unknown:
+        raise ConfigError(f"unknown ray setting(s) {', '.join(map(str, unknown))}; known: {', '.join(RAY_SECTION)}")
+    twice = sorted(RAY_SECTION[k] for k in section if RAY_SECTION[k] in values)
+    if twice:
+        raise ConfigError(f"{', '.join(twice)} given both in the ray section and on its own")
+    return {**values, "ray": True, **{RAY_SECTION[k]: v for k, v in section.items()}}
 
 
 def _message(exc: BaseException) -> str:

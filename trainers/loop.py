@@ -36,15 +36,15 @@ from trainers import checkpoint as ckpt
 from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from trainers.batch import collate, is_truncated
 from trainers.components import (
-    Models, build_models, build_optimizer, build_ray_pool, build_sampler, max_model_len, timed,
+    Models, build_models, build_optimizer, build_ray_pool, build_sampler, build_trainer_ranks, max_model_len, timed,
 )
 from trainers.config import ConfigError, TrainConfig
 from trainers.metrics import MetricsLogger
-from trainers.phases import (
-    StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch,
-)
+from trainers.data_parallel import TrainerRankError
+from trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
 from trainers.producer import ProducerError, RolloutProducer
 from trainers.rollout_correction import staleness_stats
+from trainers.update import run_update
 from verifiers.verdict import Outcome
 
 SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
@@ -112,6 +112,8 @@ class Trainer:
             self.sampler = timed(build_sampler(config, self.models, resume_from))
             if self.sampler.version is not None:
                 self.sampler.inner.version = self.step  # policy version = updates done
+        # data-parallel ranks 1 .. N-1 (this process is rank 0), holding its weights and optimizer state
+        self.ranks = build_trainer_ranks(config, self.models, self.optimizer, resume_from)
         if self.overlap and config.sampler != "vllm":
             raise ConfigError(f"overlapped sampling needs the vllm sampler, got {config.sampler!r}")
         self.producer: RolloutProducer | None = None
@@ -167,6 +169,14 @@ class Trainer:
         summary["steps"] = self.step
         return summary
 
+    def close(self) -> None:
+        """End the sampler (its engine, or the Ray workers) and the data-parallel ranks now rather
+        than at exit: a notebook or a test session goes on."""
+        for part in (self.ranks, self.sampler):
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
+
     # ---- overlapped sampling (asynchronous RL) ---------------------------------------------------
     def _start_producer(self) -> None:
         threads = torch.get_num_threads()
@@ -178,11 +188,12 @@ class Trainer:
                 torch.set_num_threads(threads)
             return self.rollout(step)
 
-        # Weights now change between engine steps, in the middle of samples: stream each token's version.
-        self.sampler.inner.track_versions = True
         self.producer = RolloutProducer(produce, self.step, self.config.steps, self.config.max_staleness,
                                         version=self.step)
-        self.sampler.stop_requested = self.producer.in_own_thread_and_stopping
+        if not self.config.ray:  # Ray workers load new weights between their chunks, not mid-sample
+            # Weights now change between engine steps, in the middle of samples: stream each token's version.
+            self.sampler.inner.track_versions = True
+            self.sampler.stop_requested = self.producer.in_own_thread_and_stopping
 
     def _stop_producer(self) -> None:
         """Stop the producer (a rollout in progress ends at its next engine step) and drop what it
@@ -292,44 +303,28 @@ class Trainer:
 
     def update(self, t: StepTensors) -> dict[str, float]:
         """Epochs over shuffled minibatches; one optimizer step per minibatch, its gradient
-        accumulated over micro-batches whose loss denominators are the minibatch's (global)."""
-        cfg, algo = self.config, self.algo
-        epochs = cfg.epochs or algo.ppo_epochs
-        n = len(t.batch)
-        gen = torch.Generator().manual_seed(_mix(cfg.seed, self.step, 1))  # reproducible on resume
-        sums = UpdateSums()
-        grad_norms = []
-        for _ in range(epochs):
-            order = torch.randperm(n, generator=gen)
-            for rows in torch.tensor_split(order, min(cfg.num_minibatches, n)):
-                grad_norms.append(self._optimizer_step(t, rows, sums))
-        tokens, updates = max(sums.tokens, 1.0), max(len(grad_norms), 1)
-        stats = {
-            "clip_frac": sums.clipped / tokens, "approx_kl": sums.approx_kl / tokens,
-            "policy_loss": sums.policy_loss / updates, "grad_norm": float(np.mean(grad_norms)),
-            "optimizer_steps": len(grad_norms),
-        }
-        stats.update(sums.pre.stats())  # on-policy: the gap, entropy and KL come from the update's forward
-        if self.models.wants_values:
-            stats["value_loss"] = sums.value_loss / updates
-            stats["value_clip_frac"] = sums.value_clipped / tokens
+        accumulated over micro-batches whose loss denominators are the minibatch's (global);
+        with data-parallel ranks, each backwards its share (`trainers.update`)."""
+        seed = _mix(self.config.seed, self.step, 1)  # reproducible on resume
+        if self.ranks is None:
+            return run_update(self.models, self.optimizer, self.algo, self.config, t, seed)
+        pending = self.ranks.launch(t, seed, [g["lr"] for g in self.optimizer.param_groups])
+        try:
+            stats = run_update(self.models, self.optimizer, self.algo, self.config, t, seed, self.ranks.group)
+        except TrainerRankError as exc:
+            self.ranks.explain(pending, exc)
+        self.ranks.finish(pending)
         return stats
-
-    def _optimizer_step(self, t: StepTensors, rows: torch.Tensor, sums: UpdateSums) -> float:
-        self.optimizer.zero_grad(set_to_none=True)
-        accumulate_gradients(self.models, self.algo, self.config, t, rows, sums)
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.models.policy_parameters(), self.config.max_grad_norm)
-        if self.models.critic is not None:
-            torch.nn.utils.clip_grad_norm_(self.models.critic.parameters(), self.config.max_grad_norm)
-        self.optimizer.step()
-        return float(grad_norm)
 
     def sync(self, version: int) -> float:
         """Push the new weights (policy `version`) into the sampler: in place for vLLM, nothing to
-        do for HF; with the producer running, staged for it to load before its next engine step."""
+        do for HF; with the producer running, staged for it to load before its next engine step
+        (Ray workers: sent, each worker loading them after its chunk in progress)."""
         t0 = time.perf_counter()
         params = self.models.sampler_weights()  # LoRA: the merged weights of the adapted blocks
-        if self.producer is not None:
+        if self.producer is not None and self.config.ray:
+            self.sampler.update_weights(params, version, wait=False)  # loaded after each worker's chunk
+        elif self.producer is not None:
             self.sampler.staged.stage(params, version)
         else:
             self.sampler.update_weights(params, version)

@@ -174,15 +174,17 @@ def compute_advantages(algo: AlgoConfig, t: StepTensors) -> None:
 
 
 def accumulate_gradients(
-    models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: UpdateSums
+    models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: UpdateSums,
+    denominator_rows: torch.Tensor | None = None,
 ) -> None:
     """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
     the whole minibatch's, so the summed gradient equals one backward over the minibatch.
     Micro-batches are `cfg.micro_batch` rows, or with `micro_batch_tokens` padding-free packed
     forwards (`trainers.packing`). Without `t.old_logprobs` (on-policy), the forward's detached
-    logprobs are the old ones."""
+    logprobs are the old ones. `denominator_rows` (default `rows`): the minibatch whose
+    denominators to use, when `rows` is a data-parallel rank's share of it."""
     fused = t.old_logprobs is None
-    mask = t.batch.loss_mask[rows]
+    mask = t.batch.loss_mask[rows if denominator_rows is None else denominator_rows]
     policy_denom = loss_denominator(mask, algo.aggregation)
     value_denom = loss_denominator(mask, "token_mean")
     packed = cfg.micro_batch_tokens is not None

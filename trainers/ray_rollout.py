@@ -13,6 +13,12 @@ Weights: after each optimizer step the driver puts the new weights into Ray's ob
 every worker loads them in place (as the local sampler does) and tags what it samples with their
 version. Evaluation runs on the workers too.
 
+Asynchronous RL (`--max-staleness K`): the workers are the producer's sampler. The trainer's sync
+does not wait for the loads: each worker loads the new weights after the chunk it is sampling, and
+Ray runs one caller's calls to an actor in the order they were made, so the chunks of step s,
+handed out once the trainer is at version s - K, sample with version s - K or newer. The pool is
+thread-safe: the producer's thread rolls out while the trainer's thread syncs.
+
 Faults: a worker that dies (its process killed, its node lost: Ray's `RayActorError`) is replaced
 by a new one, which loads the current weights before it runs the dead worker's chunk again:
 nothing is lost and nothing counted twice (a dead worker returns nothing). An exception raised
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -128,7 +135,9 @@ class RayRolloutPool:
         # smaller than N; vLLM and the environments share the cores as threads in one process do.
         self._actor = ray.remote(num_cpus=0, max_restarts=0)(RolloutWorker)
         self._args = (spec, tokenizer_dir, threads)
+        self._lock = threading.Lock()  # the workers and weights: the producer's thread and the trainer's
         self._weights: Any = None  # the object-store reference of the current weights
+        self._loading: list[tuple[int, Any, Any]] = []  # (slot, worker, load) not waited for
         self.version: int | None = None
         self.seconds = 0.0
         self.replaced = 0  # workers replaced after dying, over the pool's life
@@ -148,19 +157,36 @@ class RayRolloutPool:
     def reset_clock(self) -> None:
         self.seconds = 0.0
 
-    def update_weights(self, named_tensors: Iterable[tuple[str, Any]], version: int) -> None:
+    def update_weights(self, named_tensors: Iterable[tuple[str, Any]], version: int, wait: bool = True) -> None:
         """Every worker loads these weights (CPU copies, put once into the object store) as `version`;
-        a worker found dead is replaced by one that loads them."""
+        a worker found dead is replaced by one that loads them. `wait=False` (asynchronous RL):
+        return at once; a worker loads them after the chunk it is sampling."""
+        weights = self._ray.put([(name, t.detach().cpu()) for name, t in named_tensors])
+        with self._lock:
+            self._weights, self.version = weights, int(version)
+            loads = [(slot, w, w.load.remote(weights, int(version))) for slot, w in enumerate(self.workers)]
+        if wait:
+            self._check_loads(loads, wait=True)
+        else:
+            self._loading = self._check_loads(self._loading, wait=False) + loads
+
+    def _check_loads(self, loads: list, wait: bool) -> list:
+        """Replace the workers whose load failed because they died; returns the loads not finished."""
         from ray.exceptions import RayActorError
 
-        self._weights = self._ray.put([(name, t.detach().cpu()) for name, t in named_tensors])
-        self.version = int(version)
-        loads = [w.load.remote(self._weights, self.version) for w in self.workers]
-        for slot, load in enumerate(loads):
+        if not wait:
+            done, _ = self._ray.wait([load for _, _, load in loads], num_returns=len(loads), timeout=0)
+            finished = set(done)
+        unfinished = []
+        for slot, worker, load in loads:
+            if not wait and load not in finished:
+                unfinished.append((slot, worker, load))
+                continue
             try:
                 self._ray.get(load)
             except RayActorError:
-                self.workers[slot] = self._replacement()
+                self._replace(slot, worker)
+        return unfinished
 
     def close(self) -> None:
         self._finalizer()
@@ -172,17 +198,19 @@ class RayRolloutPool:
         """The groups of `envs.rollout.rollout` for these tasks, sampled by the workers."""
         from ray.exceptions import RayActorError
 
+        with self._lock:
+            workers = list(self.workers)
         chunks = [Chunk(env, dict(env_args), tuple(int(seeds[i]) for i in part), group_size,
                         dataclasses.replace(sampling, seed=None if sampling.seed is None
                                             else sampling.seed + part.start * group_size),
                         dict(model_info), max_length, group_id_start + part.start)
-                  for part in chunks_of(len(seeds), len(self.workers))]
-        pending = {self.workers[i].rollout.remote(c): (i, c) for i, c in enumerate(chunks)}
+                  for part in chunks_of(len(seeds), len(workers))]
+        pending = {workers[i].rollout.remote(c): (i, workers[i], c) for i, c in enumerate(chunks)}
         results: dict[int, ChunkResult] = {}
         deaths: dict[int, int] = {}
         while pending:
             (ready,), _ = self._ray.wait(list(pending), num_returns=1)
-            slot, chunk = pending.pop(ready)
+            slot, worker, chunk = pending.pop(ready)
             try:
                 results[chunk.group_id_start] = self._ray.get(ready)
             except RayActorError as exc:
@@ -190,18 +218,23 @@ class RayRolloutPool:
                 if deaths[chunk.group_id_start] > self.max_replacements:
                     raise RolloutWorkerError(f"rollout workers died {deaths[chunk.group_id_start]} times on the "
                                              f"tasks of groups from {chunk.group_id_start}: {exc}") from None
-                self.workers[slot] = self._replacement()
-                pending[self.workers[slot].rollout.remote(chunk)] = (slot, chunk)
+                worker = self._replace(slot, worker)
+                pending[worker.rollout.remote(chunk)] = (slot, worker, chunk)
         self.seconds += max((r.seconds_sampling for r in results.values()), default=0.0)
         return [g for start in sorted(results) for g in results[start].groups]
 
-    def _replacement(self) -> Any:
-        """A new worker, for a dead one, holding the current weights."""
-        worker = self._actor.remote(*self._args)
-        if self._weights is not None:
-            self._ray.get(worker.load.remote(self._weights, self.version))
-        self.replaced += 1
-        return worker
+    def _replace(self, slot: int, dead: Any) -> Any:
+        """The worker in `slot` now: a new one, holding the current weights, in place of `dead`
+        (unless another thread has replaced it already)."""
+        with self._lock:
+            if self.workers[slot] is not dead:
+                return self.workers[slot]
+            worker = self._actor.remote(*self._args)
+            if self._weights is not None:
+                self._ray.get(worker.load.remote(self._weights, self.version))
+            self.workers[slot] = worker
+            self.replaced += 1
+            return worker
 
 
 def _kill(ray: Any, workers: list) -> None:

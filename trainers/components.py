@@ -222,9 +222,17 @@ def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None
         import ray  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--ray needs Ray ({exc}): pip install 'rlvr[ray]'") from None
+    from trainers.ray_rollout import start_ray
+
+    start_ray(config.ray_address)
+    verifier = None
+    if config.verifier_workers:
+        from sandbox import RaySandbox
+
+        verifier = RaySandbox(config.verifier_workers)
     model_dir = sampler_model_dir(models, resume_from)
     pool = RayRolloutPool(vllm_spec(config, models, model_dir), str(models.path), config.rollout_workers,
-                          address=config.ray_address, threads=config.threads)
+                          address=config.ray_address, threads=config.threads, verifier=verifier)
     pool.model_dir = model_dir  # as long as the pool: the workers started from it
     pool.update_weights(models.sampler_weights(), version)
     return pool

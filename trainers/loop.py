@@ -312,7 +312,7 @@ class Trainer:
         try:
             stats = run_update(self.models, self.optimizer, self.algo, self.config, t, seed, self.ranks.group)
         except TrainerRankError as exc:
-            self.ranks.explain(pending, exc)
+            raise self.ranks.failure(pending, exc) from None
         self.ranks.finish(pending)
         return stats
 

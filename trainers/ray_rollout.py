@@ -24,6 +24,11 @@ by a new one, which loads the current weights before it runs the dead worker's c
 nothing is lost and nothing counted twice (a dead worker returns nothing). An exception raised
 by an environment is not a death: it propagates, as in a single-process rollout.
 
+Verifier workers (`--verifier-workers N`, `sandbox.RaySandbox`): a pool of sandbox actors that every
+rollout worker's environments run their code on (the worker makes it its process's shared
+sandbox), so verification scales apart from sampling; a verifier worker that dies is replaced and
+its program run again (`sandbox.ray_pool`).
+
 Ray is imported only by this module, and only `rlvr train --ray` imports it.
 """
 from __future__ import annotations
@@ -67,13 +72,17 @@ class ChunkResult:
 class RolloutWorker:
     """The actor: a vLLM sampler and environment copies in one worker process."""
 
-    def __init__(self, spec: Any, tokenizer_dir: str, threads: int | None):
+    def __init__(self, spec: Any, tokenizer_dir: str, threads: int | None, verifier: Any = None):
         import torch
 
         from trainers.models import load_tokenizer
 
         if threads:
             torch.set_num_threads(threads)  # before vLLM starts: it makes the call a no-op afterwards
+        if verifier is not None:  # the environments here run their code on the verifier workers
+            import sandbox
+
+            sandbox.use_shared_sandbox(verifier)
         self.sampler = spec.build()
         self.tokenizer = load_tokenizer(tokenizer_dir)
         self.env_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="rlvr-env")
@@ -124,7 +133,7 @@ class RayRolloutPool:
     `seconds` of sampling since `reset_clock` (the slowest worker's engine time of each rollout)."""
 
     def __init__(self, spec: Any, tokenizer_dir: str, workers: int, *, address: str | None = None,
-                 threads: int | None = None, max_replacements: int = 3):
+                 threads: int | None = None, max_replacements: int = 3, verifier: Any = None):
         import ray
 
         if workers < 1:
@@ -134,7 +143,9 @@ class RayRolloutPool:
         # num_cpus=0: a worker holds no CPU reservation, so N workers start on any cluster, even one
         # smaller than N; vLLM and the environments share the cores as threads in one process do.
         self._actor = ray.remote(num_cpus=0, max_restarts=0)(RolloutWorker)
-        self._args = (spec, tokenizer_dir, threads)
+        # `verifier`: a `sandbox.RaySandbox` (the verifier workers) for every worker's environments
+        self._args = (spec, tokenizer_dir, threads, verifier)
+        self.verifier = verifier  # closed with the pool
         self._lock = threading.Lock()  # the workers and weights: the producer's thread and the trainer's
         self._weights: Any = None  # the object-store reference of the current weights
         self._loading: list[tuple[int, Any, Any]] = []  # (slot, worker, load) not waited for
@@ -190,6 +201,8 @@ class RayRolloutPool:
 
     def close(self) -> None:
         self._finalizer()
+        if self.verifier is not None:
+            self.verifier.close()
 
     # ---- rollouts ------------------------------------------------------------------------------
     def rollout(self, env: str, env_args: Mapping[str, Any], *, seeds: Sequence[int], group_size: int,

@@ -118,16 +118,18 @@ class RayTrainerRanks:
     def finish(self, pending: list) -> None:
         self._get(pending, "update")
 
-    def explain(self, pending: list, failure: TrainerRankError) -> None:
-        """Rank 0's collective failed: raise the failed rank's own error when it has one."""
+    def failure(self, pending: list, failure: TrainerRankError) -> TrainerRankError:
+        """Rank 0's collective failed: the error to raise, the failed rank's own when it has one."""
         from ray.exceptions import GetTimeoutError
 
         try:
             self._get(pending, "update", timeout=30)
+        except TrainerRankError as own:
+            failure = own
         except GetTimeoutError:
             pass
         self.close()
-        raise failure
+        return failure
 
     def weights(self) -> list[list[torch.Tensor]]:
         return self._get([a.weights.remote() for a in self.actors], "report weights")

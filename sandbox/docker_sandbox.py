@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from .channel import RunnerGone, RunnerTimeout
 from .container import Settings, Shape
 from .pool import Pool, Unavailable
-from .types import MAX_OUTPUT_BYTES, Limits, Result, Status
+from .types import MAX_OUTPUT_BYTES, Limits, Result, Sandbox, Status
 
 MAX_STDIN_BYTES = 64 << 20
 REPLY_GRACE_S = 15.0  # beyond the program's time limit, for setup, killing and cleanup
@@ -186,20 +186,25 @@ def _unavailable(reason: str, start: float) -> Result:
 
 
 class _Shared:
-    """The process-wide default sandbox: created on first use, closed at exit, and forgotten in a
-    forked child (which must make its own)."""
+    """The process-wide default sandbox: created on first use (or put in place by
+    `use_shared_sandbox`), closed at exit, and forgotten in a forked child (which must make its own)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sandbox: DockerSandbox | None = None
+        self._sandbox: Sandbox | None = None
         os.register_at_fork(after_in_child=self._forget)
         atexit.register(self.close)
 
-    def get(self) -> DockerSandbox:
+    def get(self) -> Sandbox:
         with self._lock:
             if self._sandbox is None or self._sandbox.closed:
                 self._sandbox = DockerSandbox()
             return self._sandbox
+
+    def put(self, box: Sandbox | None) -> Sandbox | None:
+        with self._lock:
+            previous, self._sandbox = self._sandbox, box
+            return previous
 
     def close(self) -> None:
         with self._lock:
@@ -215,6 +220,19 @@ class _Shared:
 _SHARED = _Shared()
 
 
-def shared_sandbox() -> DockerSandbox:
-    """The process-wide default `DockerSandbox`, so environments share one warm pool."""
+def shared_sandbox() -> Sandbox:
+    """The process-wide default sandbox, so environments share one warm pool: a `DockerSandbox`
+    made on first use, or what `use_shared_sandbox` put in place."""
     return _SHARED.get()
+
+
+def use_shared_sandbox(box: Sandbox | None) -> Sandbox | None:
+    """Make `shared_sandbox()` return `box` in this process (None: a `DockerSandbox` of its own again,
+    made on next use); returns the one it held before (None if none yet), to restore it with.
+
+    Meant for a dedicated worker process, e.g. a Ray rollout worker whose environments should
+    verify on a `sandbox.RaySandbox` instead of starting containers of their own: environments and
+    verifiers given no sandbox call `shared_sandbox()` at step time. The previous sandbox is not
+    closed (the caller restores or closes it); `box` is closed at exit, like the default one, and
+    once closed it is replaced by a new `DockerSandbox` on demand."""
+    return _SHARED.put(box)

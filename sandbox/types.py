@@ -1,8 +1,10 @@
-"""Plain data crossing the sandbox boundary: limits in, result out."""
+"""Plain data crossing the sandbox boundary: limits in, result out; and what a sandbox must offer."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 MAX_OUTPUT_BYTES = 16 << 20  # the most output one run may ask for (the runner holds it in memory)
 
@@ -40,3 +42,17 @@ class Result:
     @property
     def ok(self) -> bool:
         return self.status is Status.OK and self.exit_code == 0
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """What environments and verifiers use of a sandbox: `DockerSandbox` and `RaySandbox` are ones.
+    `run` never raises for sandbox trouble: it gives `Status.UNAVAILABLE` with the reason."""
+
+    def run(self, files: Mapping[str, str | bytes], command: Sequence[str], stdin: str | bytes = "",
+            limits: Limits | None = None) -> Result: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def close(self) -> None: ...

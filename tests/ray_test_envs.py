@@ -29,3 +29,29 @@ class DiesOnce(ArithmeticEnv):
 
 
 gymnasium.register(id="test/DiesOnce-v0", entry_point=DiesOnce)
+
+
+class VerifiesInSandbox(ArithmeticEnv):
+    """Arithmetic whose verifier also runs a program (sleeping `sleep_s`, then printing 42) on the
+    process's shared sandbox: correct when that program ran and printed 42, an error verdict when
+    the sandbox could not run it. The verdict names the sandbox's type."""
+
+    def __init__(self, sleep_s: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.sleep_s = sleep_s
+
+    def verify(self, task, response):
+        import sandbox
+        from verifiers.verdict import Outcome, Verdict
+
+        box = sandbox.shared_sandbox()
+        program = f"import time; time.sleep({self.sleep_s}); print(6 * 7)"
+        result = box.run({"main.py": program}, ["python3", "main.py"])
+        info = {"verifier": type(box).__name__}
+        if result.status is sandbox.Status.UNAVAILABLE:
+            return Verdict(0.0, Outcome.ERROR, result.detail, info)
+        return Verdict(1.0, Outcome.CORRECT, "", info) if result.stdout == "42\n" else \
+            Verdict(0.0, Outcome.INCORRECT, result.stdout[:80], info)
+
+
+gymnasium.register(id="test/VerifiesInSandbox-v0", entry_point=VerifiesInSandbox)

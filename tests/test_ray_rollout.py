@@ -215,3 +215,35 @@ def test_ray_workers_are_the_asynchronous_producers(ray_cluster, tmp_path):
     assert all(m["staleness_0_frac"] + m["staleness_1_frac"] == pytest.approx(1.0) for m in metrics)
     assert trainer.sampler.version == 5 and trainer.sampler.replaced == 0
     assert not [t for t in threading.enumerate() if t.name == "rlvr-rollout-producer" and t.is_alive()]
+
+
+@pytest.mark.docker
+def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(ray_cluster, spec, model_dir):
+    """`--verifier-workers 2`: the rollout worker's environments run their programs on the verifier
+    pool (their process's shared sandbox is the `RaySandbox`). A verifier worker killed while
+    programs run on it is replaced and its programs run again: every episode is scored, once."""
+    import time
+
+    from sandbox import RaySandbox, unavailable_reason
+
+    reason = unavailable_reason()
+    require(reason is None, reason or "")
+    verifier = RaySandbox(2, pool_size=2)
+    pool = RayRolloutPool(spec, str(model_dir), 1, threads=1, verifier=verifier)
+    try:
+        kwargs = dict(seeds=list(range(4)), group_size=2, sampling=sampling(), model_info=MODEL_INFO,
+                      max_length=1024)
+        killer = threading.Timer(1.0, lambda: ray_cluster.kill(verifier.workers[0]))
+        started = time.monotonic()
+        killer.start()
+        groups = pool.rollout("ray_test_envs:test/VerifiesInSandbox-v0", {"sleep_s": 2.0}, **kwargs)
+        killer.join()
+        assert time.monotonic() - started > 1.0  # the kill came while programs ran
+        episodes = [ep for g in groups for ep in g.episodes]
+        assert [g.group_id for g in groups] == [0, 1, 2, 3] and len(episodes) == 8
+        assert all(ep.metadata["verifier"] == "RaySandbox" for ep in episodes)
+        assert all(ep.outcome.value == "correct" for ep in episodes), [ep.outcome for ep in episodes]
+        assert pool.replaced == 0  # the rollout worker lived on
+    finally:
+        pool.close()
+    assert verifier.closed

@@ -52,8 +52,11 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
     "--micro-batch-tokens 1024 --steps 20 --out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
     # 150 steps are minutes: run with --steps 3 (every other flag as written), slow; it starts its own Ray cluster
-    ".venv/bin/rlvr train --ray --rollout-workers 2 --steps 150 --eval-tasks 400 --out runs/ray":
+    ".venv/bin/rlvr train --ray --rollout-workers 2 --trainer-ranks 2 --steps 150 --eval-tasks 400 --out runs/ray":
         f"{HERE}::test_rlvr_train_ray",
+    # 20 steps of code are minutes: run with --steps 2 (every other flag as written), slow; needs Docker
+    ".venv/bin/rlvr train --ray --env rlvr/Code-v0 --rollout-workers 1 --verifier-workers 2 --steps 20 "
+    "--out runs/ray-code": f"{HERE}::test_rlvr_train_ray_code",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 --model tiny --tasks 50":
@@ -189,9 +192,28 @@ def test_rlvr_train_async(root):
 @pytest.mark.vllm
 def test_rlvr_train_ray(root):
     require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
-    metrics, evals = run_shortened(root, readme_command("rlvr train", "--ray"), 150, 3)
+    metrics, evals = run_shortened(root, readme_command("rlvr train", "--trainer-ranks"), 150, 3)
     assert [m["step"] for m in metrics] == [1, 2, 3] and all(m["logprob_gap_max"] < 1e-4 for m in metrics)
     assert [e["step"] for e in evals] == [0, 3] and all(e["tasks"] == 400 for e in evals)
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+@pytest.mark.docker
+def test_rlvr_train_ray_code(root):
+    from sandbox import unavailable_reason
+
+    require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
+    reason = unavailable_reason()
+    require(reason is None, reason or "")
+    command = readme_command("rlvr train", "--verifier-workers")
+    assert " --steps 20 " in command
+    run(command.replace(" --steps 20 ", " --steps 2 "), root, timeout=420)
+    out = root / "runs" / "ray-code"
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    # the programs ran on the verifier workers' sandboxes: scored, not errors
+    assert all(m["errors"] == 0 and m["episodes"] == 128 for m in metrics), metrics
 
 
 @pytest.mark.slow

@@ -9,8 +9,13 @@ accuracies of K > 0 and K = 0 are compared task by task (a paired 95% interval o
 over the tasks, of the per-task correctness averaged over the repeats). The runs alternate K within
 each repeat; the table gives medians and ranges over the repeats.
 
+With `--ray`, the sampler is a Ray rollout worker (`--ray --rollout-workers 1`): the engine and the
+environments in their own process, so sampling and training overlap without sharing a GIL. The
+runs are then the single-process K = 0 (the baseline) and the Ray mode at K = 0, 1, 2.
+
     python benchmarks/async.py                     # 60 steps, 5 repeats, 400 held-out tasks
     python benchmarks/async.py --steps 30 --repeats 1 --eval-tasks 100   # a quick look
+    python benchmarks/async.py --ray --threads 1   # the producer in its own process, one core each
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -32,10 +38,22 @@ SPEED_TARGET, ACCURACY_POINTS = 1.4, 2.0
 KS = (0, 1, 2)
 
 
-def train(out: Path, k: int, steps: int) -> tuple[float, int]:
+@dataclass(frozen=True)
+class Mode:
+    k: int
+    ray: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.k} ray" if self.ray else str(self.k)
+
+
+def train(out: Path, mode: Mode, steps: int, threads: int | None) -> tuple[float, int]:
     """One run; returns (steps per second of the training loop, peak memory in bytes)."""
     cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "grpo", "--steps", str(steps), "--save-every", str(steps),
-           "--max-staleness", str(k), "--out", str(out), "--no-progress"]
+           "--max-staleness", str(mode.k), "--out", str(out), "--no-progress"]
+    cmd += ["--ray", "--rollout-workers", "1"] if mode.ray else []
+    cmd += ["--threads", str(threads)] if threads else []
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     with (out.parent / f"{out.name}.log").open("w") as log:
         m = run_measured(cmd, cwd=str(ROOT), env=env, output=log)
@@ -71,43 +89,47 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--eval-tasks", type=int, default=400)
     p.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary directory)")
+    p.add_argument("--ray", action="store_true", help="sample on a Ray rollout worker (its own process)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads of each process (default: torch's)")
     args = p.parse_args(argv)
+    modes = [Mode(0), *(Mode(k, True) for k in KS)] if args.ray else [Mode(k) for k in KS]
+    base_mode, k1 = modes[0], next(m for m in modes if m.k == 1)
 
     root = args.out or Path(tempfile.mkdtemp(prefix="rlvr-async-"))
-    speed: dict[int, list[float]] = {k: [] for k in KS}
-    memory: dict[int, list[int]] = {k: [] for k in KS}
-    correct: dict[int, list[dict[str, bool]]] = {k: [] for k in KS}
+    speed: dict[Mode, list[float]] = {m: [] for m in modes}
+    memory: dict[Mode, list[int]] = {m: [] for m in modes}
+    correct: dict[Mode, list[dict[str, bool]]] = {m: [] for m in modes}
     for r in range(args.repeats):
-        for k in KS:
-            out = root / f"repeat{r}" / f"k{k}"
+        for m in modes:
+            out = root / f"repeat{r}" / f"k{m.k}{'-ray' if m.ray else ''}"
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
-            rate, peak = train(out, k, args.steps)
-            speed[k].append(rate)
-            memory[k].append(peak)
-            correct[k].append(held_out(out, args.steps, args.eval_tasks))
-            print(f"repeat {r + 1}/{args.repeats} K={k}: {rate:.3f} steps/s, "
-                  f"accuracy {statistics.mean(correct[k][-1].values()):.3f}", flush=True)
+            rate, peak = train(out, m, args.steps, args.threads)
+            speed[m].append(rate)
+            memory[m].append(peak)
+            correct[m].append(held_out(out, args.steps, args.eval_tasks))
+            print(f"repeat {r + 1}/{args.repeats} K={m.name}: {rate:.3f} steps/s, "
+                  f"accuracy {statistics.mean(correct[m][-1].values()):.3f}", flush=True)
 
-    base = statistics.median(speed[0])
+    base = statistics.median(speed[base_mode])
     print(f"\nrlvr/Arithmetic-v0, grpo, 16 tasks x 8, {args.steps} steps, {args.repeats} repeats, "
-          f"{args.eval_tasks} held-out tasks; runs in {root}")
-    print(f"{'K':>2} {'steps/s':>8} {'range':>13} {'vs K=0':>7} {'accuracy':>9} {'vs K=0 (95%)':>15} {'peak MiB':>9}")
+          f"{args.eval_tasks} held-out tasks, threads {args.threads or 'default'}; runs in {root}")
+    print(f"{'K':>5} {'steps/s':>8} {'range':>13} {'vs K=0':>7} {'accuracy':>9} {'vs K=0 (95%)':>15} {'peak MiB':>9}")
     verdicts = []
-    for k in KS:
-        acc = statistics.mean(statistics.mean(c.values()) for c in correct[k])
-        ratio = statistics.median(speed[k]) / base
-        if k == 0:
+    for m in modes:
+        acc = statistics.mean(statistics.mean(c.values()) for c in correct[m])
+        ratio = statistics.median(speed[m]) / base
+        if m == base_mode:
             diff_text = "-"
         else:
-            mean, half = paired_interval(correct[0], correct[k])
+            mean, half = paired_interval(correct[base_mode], correct[m])
             diff_text = f"{mean:+.1f} +-{half:.1f}"
-            if k == 1:
+            if m == k1:
                 verdicts.append(("steps/s at K=1", f"{ratio:.2f}x", ratio >= SPEED_TARGET, f">= {SPEED_TARGET}x"))
                 inside = abs(mean) + half <= ACCURACY_POINTS
                 verdicts.append(("accuracy K=1 - K=0", diff_text, inside, f"within +-{ACCURACY_POINTS:g} points"))
-        print(f"{k:>2} {statistics.median(speed[k]):>8.3f} {min(speed[k]):>6.3f}-{max(speed[k]):<6.3f} {ratio:>6.2f}x "
-              f"{acc:>9.3f} {diff_text:>15} {statistics.median(memory[k]) / 2**20:>9.0f}")
+        print(f"{m.name:>5} {statistics.median(speed[m]):>8.3f} {min(speed[m]):>6.3f}-{max(speed[m]):<6.3f} "
+              f"{ratio:>6.2f}x {acc:>9.3f} {diff_text:>15} {statistics.median(memory[m]) / 2**20:>9.0f}")
     for name, value, ok, target in verdicts:
         print(f"{name}: {value} (target {target}: {'PASS' if ok else 'FAIL'})")
     return 0 if all(ok for *_, ok, _ in verdicts) else 1

@@ -13,7 +13,7 @@ single-process run (`tests/test_ray_rollout.py`), so the differences are the cos
 of the mode.
 
     python benchmarks/scale.py                            # 1 process vs 1 and 2 workers, 20 steps, 3 repeats
-    python benchmarks/scale.py --workers 1 --ranks 2 --repeats 5
+    python benchmarks/scale.py --workers 1 --ranks 2 --repeats 5 [--model small]
     python benchmarks/scale.py --env rlvr/Code-v0 --workers 2 --verifiers 1 2 --repeats 5
 """
 from __future__ import annotations
@@ -59,8 +59,9 @@ class Mode:
 
 def run(out: Path, mode: Mode, args: argparse.Namespace) -> dict:
     """One `rlvr train` run; per-step phase seconds and the peak."""
-    cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "grpo", "--env", args.env, "--steps", str(args.steps),
-           "--save-every", str(args.steps), "--threads", "1", "--out", str(out), "--no-progress", *mode.flags()]
+    cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "grpo", "--env", args.env, "--model", args.model,
+           "--steps", str(args.steps), "--save-every", str(args.steps), "--threads", "1", "--out", str(out),
+           "--no-progress", *mode.flags()]
     with (out.parent / f"{out.name}.log").open("w") as log:
         m = run_measured(cmd, cwd=str(ROOT), env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}, output=log)
     if m.returncode != 0:
@@ -77,6 +78,7 @@ def run(out: Path, mode: Mode, args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="rlvr/Arithmetic-v0")
+    p.add_argument("--model", default="tiny", help="tiny, small (~30M parameters) or a model directory")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="rollout worker counts to compare")
     p.add_argument("--verifiers", type=int, nargs="*", default=[],
                    help="verifier worker counts to compare, with the most rollout workers of --workers")
@@ -100,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             runs[m].append(run(out / f"m{i}-r{r}", m, args))
     med = lambda m, k: statistics.median(x for run_ in runs[m] for x in run_[k])  # noqa: E731
     batch = 16 * 8
-    print(f"{args.env}, grpo, 16 tasks x 8 samples, {args.steps} steps x {args.repeats} repeats, 1 torch thread; "
+    print(f"{args.env}, {args.model} model, grpo, 16 tasks x 8 samples, {args.steps} steps x {args.repeats} repeats, 1 torch thread; "
           f"medians over the steps after the first")
     print(f"{'mode':<34} {'step s':>7} {'rollout s':>9} {'sync s':>7} {'training s':>10} {'episodes/s':>10} "
           f"{'x single':>8} {'peak MiB':>9}")

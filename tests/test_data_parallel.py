@@ -5,6 +5,8 @@ minibatches with a value head, packed micro-batches, and minibatches too small t
 from __future__ import annotations
 
 import copy
+import json
+import time
 
 import pytest
 import torch
@@ -25,6 +27,8 @@ CASES = {
     "ppo": dict(algo="ppo", epochs=2, minibatch_size=6, micro_batch_size=2),
     # padding-free packed micro-batches, token-mean aggregation
     "dapo packed": dict(algo="dapo", micro_batch_tokens=24, algo_args={"dynamic_sampling": False}),
+    # only a LoRA adapter trains; its random start must be rank 0's on every rank
+    "grpo lora": dict(algo="grpo", lora_rank=4, epochs=2),
     # one episode per optimizer step: one rank has no rows each time
     "rloo one row": dict(algo="rloo", minibatch_size=1),
 }
@@ -52,7 +56,7 @@ def test_two_ranks_make_the_update_of_one(ray_cluster, case):
     one = run_update(alone, build_optimizer(cfg, alone), algo, cfg, t, shuffle_seed=5)
 
     optimizer = build_optimizer(cfg, models)
-    ranks = RayTrainerRanks(cfg.to_dict(), models, optimizer, 2, None)
+    ranks = RayTrainerRanks(cfg.to_dict(), algo, models, optimizer, 2, None)
     try:
         pending = ranks.launch(t, 5, [g["lr"] for g in optimizer.param_groups])
         two = run_update(models, optimizer, algo, cfg, t, 5, ranks.group)
@@ -97,14 +101,12 @@ def test_shares_are_contiguous_and_near_equal():
 def test_a_rank_that_fails_fails_the_step_with_its_error_at_once(ray_cluster):
     """A rank whose update raises leaves the group: rank 0's collective fails now (not at its
     10-minute timeout) with a typed error naming the rank's own failure."""
-    import time
-
     from trainers.ray_trainer import RayTrainerRanks
 
     cfg = TrainConfig.from_dict(dict(tasks_per_step=3, group_size=4, threads=1, ray=True, trainer_ranks=2))
     algo, models, t = step_tensors(cfg)
     optimizer = build_optimizer(cfg, models)
-    ranks = RayTrainerRanks(cfg.to_dict(), models, optimizer, 2, None)
+    ranks = RayTrainerRanks(cfg.to_dict(), algo, models, optimizer, 2, None)
     broken = copy.copy(t)
     broken.advantages = None  # the rank's loss cannot be computed
     started = time.monotonic()
@@ -136,6 +138,7 @@ def test_a_config_files_ray_section_sets_the_ray_settings():
         (True, "auto", 3, 2, 2)
 
 
+@pytest.mark.vllm
 def test_training_on_two_ranks_is_the_one_rank_run_and_resumes_exactly(ray_cluster, tmp_path):
     """`rlvr train --ray --trainer-ranks 2`, three steps: the rewards and the final weights are the
     single-process run's (the ranks stay in step, the sampler gets rank 0's weights); stopped after
@@ -156,3 +159,45 @@ def test_training_on_two_ranks_is_the_one_rank_run_and_resumes_exactly(ray_clust
     assert summary["start_step"] == 2 and [m["step"] for m in metrics] == [1, 2, 3]
     for a, b in zip(trainable_parameters(resumed.models), trainable_parameters(ranks.models)):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
+
+
+@pytest.mark.vllm
+def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_cluster, tmp_path):
+    """The driver (rank 0 and the rollout workers' owner) killed with SIGKILL mid-run: its local Ray
+    cluster, workers and ranks go with it, and `--resume` goes on from the last checkpoint with new
+    ones, no step missing and none twice."""
+    import os
+    import signal
+    import subprocess
+
+    from test_checkpoint_resume import train_command, wait_for
+
+    from trainers import checkpoint as ckpt
+
+    def ray_processes() -> set[int]:
+        ps = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
+        return {int(line.split()[0]) for line in ps if "raylet" in line or "gcs_server" in line}
+
+    before = ray_processes()
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    ray_flags = ("--sampler", "vllm", "--ray", "--rollout-workers", "1", "--trainer-ranks", "2")
+    proc = subprocess.Popen(train_command(tmp_path, 1000, *ray_flags), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for(lambda: (ckpt.latest_checkpoint(tmp_path) or tmp_path / "step-0").name >= "step-00000002", 300, proc)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    step = ckpt.load_state(ckpt.latest_checkpoint(tmp_path))["step"]
+    done = subprocess.run(train_command(tmp_path, step + 2, *ray_flags, "--resume"), capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(1, step + 3))
+    deadline = time.monotonic() + 30  # Ray's own reaper ends a dead driver's cluster
+    while ray_processes() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not ray_processes() - before

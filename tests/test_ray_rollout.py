@@ -27,7 +27,6 @@ def test_chunks_are_contiguous_near_equal_and_never_empty():
 
 
 @pytest.mark.parametrize("settings, problem", [
-    ({"ray": True, "sampler": "hf"}, "ray rollout workers sample with vllm"),
     ({"rollout_workers": 0}, "rollout_workers must be >= 1"),
 ])
 def test_bad_ray_settings_are_config_errors(settings, problem):
@@ -247,3 +246,12 @@ def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(r
     finally:
         pool.close()
     assert verifier.closed
+
+
+def test_workers_can_sample_with_hugging_face_generate(ray_cluster, tmp_path):
+    """`--ray --sampler hf`: each worker samples with `generate` on its own copy of the model, which
+    takes the trainer's weights at every sync (the sampler/trainer gap stays at float32 noise)."""
+    trainer, summary, metrics = train(tmp_path, ray=True, sampler="hf", rollout_workers=2, steps=2, eval_tasks=4)
+    assert [m["step"] for m in metrics] == [1, 2]
+    assert all(m["logprob_gap_max"] < 1e-4 for m in metrics), [m["logprob_gap_max"] for m in metrics]
+    assert trainer.sampler.version == 2 and summary["eval_after"]["tasks"] == 4

@@ -207,6 +207,20 @@ class VLLMSpec:
                            gpu_memory_utilization=self.gpu_memory)
 
 
+@dataclass(frozen=True)
+class HFSpec:
+    """How a Ray rollout worker starts a Hugging Face sampler (`--ray --sampler hf`): on its own
+    copy of the policy, which takes the trainer's weights at each sync."""
+
+    model_dir: str  # the base model: the pool loads the current weights into it before any rollout
+
+    def build(self) -> Any:
+        from trainers.models import load_causal_lm, load_tokenizer
+        from trainers.samplers import HFCopySampler
+
+        return HFCopySampler(_eval(load_causal_lm(self.model_dir)), load_tokenizer(self.model_dir))
+
+
 def vllm_spec(config: TrainConfig, models: Models, model_dir: Any) -> VLLMSpec:
     length = max_model_len(models)
     return VLLMSpec(model_dir=str(model_dir), seed=config.seed, max_model_len=length, dtype=config.dtype,
@@ -215,8 +229,9 @@ def vllm_spec(config: TrainConfig, models: Models, model_dir: Any) -> VLLMSpec:
 
 
 def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None, version: int) -> Any:
-    """Ray rollout workers (`trainers.ray_rollout`) in place of the local sampler, holding the
-    policy's current weights as `version` (a resumed run's, a LoRA adapter's merged in)."""
+    """Ray rollout workers (`trainers.ray_rollout`) in place of the local sampler, each with its
+    own vLLM engine (or, `sampler` hf, its own copy of the model), holding the policy's current
+    weights as `version` (a resumed run's, a LoRA adapter's merged in)."""
     try:
         from trainers.ray_rollout import RayRolloutPool
         import ray  # noqa: F401
@@ -231,14 +246,15 @@ def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None
 
         verifier = RaySandbox(config.verifier_workers)
     model_dir = sampler_model_dir(models, resume_from)
-    pool = RayRolloutPool(vllm_spec(config, models, model_dir), str(models.path), config.rollout_workers,
+    spec = vllm_spec(config, models, model_dir) if config.sampler == "vllm" else HFSpec(str(models.path))
+    pool = RayRolloutPool(spec, str(models.path), config.rollout_workers,
                           address=config.ray_address, threads=config.threads, verifier=verifier)
     pool.model_dir = model_dir  # as long as the pool: the workers started from it
     pool.update_weights(models.sampler_weights(), version)
     return pool
 
 
-def build_trainer_ranks(config: TrainConfig, models: Models, optimizer: torch.optim.Optimizer,
+def build_trainer_ranks(config: TrainConfig, algo: Any, models: Models, optimizer: torch.optim.Optimizer,
                         resume_from: Path | None) -> Any:
     """Data-parallel ranks 1 .. N-1 on Ray (`trainers.ray_trainer`), holding this process's
     weights and optimizer state; None for one rank."""
@@ -249,7 +265,7 @@ def build_trainer_ranks(config: TrainConfig, models: Models, optimizer: torch.op
         import ray  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--trainer-ranks needs Ray ({exc}): pip install 'rlvr[ray]'") from None
-    return RayTrainerRanks(config.to_dict(), models, optimizer, config.trainer_ranks, resume_from,
+    return RayTrainerRanks(config.to_dict(), algo, models, optimizer, config.trainer_ranks, resume_from,
                            address=config.ray_address)
 
 

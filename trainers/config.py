@@ -83,9 +83,9 @@ class TrainConfig:
     temperature: float = setting(1.0, "sampling temperature")
     top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
     max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
-    # scale-out on Ray (trainers.ray_rollout): rollout workers, each with its own vLLM engine and environments
-    ray: bool = setting(False, "sample on Ray rollout workers (pip install rlvr[ray]), each with its own vLLM "
-                        "engine and environment copies")
+    # scale-out on Ray: rollout workers (trainers.ray_rollout), verifier workers (sandbox.ray_pool), trainer ranks
+    ray: bool = setting(False, "sample on Ray rollout workers (pip install rlvr[ray]), each with its own sampler "
+                        "(a vLLM engine, or with sampler hf a model copy) and environment copies")
     ray_address: str | None = setting(None, "with ray: the cluster to join (auto: the one this machine is in); "
                                       "none: start a local one")
     rollout_workers: int = setting(2, "with ray: rollout workers (Ray actors)")
@@ -223,8 +223,6 @@ class TrainConfig:
             raise ConfigError(f"value_lr must be > 0, got {self.value_lr!r}")
         if self.rollout_workers < 1:
             raise ConfigError(f"rollout_workers must be >= 1, got {self.rollout_workers}")
-        if self.ray and self.sampler != "vllm":
-            raise ConfigError(f"ray rollout workers sample with vllm, got sampler {self.sampler!r}")
         if self.verifier_workers < 0:
             raise ConfigError(f"verifier_workers must be >= 0, got {self.verifier_workers}")
         if self.trainer_ranks < 1:

@@ -113,7 +113,7 @@ class Trainer:
             if self.sampler.version is not None:
                 self.sampler.inner.version = self.step  # policy version = updates done
         # data-parallel ranks 1 .. N-1 (this process is rank 0), holding its weights and optimizer state
-        self.ranks = build_trainer_ranks(config, self.models, self.optimizer, resume_from)
+        self.ranks = build_trainer_ranks(config, self.algo, self.models, self.optimizer, resume_from)
         if self.overlap and config.sampler != "vllm":
             raise ConfigError(f"overlapped sampling needs the vllm sampler, got {config.sampler!r}")
         self.producer: RolloutProducer | None = None

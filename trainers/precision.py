@@ -89,6 +89,13 @@ class MasterWeightAdamW(torch.optim.AdamW):
             model_p.copy_(master)  # round to nearest into the model's dtype
         return loss
 
+    @torch.no_grad()
+    def reload_masters(self) -> None:
+        """The masters from the model's weights, after these were overwritten (a data-parallel rank
+        given rank 0's weights)."""
+        for model_p, master in self._pairs:
+            master.copy_(model_p)
+
     def zero_grad(self, set_to_none: bool = True) -> None:
         super().zero_grad(set_to_none)
         for model_p, _ in self._pairs:

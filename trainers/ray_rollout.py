@@ -1,7 +1,8 @@
 """Rollout workers on Ray (`rlvr train --ray --rollout-workers N`).
 
-Each worker is a Ray actor holding its own vLLM engine (started from the run's `VLLMSpec`) and its
-own environment copies: it runs `envs.rollout.rollout` on the tasks it is handed and returns the
+Each worker is a Ray actor holding its own vLLM engine (started from the run's `VLLMSpec`; or with
+`--sampler hf` a `generate` sampler on its own copy of the model, `HFSpec`) and its own environment
+copies: it runs `envs.rollout.rollout` on the tasks it is handed and returns the
 groups, plain picklable data. The driver (`RayRolloutPool`, in the trainer's process) cuts a
 rollout's tasks into one contiguous chunk per worker and gathers the groups in task order.
 
@@ -70,7 +71,7 @@ class ChunkResult:
 
 
 class RolloutWorker:
-    """The actor: a vLLM sampler and environment copies in one worker process."""
+    """The actor: a sampler (vLLM, or `generate` on a model copy) and environment copies in one process."""
 
     def __init__(self, spec: Any, tokenizer_dir: str, threads: int | None, verifier: Any = None):
         import torch

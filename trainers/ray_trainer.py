@@ -30,19 +30,17 @@ from trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, bac
 class TrainerRank:
     """The actor: rank `rank`'s models and optimizer, built from the run's settings."""
 
-    def __init__(self, settings: dict[str, Any], resume_from: str | None, device: str):
-        from trainers.algorithms import check_settings, resolve
+    def __init__(self, settings: dict[str, Any], algo: Any, resume_from: str | None, device: str):
         from trainers.components import build_models, build_optimizer
         from trainers.config import TrainConfig
 
+        # rank 0's settings and resolved algorithm, checked there (this rank may be on another machine)
         self.config = TrainConfig.from_dict({**settings, "device": device})
+        self.algo = algo
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
-        self.algo = resolve(self.config.check(), self.config.max_tokens)
-        check_settings(self.algo, self.config)
         # no reference: its logprobs arrive with the step's tensors
-        self.models = build_models(self.config, False, self.algo.needs_value_head,
-                                   Path(resume_from) if resume_from else None)
+        self.models = build_models(self.config, False, algo.needs_value_head, Path(resume_from) if resume_from else None)
         self.optimizer = build_optimizer(self.config, self.models)
         self.group: RankGroup | None = None
 
@@ -52,7 +50,11 @@ class TrainerRank:
     def start(self, optimizer_state: dict | None) -> None:
         from trainers.update import trainable_parameters
 
+        from trainers.precision import MasterWeightAdamW
+
         self.group.broadcast_(trainable_parameters(self.models))
+        if isinstance(self.optimizer, MasterWeightAdamW):  # its float32 copies were made before
+            self.optimizer.reload_masters()
         if optimizer_state is not None:
             self.optimizer.load_state_dict(optimizer_state)
 
@@ -82,8 +84,8 @@ class TrainerRank:
 class RayTrainerRanks:
     """Rank 0's side: starts ranks 1 .. `ranks - 1` and keeps them in step with `update`."""
 
-    def __init__(self, settings: dict[str, Any], models: Any, optimizer: torch.optim.Optimizer, ranks: int,
-                 resume_from: Path | None, *, address: str | None = None):
+    def __init__(self, settings: dict[str, Any], algo: Any, models: Any, optimizer: torch.optim.Optimizer,
+                 ranks: int, resume_from: Path | None, *, address: str | None = None):
         import ray
 
         from trainers.device import model_device
@@ -98,7 +100,7 @@ class RayTrainerRanks:
         gpus = 1 if device.type == "cuda" else 0
         # num_cpus=0: ranks start on any cluster, even one with fewer cores than ranks (as rollout workers)
         actor = ray.remote(num_cpus=0, num_gpus=gpus, max_restarts=0)(TrainerRank)
-        self.actors = [actor.remote(settings, str(resume_from) if resume_from else None, device.type)
+        self.actors = [actor.remote(settings, algo, str(resume_from) if resume_from else None, device.type)
                        for _ in range(ranks - 1)]
         self._finalizer = weakref.finalize(self, _kill, ray, self.actors)
         self._get([a.pid.remote() for a in self.actors], "start")

@@ -11,6 +11,7 @@ from typing import Any
 _WHERE = {
     "VLLMSampler": "trainers.samplers.vllm_sampler",
     "HFSampler": "trainers.samplers.hf_sampler",
+    "HFCopySampler": "trainers.samplers.hf_sampler",
     "OpenAISampler": "trainers.samplers.openai_sampler",
     "ChatSampler": "trainers.samplers.chat_sampler",
     "TextTokenizer": "trainers.samplers.chat_sampler",

@@ -158,3 +158,21 @@ class _SampledLogprobs(LogitsProcessor):
 def _cuda_devices(model: Any) -> list[int]:
     device = getattr(model, "device", torch.device("cpu"))
     return [device.index or 0] if device.type == "cuda" else []
+
+
+class HFCopySampler(HFSampler):
+    """An `HFSampler` on its own copy of the policy (a Ray rollout worker's, `--ray --sampler hf`):
+    `update_weights` copies the trainer's weights in, by name, as policy `version`."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64):
+        super().__init__(model, tokenizer, batch_size=batch_size)
+        self.version = 0
+
+    @torch.no_grad()
+    def update_weights(self, named_tensors: Iterable[tuple[str, Any]] = (), version: int | None = None) -> None:
+        params = dict(self.model.named_parameters())
+        for name, tensor in named_tensors:
+            if name not in params:
+                raise KeyError(f"the sampler's model has no parameter {name!r}")
+            params[name].copy_(tensor)
+        self.version = self.version + 1 if version is None else int(version)

@@ -201,3 +201,21 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
     while ray_processes() - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not ray_processes() - before
+
+
+def test_a_run_without_ray_imports_no_ray(tmp_path):
+    """Ray is an optional extra: a training run without `--ray` never imports it."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys\n"
+        "from trainers.config import TrainConfig\n"
+        "from trainers.loop import Trainer\n"
+        f"cfg = TrainConfig.from_dict(dict(sampler='hf', steps=1, tasks_per_step=2, group_size=2, max_tokens=4, "
+        f"threads=1, progress=False, out={str(tmp_path)!r}))\n"
+        "Trainer(cfg).train()\n"
+        "assert 'ray' not in sys.modules, 'ray was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -108,7 +108,7 @@ class RaySandbox:
         self._actor = ray.remote(num_cpus=0, max_restarts=0, max_concurrency=spec.pool_size)(SandboxWorker)
         self._lock = threading.Lock()
         self._started: list = []  # the workers this object started: the finalizer ends whoever is in it then
-        self._finalizer = weakref.finalize(self, _kill, ray, self._started)
+        self._finalizer = weakref.finalize(self, kill_actors, ray, self._started)
         self.workers = list(handles) if handles is not None else [self._start() for _ in range(count)]
         self._in_flight = [0] * len(self.workers)
         self._runs = [0] * len(self.workers)  # per slot: a replacement carries on its predecessor's count
@@ -242,14 +242,14 @@ def _copy(spec: WorkerSpec, max_replacements: int, handles: list) -> RaySandbox:
     return pool
 
 
-def _kill(ray: Any, workers: list) -> None:
-    """End the workers now, not when the driver exits: a test session or a notebook keeps its Ray
-    cluster."""
+def kill_actors(ray: Any, actors: list) -> None:
+    """End these actors now, not when the driver exits: a test session or a notebook keeps its Ray
+    cluster. (The rollout workers and trainer ranks end the same way.)"""
     if not ray.is_initialized():
         return
-    for w in workers:
+    for actor in actors:
         try:
-            ray.kill(w)
+            ray.kill(actor)
         except Exception:  # already dead
             pass
 

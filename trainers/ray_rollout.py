@@ -44,6 +44,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from envs.sampler import SamplingSettings
 from sandbox.errors import RlvrError
+from sandbox.ray_pool import kill_actors
 
 
 class RolloutWorkerError(RlvrError):
@@ -156,7 +157,7 @@ class RayRolloutPool:
         self.max_replacements = max_replacements  # deaths on one chunk before a rollout gives up
         self.workers = [self._actor.remote(*self._args) for _ in range(workers)]
         # the list itself, whose slots are refilled with replacements: the finalizer ends whoever holds them then
-        self._finalizer = weakref.finalize(self, _kill, ray, self.workers)
+        self._finalizer = weakref.finalize(self, kill_actors, ray, self.workers)
         from ray.exceptions import RayActorError
 
         try:
@@ -249,16 +250,4 @@ class RayRolloutPool:
             self.workers[slot] = worker
             self.replaced += 1
             return worker
-
-
-def _kill(ray: Any, workers: list) -> None:
-    """End the workers (and their engines) now, not when the driver exits: a test session or a
-    notebook keeps its Ray cluster."""
-    if not ray.is_initialized():
-        return
-    for w in workers:
-        try:
-            ray.kill(w)
-        except Exception:  # already dead
-            pass
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from sandbox.ray_pool import kill_actors
 from trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, backend_for, rendezvous
 
 
@@ -102,7 +103,7 @@ class RayTrainerRanks:
         actor = ray.remote(num_cpus=0, num_gpus=gpus, max_restarts=0)(TrainerRank)
         self.actors = [actor.remote(settings, algo, str(resume_from) if resume_from else None, device.type)
                        for _ in range(ranks - 1)]
-        self._finalizer = weakref.finalize(self, _kill, ray, self.actors)
+        self._finalizer = weakref.finalize(self, kill_actors, ray, self.actors)
         self._get([a.pid.remote() for a in self.actors], "start")
         addr, store = rendezvous(ranks, backend_for(device), host=ray.util.get_node_ip_address())
         joins = [a.join.remote(addr, rank) for rank, a in enumerate(self.actors, start=1)]
@@ -148,12 +149,3 @@ class RayTrainerRanks:
             self.close()
             raise TrainerRankError(f"a trainer rank failed to {what}: {exc}") from None
 
-
-def _kill(ray: Any, actors: list) -> None:
-    if not ray.is_initialized():
-        return
-    for a in actors:
-        try:
-            ray.kill(a)
-        except Exception:  # already dead
-            pass

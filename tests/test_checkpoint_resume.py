@@ -75,6 +75,20 @@ def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:
         time.sleep(0.2)
 
 
+def sigkill_after_checkpoint(proc: subprocess.Popen, out: Path, step: int, settle_s: float = 0.0) -> None:
+    """Kill -9 the training process `proc` once its run in `out` has a checkpoint of `step` or later
+    (and `settle_s` more seconds)."""
+    try:
+        wait_for(lambda: (ckpt.latest_checkpoint(out) or Path("step-0")).name >= f"step-{step:08d}", 300, proc)
+        time.sleep(settle_s)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def train_command(out: Path, steps: int, *extra: str) -> list[str]:
     return [sys.executable, "-m", "rlvr", "train", "--model", "tiny", "--sampler", "hf", "--steps", str(steps),
             "--tasks-per-step", "4", "--group-size", "4", "--max-tokens", "10", "--save-every", "1",
@@ -87,15 +101,7 @@ def test_sigkill_then_resume(tmp_path):
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.Popen(train_command(tmp_path, 1000), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    try:
-        wait_for(lambda: (ckpt.latest_checkpoint(tmp_path) or Path("step-0")).name >= "step-00000003", 300, proc)
-        time.sleep(0.3)  # land somewhere in the next step, possibly mid-save
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    sigkill_after_checkpoint(proc, tmp_path, 3, settle_s=0.3)  # land somewhere in the next step, possibly mid-save
     assert proc.returncode == -signal.SIGKILL
     last = ckpt.latest_checkpoint(tmp_path)
     step = ckpt.load_state(last)["step"]

@@ -167,10 +167,9 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
     cluster, workers and ranks go with it, and `--resume` goes on from the last checkpoint with new
     ones, no step missing and none twice."""
     import os
-    import signal
     import subprocess
 
-    from test_checkpoint_resume import train_command, wait_for
+    from test_checkpoint_resume import sigkill_after_checkpoint, train_command
 
     from trainers import checkpoint as ckpt
 
@@ -183,14 +182,7 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
     ray_flags = ("--sampler", "vllm", "--ray", "--rollout-workers", "1", "--trainer-ranks", "2")
     proc = subprocess.Popen(train_command(tmp_path, 1000, *ray_flags), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        wait_for(lambda: (ckpt.latest_checkpoint(tmp_path) or tmp_path / "step-0").name >= "step-00000002", 300, proc)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    sigkill_after_checkpoint(proc, tmp_path, 2)
     step = ckpt.load_state(ckpt.latest_checkpoint(tmp_path))["step"]
     done = subprocess.run(train_command(tmp_path, step + 2, *ray_flags, "--resume"), capture_output=True,
                           text=True, env=env, timeout=300)

@@ -233,13 +233,11 @@ def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None
     own vLLM engine (or, `sampler` hf, its own copy of the model), holding the policy's current
     weights as `version` (a resumed run's, a LoRA adapter's merged in)."""
     try:
-        from trainers.ray_rollout import RayRolloutPool
+        from trainers.ray_rollout import RayRolloutPool, start_ray
         import ray  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--ray needs Ray ({exc}): pip install 'rlvr[ray]'") from None
-    from trainers.ray_rollout import start_ray
-
-    start_ray(config.ray_address)
+    start_ray(config.ray_address)  # before the verifier workers, which join it
     verifier = None
     if config.verifier_workers:
         from sandbox import RaySandbox
@@ -315,6 +313,16 @@ class TimedSampler:
 
     def reset_clock(self) -> None:
         self.seconds = 0.0
+
+    def start_producing(self, stop_requested: Callable[[], bool]) -> None:
+        """A producer thread drives the engine from now on: weights change between engine steps, in
+        the middle of samples, so each token's version is streamed; `stop_requested` ends a rollout."""
+        self.inner.track_versions = True
+        self.stop_requested = stop_requested
+
+    def stage(self, named_tensors: Iterable[tuple[str, torch.Tensor]], version: int) -> None:
+        """Weights for the producer to load before its next engine step (asynchronous RL)."""
+        self.staged.stage(named_tensors, version)
 
     def _before_engine(self) -> None:
         if self.stop_requested():

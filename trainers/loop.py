@@ -190,10 +190,7 @@ class Trainer:
 
         self.producer = RolloutProducer(produce, self.step, self.config.steps, self.config.max_staleness,
                                         version=self.step)
-        if not self.config.ray:  # Ray workers load new weights between their chunks, not mid-sample
-            # Weights now change between engine steps, in the middle of samples: stream each token's version.
-            self.sampler.inner.track_versions = True
-            self.sampler.stop_requested = self.producer.in_own_thread_and_stopping
+        self.sampler.start_producing(self.producer.in_own_thread_and_stopping)
 
     def _stop_producer(self) -> None:
         """Stop the producer (a rollout in progress ends at its next engine step) and drop what it
@@ -318,14 +315,12 @@ class Trainer:
 
     def sync(self, version: int) -> float:
         """Push the new weights (policy `version`) into the sampler: in place for vLLM, nothing to
-        do for HF; with the producer running, staged for it to load before its next engine step
-        (Ray workers: sent, each worker loading them after its chunk in progress)."""
+        do for HF; with the producer running, staged for it to load between engine steps (Ray
+        workers: after the chunk each is sampling)."""
         t0 = time.perf_counter()
         params = self.models.sampler_weights()  # LoRA: the merged weights of the adapted blocks
-        if self.producer is not None and self.config.ray:
-            self.sampler.update_weights(params, version, wait=False)  # loaded after each worker's chunk
-        elif self.producer is not None:
-            self.sampler.staged.stage(params, version)
+        if self.producer is not None:
+            self.sampler.stage(params, version)
         else:
             self.sampler.update_weights(params, version)
         return time.perf_counter() - t0

@@ -184,22 +184,31 @@ class RayRolloutPool:
             self._loading = self._check_loads(self._loading, wait=False) + loads
 
     def _check_loads(self, loads: list, wait: bool) -> list:
-        """Replace the workers whose load failed because they died; returns the loads not finished."""
+        """Replace the workers whose load failed because they died (of the loads finished, or of all
+        of them when `wait`); returns the loads not finished."""
         from ray.exceptions import RayActorError
 
-        if not wait:
-            done, _ = self._ray.wait([load for _, _, load in loads], num_returns=len(loads), timeout=0)
-            finished = set(done)
-        unfinished = []
+        if not loads:
+            return []
+        done, _ = self._ray.wait([load for _, _, load in loads], num_returns=len(loads),
+                                 timeout=None if wait else 0)
+        finished = set(done)
         for slot, worker, load in loads:
-            if not wait and load not in finished:
-                unfinished.append((slot, worker, load))
-                continue
-            try:
-                self._ray.get(load)
-            except RayActorError:
-                self._replace(slot, worker)
-        return unfinished
+            if load in finished:
+                try:
+                    self._ray.get(load)
+                except RayActorError:
+                    self._replace(slot, worker)
+        return [entry for entry in loads if entry[2] not in finished]
+
+    # ---- as the asynchronous producer's sampler (`trainers.loop`) -------------------------------
+    def start_producing(self, stop_requested: Any) -> None:
+        """Nothing to set up: a worker loads new weights between its chunks, never mid-sample, and
+        a rollout in progress ends with its chunks."""
+
+    def stage(self, named_tensors: Iterable[tuple[str, Any]], version: int) -> None:
+        """Send the weights without waiting: each worker loads them after the chunk it is sampling."""
+        self.update_weights(named_tensors, version, wait=False)
 
     def close(self) -> None:
         self._finalizer()

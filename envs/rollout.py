@@ -57,7 +57,7 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 from tqdm.auto import tqdm
 
-from envs.core import EnvError, Message, SingleTurnEnv, Task, TextEnv
+from envs.core import EnvError, Message, SingleTurnEnv, Task, TextEnv, copy_messages
 from envs.episode import Episode, TruncationReason
 from envs.registry import make
 from envs.sampler import FinishReason, RequestSampler, Sample, Sampler, SamplingSettings, Tokenizer
@@ -245,7 +245,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
                 run.outcome, run.note = Outcome.TRUNCATED, "the next turn would not fit in the context"
                 run.truncation = TruncationReason.CONTEXT
                 return
-            run.messages.extend(copy.deepcopy(reply))
+            run.messages.extend(copy_messages(reply))
             run.completion_ids += extra
             run.loss_mask += [0] * len(extra)
             run.logprobs += [0.0] * len(extra)

@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import envs
-from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
+from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult, copy_messages
 from envs.sampler import FinishReason, Sample
 from verifiers.verdict import Outcome, Verdict
 
@@ -97,3 +97,26 @@ def test_finish_reason_values_and_sample_coercion():
     assert sample.finish_reason is FinishReason.LENGTH and sample.finish_reason == "length"
     with pytest.raises(ValueError):
         Sample((1,), (-0.1,), "abort")
+
+
+def test_copy_messages_never_shares_what_a_caller_may_change():
+    """Plain messages are copied dict by dict (the fast path); nested ones are deep-copied."""
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "name": None}]
+    copied = copy_messages(plain)
+    assert copied == plain and all(a is not b for a, b in zip(copied, plain))
+    copied[0]["content"] = "changed"
+    assert plain[0]["content"] == "hi"
+    nested = [{"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}]
+    deep = copy_messages(nested)
+    deep[0]["tool_calls"][0]["function"]["name"] = "g"
+    assert nested[0]["tool_calls"][0]["function"]["name"] == "f"
+
+
+def test_a_task_prompt_is_not_changed_by_its_episodes():
+    env = envs.make("rlvr/Arithmetic-v0")
+    messages, _ = env.reset(seed=3)
+    task = env.unwrapped.task
+    messages[0]["content"] = "tampered"
+    assert task.prompt[0]["content"] != "tampered"
+    again, _ = env.reset(seed=3, options={"task": task})
+    assert again == task.prompt

@@ -103,11 +103,15 @@ def test_verdict_shape_and_outcomes():
 
 
 def test_two_plain_integers_are_judged_without_sympy():
-    """The fast path: different plainly written integers are wrong at once; anything else that
-    differs as a string (-0, 007, 1,000, 12.0) still goes to SymPy and is judged equal."""
-    assert vm.verify("\\boxed{12}", "13").detail == "a different integer"
-    assert vm.verify("\\boxed{-5}", "5").detail == "a different integer"
-    for answer, gold in [("-0", "0"), ("007", "7"), ("1,000", "1000"), ("12.0", "12"), ("12", "12.0")]:
+    """The fast path: integers of different value are wrong at once, leading zeros and signs
+    included (a small model's "09" for 70); equal values written differently (-0, 007, +5) and
+    anything else that differs as a string (1,000, 12.0) still go to SymPy and are judged equal."""
+    for answer, gold in [("12", "13"), ("-5", "5"), ("09", "70"), ("-00", "-27"), ("+5", "-5"), ("007", "70"),
+                         ("0" * 29 + "1", "10")]:
+        verdict = vm.verify(f"\\boxed{{{answer}}}", gold)
+        assert (verdict.outcome, verdict.detail) == (Outcome.INCORRECT, "a different integer"), (answer, gold)
+    assert vm.verify("\\boxed{" + "9" * 31 + "}", "1").detail != "a different integer"  # too long: the judge
+    for answer, gold in [("-0", "0"), ("007", "7"), ("+5", "5"), ("1,000", "1000"), ("12.0", "12"), ("12", "12.0")]:
         verdict = vm.verify(f"\\boxed{{{answer}}}", gold)
         assert verdict.outcome is Outcome.CORRECT, (answer, gold, verdict.detail)
 

@@ -12,6 +12,7 @@ importing SymPy) and is not counted against `timeout_s`; call `warm_up()` to pay
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import re
 import threading
@@ -24,7 +25,9 @@ from verifiers.math.options import MathOptions, VerifierTypeError
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
 VERSION = "1.1"  # 1.1: no numeric tolerance (see decimals), more answer forms
-_PLAIN_INTEGER = re.compile(r"0|-?[1-9][0-9]{0,29}")  # one spelling per integer (no -0, no 007)
+# Digits with an optional sign: an integer however written (-0, 007, +5). At most 30 digits, so
+# int() is cheap; longer ones go to the judge with everything else.
+_DIGITS = re.compile(r"[-+]?[0-9]{1,30}")
 DEFAULT_OPTIONS = MathOptions()
 POOL_SIZE = max(2, min(4, (os.cpu_count() or 2) // 2))
 
@@ -68,6 +71,14 @@ def _short(s: str, n: int = 200) -> str:
     return s if len(s) <= n else s[:n] + "..."
 
 
+@functools.lru_cache(maxsize=4096)
+def _reference(gold: str) -> tuple[str, str]:
+    """The gold's answer and its squashed form. Cached: a group's G completions, and every epoch,
+    check against the same gold, and both are pure string functions of it."""
+    reference = extract_gold(gold)
+    return reference, squash(reference)
+
+
 def verify(response: str, gold: str, options: MathOptions | None = None) -> Verdict:
     """Score `response` (the model's whole text) against `gold` (the reference answer).
 
@@ -83,7 +94,7 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
     o = options or DEFAULT_OPTIONS
     if not gold.strip():
         raise VerifierError("gold answer is empty")
-    reference = extract_gold(gold)
+    reference, gold_answer = _reference(gold)
     found = extract(response[-o.max_response_chars :], o.max_boxes)
     info = {"extracted": [_short(a) for a in found.answers[:4]], "method": found.method, "verifier_version": VERSION}
     if found.too_many:
@@ -92,12 +103,13 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
         why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no final answer found"
         return Verdict(0.0, Outcome.FORMAT_ERROR, why, info)
     if len(found.answers) == 1:
-        answer, gold_answer = squash(found.answers[0]), squash(reference)
+        answer = squash(found.answers[0])
         if answer == gold_answer:
             return Verdict(1.0, Outcome.CORRECT, "identical to the reference", info)
-        if _PLAIN_INTEGER.fullmatch(answer) and _PLAIN_INTEGER.fullmatch(gold_answer):
-            # Two different integers written plainly are different numbers under every option
-            # (tolerances apply to decimal golds only): no need for SymPy or a worker.
+        if _DIGITS.fullmatch(answer) and _DIGITS.fullmatch(gold_answer) and int(answer) != int(gold_answer):
+            # Two integers of different value are different numbers under every option (tolerances
+            # apply to decimal golds only): no need for SymPy or a worker. Equal values written
+            # differently (007 and 7) still go to the judge, which decides them.
             return Verdict(0.0, Outcome.INCORRECT, "a different integer", info)
     too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
     if too_long:

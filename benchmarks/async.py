@@ -13,7 +13,7 @@ With `--ray`, the sampler is a Ray rollout worker (`--ray --rollout-workers 1`):
 environments in their own process, so sampling and training overlap without sharing a GIL. The
 runs are then the single-process K = 0 (the baseline) and the Ray mode at K = 0, 1, 2.
 
-    python benchmarks/async.py                     # 60 steps, 5 repeats, 400 held-out tasks
+    python benchmarks/async.py                     # 60 steps, 5 repeats, 4,000 held-out tasks
     python benchmarks/async.py --steps 30 --repeats 1 --eval-tasks 100   # a quick look
     python benchmarks/async.py --ray --threads 1   # the producer in its own process, one core each
 """
@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--eval-tasks", type=int, default=400)
+    p.add_argument("--eval-tasks", type=int, default=4000,
+                   help="held-out tasks (4,000: a paired interval of about +-1 point, narrow enough to judge 2)")
     p.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary directory)")
     p.add_argument("--ray", action="store_true", help="sample on a Ray rollout worker (its own process)")
     p.add_argument("--threads", type=int, default=None, help="torch threads of each process (default: torch's)")

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import envs
-    from envs.rollout import rollout, template_ids
+    from envs.chat_template import template_ids
+    from envs.rollout import rollout
     from envs.sampler import SamplingSettings
     from trainers.components import timed
     from trainers.models import load_tokenizer, resolve_model

@@ -18,10 +18,10 @@ reply tokens) run in a thread pool, since a step may wait on a sandbox or a veri
 Token exactness. `prompt_ids` is the chat template of the opening messages with the generation
 prompt. After it, the model's tokens are stored exactly as sampled (loss mask 1, sampler
 logprobs); the environment's reply goes in as the template's tokens for the new messages only:
-template(conversation + reply, generation prompt) minus the template(conversation) prefix (the
-prefix property is checked, `TemplateError` otherwise), with the model's turn rendered from its
-decoded text only to find that boundary, never stored. The model's text is never re-tokenized.
-An env whose `chat_tools` is set (a `ToolEnv`) has the template list those tools (`tools=`) in
+template(conversation + reply, generation prompt) minus the template(conversation) prefix
+(`envs.chat_template`; the prefix property is checked, `TemplateError` otherwise), with the
+model's turn rendered from its decoded text only to find that boundary, never stored. The
+model's text is never re-tokenized. An env whose `chat_tools` is set (a `ToolEnv`) has the template list those tools (`tools=`) in
 the prompt and in every reply's rendering alike.
 
 A model turn that ends without eos (the `max_tokens` limit or a stop string) in a multi-turn
@@ -46,7 +46,6 @@ turn's active episodes (lockstep).
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import queue
 from collections.abc import Mapping
@@ -57,6 +56,7 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 from tqdm.auto import tqdm
 
+from envs.chat_template import TemplateError, reply_ids, template_ids
 from envs.core import EnvError, Message, SingleTurnEnv, Task, TextEnv, copy_messages
 from envs.episode import Episode, TruncationReason
 from envs.registry import make
@@ -64,11 +64,6 @@ from envs.sampler import FinishReason, RequestSampler, Sample, Sampler, Sampling
 from verifiers.verdict import Outcome, Verdict
 
 TURN_SEED_STRIDE = 1_000_003
-
-
-class TemplateError(EnvError, ValueError):
-    """The chat template cannot extend a conversation by appending tokens (no prefix property,
-    or no eos token closing an assistant turn)."""
 
 
 @dataclass
@@ -95,82 +90,6 @@ class Group:
     def mean_reward(self) -> float | None:
         rewards = self.rewards
         return sum(rewards) / len(rewards) if rewards else None
-
-
-def template_ids(tokenizer: Tokenizer, messages: list[Message], add_generation_prompt: bool,
-                 tools: list[dict[str, Any]] | None = None) -> list[int]:
-    """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints."""
-    ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt,
-                                        return_dict=False, **_tools_kwarg(tools))
-    if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
-        ids = ids["input_ids"]
-    return [int(t) for t in ids]
-
-
-def _tools_kwarg(tools: list[dict[str, Any]] | None) -> dict[str, Any]:
-    # Passed only when there are tools: a tokenizer without a `tools` argument still renders the rest.
-    return {} if tools is None else {"tools": tools}
-
-
-def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message], model_ended_turn: bool,
-              tools: list[dict[str, Any]] | None = None) -> list[int]:
-    """Tokens that follow the model's last turn (the last message of `conversation`) up to the
-    next generation prompt: the end of that turn when the model did not emit eos itself, the
-    template's tail after eos, the reply messages, and the generation prompt. `tools`: the env's
-    `chat_tools`, which the template lists as it did for the prompt."""
-    if _eos_splits_text(tokenizer):
-        return _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn, tools)
-    return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn, tools)
-
-
-def _reply_ids_whole(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
-                     model_ended_turn: bool, tools: list[dict[str, Any]] | None = None) -> list[int]:
-    """`reply_ids` from the template's tokens of the conversation before and after the reply."""
-    before = template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
-    after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
-    if after[: len(before)] != before:
-        raise TemplateError(_NO_PREFIX)
-    eos = tokenizer.eos_token_id
-    if eos not in before:
-        raise TemplateError(f"the chat template does not close assistant turns with eos (id {eos})")
-    close_at = len(before) - before[::-1].index(eos)  # just after the eos that closes the model's turn
-    return before[close_at if model_ended_turn else close_at - 1 :] + after[len(before) :]
-
-
-_NO_PREFIX = ("the chat template re-renders earlier turns when a message is added (no prefix property), "
-              "so environment replies cannot be appended as tokens")
-
-
-def _eos_splits_text(tokenizer: Tokenizer) -> bool:
-    """Whether the tokenizer cuts its text at eos before anything else, as a Hugging Face fast
-    tokenizer cuts at a special token that strips no whitespace: the text after an eos then
-    tokenizes alone (its `encode`) exactly as it does within the whole. A tokenizer that must
-    render every turn's whole conversation (`ChatSampler`'s, which remembers what it renders) sets
-    `renders_whole_turns`."""
-    if getattr(tokenizer, "renders_whole_turns", False):
-        return False
-    eos, eos_id = getattr(tokenizer, "eos_token", None), tokenizer.eos_token_id
-    added = getattr(tokenizer, "added_tokens_decoder", {}).get(eos_id)
-    return (getattr(tokenizer, "is_fast", False) and isinstance(eos, str) and added is not None
-            and str(added) == eos and added.special and not (added.lstrip or added.rstrip or added.single_word))
-
-
-def _reply_ids_after_eos(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
-                         model_ended_turn: bool, tools: list[dict[str, Any]] | None = None) -> list[int]:
-    """`reply_ids` from the template's text: only the text after the eos that closes the model's
-    turn is tokenized, not the whole conversation twice (a multi-turn episode's turns would
-    otherwise cost time quadratic in its length). Same tokens (`_eos_splits_text`; a test checks)."""
-    kwargs = _tools_kwarg(tools)
-    before = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=False, **kwargs)
-    after = tokenizer.apply_chat_template(conversation + reply, tokenize=False, add_generation_prompt=True, **kwargs)
-    if not after.startswith(before):
-        raise TemplateError(_NO_PREFIX)
-    close = before.rfind(tokenizer.eos_token)
-    if close < 0:
-        raise TemplateError(f"the chat template does not close assistant turns with eos ({tokenizer.eos_token!r})")
-    tail = before[close + len(tokenizer.eos_token):] + after[len(before):]
-    ids = [int(t) for t in tokenizer.encode(tail, add_special_tokens=False)]
-    return ids if model_ended_turn else [tokenizer.eos_token_id] + ids
 
 
 @dataclass

@@ -16,9 +16,10 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 
 import envs
 from conftest import require
+from envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, reply_ids, template_ids
 from envs.core import ProceduralTasks, Task
 from envs.python_tool import PythonToolEnv
-from envs.rollout import _reply_ids_after_eos, _reply_ids_whole, reply_ids, rollout, template_ids
+from envs.rollout import rollout
 from envs.sampler import SamplingSettings
 from envs.tool_env import ToolEnv
 from envs.tools import (

@@ -10,7 +10,8 @@ import pytest
 
 from conftest import require
 from envs.core import ProceduralTasks, SingleTurnEnv, Task
-from envs.rollout import Group, reply_ids, rollout
+from envs.chat_template import reply_ids
+from envs.rollout import Group, rollout
 from envs.sampler import FinishReason, SamplingSettings
 from trainers.models import load_causal_lm
 from trainers.samplers import HFSampler
@@ -264,7 +265,7 @@ def test_reply_ids_from_the_text_after_eos_equal_the_whole_templates(tokenizer, 
     """The fast path tokenizes only the text after the model turn's eos; it gives the tokens the
     template's whole rendering gives, whatever the turn holds (special-token text, whitespace,
     code, unicode, empty) and however long the conversation."""
-    from envs.rollout import _eos_splits_text, _reply_ids_after_eos, _reply_ids_whole
+    from envs.chat_template import _eos_splits_text, _reply_ids_after_eos, _reply_ids_whole
 
     assert _eos_splits_text(tokenizer)
     texts = ["50", "", " \n\n ", "<|im_end|> 7", "def f(x):\n    return x * 2\n", "é ü 名字 🙂", "Lower.\n",

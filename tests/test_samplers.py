@@ -194,7 +194,7 @@ def test_kv_cache_is_sized_to_the_batch():
 def test_the_trainer_sizes_the_kv_cache_to_its_env(tokenizer):
     """Single-step: twice the longest of 64 opening prompts plus max_tokens; multi-turn: the whole context."""
     from envs import make
-    from envs.rollout import template_ids
+    from envs.chat_template import template_ids
     from trainers.components import PROBE_TASKS, sequence_tokens
     from trainers.config import TrainConfig
 

@@ -14,7 +14,7 @@ from envs.code import code_prompt
 from envs.guess_number import GuessNumberEnv
 from envs.python_tool import PythonToolEnv
 from envs.reasoning_gym_env import ReasoningGymEnv
-from envs.rollout import template_ids
+from envs.chat_template import template_ids
 from envs.symbolic_math import SymbolicMathEnv
 from trainers.models import load_tokenizer
 from trainers.tiny_code_tasks import code_task

@@ -276,7 +276,7 @@ def sequence_tokens(config: TrainConfig, tokenizer: Any, max_len: int) -> int:
     `max_tokens`; for a multi-turn one, whose context grows turn by turn, the whole `max_len`.
     A sequence longer than this still runs, with fewer beside it."""
     from envs import make
-    from envs.rollout import template_ids
+    from envs.chat_template import template_ids
 
     env = make(config.env, disable_env_checker=True, **config.env_args)
     try:

@@ -9,7 +9,7 @@ tasks are synthetic (`trainers.tiny_code_tasks`), because `rlvr/Code-v0` has no 
 
 `sft_conversation` turns a conversation into (input ids, labels) exactly as a rollout sees it:
 the chat template of the opening messages with the generation prompt, each assistant turn's
-tokens plus eos (labelled), and each environment reply as `envs.rollout.reply_ids` appends it
+tokens plus eos (labelled), and each environment reply as `envs.chat_template.reply_ids` appends it
 (not labelled).
 """
 from __future__ import annotations
@@ -133,7 +133,7 @@ def sft_conversation(tokenizer, conversation: Conversation, tools: list[dict] | 
     """(input ids, labels) of a whole conversation, token-exact with a rollout that produced it
     (in an env whose `chat_tools` are `tools`); only the assistant's tokens (and the eos ending
     each of its turns) carry loss."""
-    from envs.rollout import reply_ids, template_ids
+    from envs.chat_template import reply_ids, template_ids
 
     first = next(i for i, m in enumerate(conversation) if m["role"] == "assistant")
     history = conversation[:first]

@@ -21,8 +21,8 @@ logprobs); the environment's reply goes in as the template's tokens for the new 
 template(conversation + reply, generation prompt) minus the template(conversation) prefix
 (`envs.chat_template`; the prefix property is checked, `TemplateError` otherwise), with the
 model's turn rendered from its decoded text only to find that boundary, never stored. The
-model's text is never re-tokenized. An env whose `chat_tools` is set (a `ToolEnv`) has the template list those tools (`tools=`) in
-the prompt and in every reply's rendering alike.
+model's text is never re-tokenized. An env whose `chat_tools` is set (a `ToolEnv`) has the
+template list those tools (`tools=`) in the prompt and in every reply's rendering alike.
 
 A model turn that ends without eos (the `max_tokens` limit or a stop string) in a multi-turn
 episode: the environment still steps on the decoded text, and the rollout closes the turn with

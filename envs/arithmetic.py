@@ -62,8 +62,8 @@ class ArithmeticEnv(ProceduralTasks, SingleTurnEnv):
     def make_task(self, seed: int) -> Task:
         rng = np.random.default_rng([seed, self.difficulty])
         expr = _expression(rng, self.difficulty)
-        answer = _format(_evaluate(expr))
-        wrong = _format(_evaluate(expr) + 1)
+        value = _evaluate(expr)
+        answer, wrong = _format(value), _format(value + 1)
         return Task(
             task_id=str(seed),
             prompt=[{"role": "user", "content": PROMPT.format(expr=expr)}],

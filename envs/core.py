@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import seeding
 
 from sandbox.errors import RlvrError
 from verifiers.verdict import Outcome, Verdict
@@ -132,6 +133,29 @@ class TextEnv(gym.Env[list, str]):
     def get_task(self, task_id: str) -> Task:
         raise NotImplementedError
 
+    # ---- the generator, seeded when first used (see reset) -------------------------------------
+    _pending_seed: int | None = None
+
+    def _seeded(self) -> None:
+        if self._pending_seed is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(self._pending_seed)
+            self._pending_seed = None
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        self._seeded()
+        return gym.Env.np_random.fget(self)
+
+    @np_random.setter
+    def np_random(self, value: np.random.Generator) -> None:
+        self._pending_seed = None
+        gym.Env.np_random.fset(self, value)
+
+    @property
+    def np_random_seed(self) -> int:
+        self._seeded()
+        return gym.Env.np_random_seed.fget(self)
+
     @property
     def task(self) -> Task:
         if self._task is None:
@@ -140,7 +164,14 @@ class TextEnv(gym.Env[list, str]):
 
     # ---- gymnasium API ---------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
+        super().reset(seed=None)
+        if seed is not None:
+            if type(seed) is not int or seed < 0:
+                seeding.np_random(seed)  # raises gymnasium's own error for a bad seed
+            # `np_random` is made from the seed when first used (`_seeded`): the generator is exactly
+            # the one a reset makes, but a group copy that never draws (most don't) skips the cost,
+            # more than the rest of its reset.
+            self._np_random, self._np_random_seed, self._pending_seed = None, None, seed
         options = options or {}
         task, task_id = options.get("task"), options.get("task_id")
         if task is not None:  # a group's copy: its first episode's task, shared (a Task is frozen)

@@ -120,3 +120,39 @@ def test_a_task_prompt_is_not_changed_by_its_episodes():
     assert task.prompt[0]["content"] != "tampered"
     again, _ = env.reset(seed=3, options={"task": task})
     assert again == task.prompt
+
+
+class _Draws(ProceduralTasks, MultiTurnEnv):
+    """Draws from `np_random` in each turn: what it draws shows which generator it had."""
+
+    def make_task(self, seed: int) -> Task:
+        return Task(str(seed), [{"role": "user", "content": "draw"}], seed, "", "")
+
+    def respond(self, action: str) -> TurnResult:
+        draw = int(self.np_random.integers(0, 2**31))
+        return TurnResult([{"role": "user", "content": str(draw)}], 0.0, False, Verdict(0.0, Outcome.INCORRECT))
+
+
+def test_a_seeded_reset_gives_the_generator_gymnasium_makes():
+    """`np_random` is made when first used, and is then exactly the generator of an eager seeded
+    reset: the same draws, the same `np_random_seed`, reseeded by every seeded reset only."""
+    from gymnasium.utils import seeding
+
+    env = _Draws()
+    env.reset(seed=11)
+    reference, seed = seeding.np_random(11)
+    assert env.np_random_seed == seed == 11
+    first = env.step("a")[0][0]["content"]
+    assert first == str(reference.integers(0, 2**31))
+    env.reset(seed=11, options={"task": env.task})  # reseeded: the same draw again
+    assert env.step("a")[0][0]["content"] == first
+    env.reset()  # no seed: the generator goes on, as gymnasium's does (drawing the next task's seed)
+    assert env.task.task_id == str(reference.integers(0, 2**31 - 1))
+    assert env.step("a")[0][0]["content"] == str(reference.integers(0, 2**31))
+    env.reset(seed=12)
+    env.reset()  # a seed not yet used is kept by an unseeded reset, which draws the task from it
+    assert env.task.task_id == str(seeding.np_random(12)[0].integers(0, 2**31 - 1))
+    env.np_random = seeding.np_random(5)[0]  # set by hand: gymnasium's rule, seed unknown (-1)
+    assert env.np_random_seed == -1
+    with pytest.raises(gym.error.Error, match="greater or equal to zero"):
+        env.reset(seed=-1)  # a bad seed still fails at reset

@@ -28,6 +28,7 @@ _COMMA_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)")
 # 7 425 000: groups of exactly three digits after a space; not after a decimal point or in an
 # exponent (x^2 100), not before `/` (the mixed number 3 500/999)
 _SPACE_THOUSANDS = re.compile(r"(?<![\w.^])[1-9]\d{0,2}(?: \d{3})+(?![\d/])")
+_PLAIN_INTEGER = re.compile(r"[-+]?[0-9]+")
 _REPEATING = re.compile(r"(?<!\d)(\d*)\.(\d*)\\overline\{(\d{1,20})\}")
 _TIMES_X = re.compile(r"(?<=\d)\s*[xX]\s*(?=10\^)")
 _DEGREE_O = re.compile(r"(?<=\d)\s*\^\s*(?:\{\s*o\s*\}|o)(?![A-Za-z])")
@@ -43,6 +44,8 @@ def _repeating(m: re.Match) -> str:
 
 def clean(answer: str) -> str:
     """`answer` with presentation-only LaTeX removed and number formatting made plain."""
+    if _PLAIN_INTEGER.fullmatch(answer):  # the most common answer, which no rule below changes
+        return answer
     s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], answer)
     s = s.replace("\\$", " ").replace("\\#", " ")
     s = _DROP.sub("", s)

@@ -11,7 +11,14 @@ reply tokens) run in a thread pool, since a step may wait on a sandbox or a veri
 - Per episode (a `RequestSampler`, such as vLLM's): each episode advances on its own. When its
   turn's tokens are done its environment steps in the pool, and its next turn is submitted as
   soon as that step returns, while other episodes are still generating: a slow step holds only
-  its own episode.
+  its own episode. While steps are quick, the engine waits for the steps of the episodes it has
+  just finished (up to 5 ms a step, 0.1 s a round) before its next step: an in-process engine
+  already uses every core, and threads stepping beside it slow it by more than they save (on
+  2 cores, rlvr/raw 0.86 without waiting against 0.90 with, `benchmarks/rollout.py`), while
+  their next turns join the engine's very next step. Quick means CPU work: a round not back in
+  time, or one whose wall time was mostly its steps waiting (over twice their CPU time), shows
+  steps that wait (a sandbox, a remote tool, another episode), and from then on in that rollout
+  the engine never waits for a step.
 - Lockstep (any other `Sampler`): each turn is ONE `sampler.generate` call for every active
   episode, then every episode's environment steps; the next turn waits for the slowest.
 
@@ -47,9 +54,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import queue
+import time
 from collections.abc import Mapping
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -64,6 +73,13 @@ from envs.sampler import FinishReason, RequestSampler, Sample, Sampler, Sampling
 from verifiers.verdict import Outcome, Verdict
 
 TURN_SEED_STRIDE = 1_000_003
+# Per-episode schedule (module docstring): the engine waits for a round of quick steps at most
+# this long a step, and this long in all. A round whose wall time is over twice its steps' CPU
+# time plus the slack was waiting on something; the slack covers the next turns' submission
+# meanwhile and the GIL's 5 ms hand-over between threads (a tokenizer call lets it go).
+QUICK_STEP_S = 0.005
+QUICK_ROUND_MAX_S = 0.1
+QUICK_SLACK_S = 0.01
 
 
 @dataclass
@@ -322,9 +338,12 @@ def rollout(
 
 
 def _open_leaders(pool: Executor, make_env: Callable[[], Any], starts: list, tokenizer: Tokenizer,
-                  group_size: int, limit: int | None, group_id_start: int) -> tuple[list[_Run], list[Future]]:
-    """Reset each group's first episode (its leader), and start resetting the other G-1 copies in
-    the pool: only the leader is needed to sample the first turn. The leaders are reset here, one
+                  group_size: int, limit: int | None, group_id_start: int,
+                  ) -> tuple[list[_Run], list[Callable[[], list[_Run]]]]:
+    """Reset each group's first episode (its leader); return the leaders, and for each group a
+    call that gives its other G-1 copies. Only the leader is needed to sample the first turn:
+    copies that need envs of their own are reset in the pool meanwhile; those that share the
+    leader's single-step env (nothing to reset yet) are made when called. The leaders are reset here, one
     after another: a reset is short Python work, which threads would only slow (the GIL). Their
     prompts are rendered after every reset: alternating resets and templates took a third longer
     (64 of each: 16 ms against 11; the two evict each other from the CPU's caches)."""
@@ -335,7 +354,13 @@ def _open_leaders(pool: Executor, make_env: Callable[[], Any], starts: list, tok
         if limit is not None and len(r.prompt_ids) > limit:
             r.outcome, r.note = Outcome.TRUNCATED, "the prompt does not fit in the context"
             r.truncation = TruncationReason.CONTEXT
-    return leaders, [pool.submit(_followers, make_env, r, tokenizer, group_size - 1) for r in leaders]
+
+    def copies(r: _Run) -> Callable[[], list[_Run]]:
+        if _single_step(r):
+            return functools.partial(_followers, make_env, r, tokenizer, group_size - 1)
+        return pool.submit(_followers, make_env, r, tokenizer, group_size - 1).result
+
+    return leaders, [copies(r) for r in leaders]
 
 
 def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], starts: list,
@@ -350,7 +375,7 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
 
     def whole_group(i: int) -> Callable[[], list[_Run]]:
         def runs() -> list[_Run]:
-            groups[i] += pending[i].result()
+            groups[i] += pending[i]()
             for k, r in enumerate(groups[i]):
                 r.slot = i * group_size + k
             return groups[i]
@@ -361,19 +386,25 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
     for j, i in enumerate(live):  # turn 1: n = G on each group's shared prompt, seeded as one generate call
         seed = None if first.seed is None else first.seed + j * group_size
         waiting[sampler.submit(leaders[i].prompt_ids, group_size, dataclasses.replace(first, seed=seed))] = whole_group(i)
-    stepped: queue.SimpleQueue = queue.SimpleQueue()  # (episode, error) as each step returns
+    # Each batch's episodes with their errors, and its steps' CPU time, as the batch returns (one
+    # hand-over per batch: the rollout's thread wakes for each, and takes the GIL from the pool).
+    stepped: queue.SimpleQueue = queue.SimpleQueue()
 
     def step(batch: list[tuple[_Run, Sample]]) -> None:  # in the pool
+        t0, done = time.thread_time(), []  # CPU time: a step that waits (a sandbox, a tool) uses little
         for r, sample in batch:
             try:
                 _step(r, sample, tokenizer, limit)
-                stepped.put((r, None))
+                done.append((r, None))
             except BaseException as e:  # noqa: BLE001 - re-raised in the rollout's thread
-                stepped.put((r, e))
+                done.append((r, e))
+        stepped.put((done, time.thread_time() - t0))
 
     in_pool = 0
+    quick = True  # so far this rollout's steps have been CPU work, and the engine waits for them
     try:
         while waiting or in_pool:
+            submitted = 0
             if waiting:
                 for key, samples in sampler.poll():
                     runs = waiting.pop(key)()
@@ -381,29 +412,38 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
                         raise RuntimeError(f"the sampler returned {len(samples)} samples for {len(runs)} episodes")
                     for batch in _by_env(list(zip(runs, samples))):
                         pool.submit(step, batch)
-                    in_pool += len(runs)
-            # Take the steps that have returned; wait for one only when nothing is generating.
+                    submitted += len(runs)
+            in_pool += submitted
+            # Take the steps that have returned. Nothing generating: wait for one. While steps are
+            # quick, wait for the ones just submitted, up to a deadline (module docstring).
+            start, cpu = time.perf_counter(), 0.0
+            deadline = start + min(QUICK_STEP_S * submitted, QUICK_ROUND_MAX_S) if quick and submitted else None
             block = not waiting
             while in_pool:
+                timeout = None if block else 0.0 if deadline is None else deadline - time.perf_counter()
                 try:
-                    r, error = stepped.get(block=block)
+                    done, seconds = stepped.get(timeout=timeout) if timeout is None or timeout > 0 else stepped.get_nowait()
                 except queue.Empty:
+                    quick = quick and deadline is None  # late: the engine goes on, and waits no more
                     break
-                block, in_pool = False, in_pool - 1
-                if error is not None:
-                    raise error  # a TemplateError (a setup problem) ends the rollout here
-                if r.done:
-                    bar.update(1)
-                    continue
-                turn = _seeded(sampling, r.turns)
-                seed = None if turn.seed is None else turn.seed + r.slot
-                waiting[sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = (lambda r=r: [r])
+                block, in_pool, cpu = False, in_pool - len(done), cpu + seconds
+                for r, error in done:
+                    if error is not None:
+                        raise error  # a TemplateError (a setup problem) ends the rollout here
+                    if r.done:
+                        bar.update(1)
+                        continue
+                    turn = _seeded(sampling, r.turns)
+                    seed = None if turn.seed is None else turn.seed + r.slot
+                    waiting[sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = (lambda r=r: [r])
+            if deadline is not None and quick and time.perf_counter() - start > 2 * cpu + QUICK_SLACK_S:
+                quick = False  # the round's steps spent most of their time waiting, not computing
     except BaseException:
         sampler.cancel()  # the engine must not keep requests that nobody will collect
         raise
-    for i, f in enumerate(pending):  # groups whose leader never sampled (its prompt did not fit)
+    for i, copies in enumerate(pending):  # groups whose leader never sampled (its prompt did not fit)
         if len(groups[i]) == 1 and group_size > 1:
-            groups[i] += f.result()
+            groups[i] += copies()
     bar.update(bar.total - bar.n)
     return groups
 
@@ -416,7 +456,7 @@ def _play_lockstep(pool: Executor, bar: Any, make_env: Callable[[], Any], starts
     # Turn 1: one call on the groups' shared prompts, n = G each.
     live = [r for r in leaders if not r.done]
     samples = _generate(sampler, [r.prompt_ids for r in live], group_size, _seeded(sampling, 0)) if live else []
-    groups = [[leader] + f.result() for leader, f in zip(leaders, pending)]
+    groups = [[leader] + copies() for leader, copies in zip(leaders, pending)]
     pairs = [(r, s) for g, ss in zip([g for g in groups if not g[0].done], samples) for r, s in zip(g, ss)]
     turn = 0
     while pairs:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+import time
 
 import gymnasium as gym
 import pytest
 
 from conftest import require
 from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
+from envs.guess_number import GuessNumberEnv
 from envs.rollout import rollout
 from envs.sampler import RequestSampler, SamplingSettings
 from test_rollout import assert_token_exact
@@ -125,6 +127,60 @@ def test_a_slow_step_holds_only_its_own_episode(engine, tokenizer, per_episode):
     else:
         assert slow.outcome is Outcome.ERROR and "baton" in slow.metadata["error"]
 
+
+class SlowGuessEnv(GuessNumberEnv):
+    """GuessNumber whose every step waits 30 ms (a sandbox, a remote tool)."""
+
+    def respond(self, action: str) -> TurnResult:
+        time.sleep(0.03)
+        return super().respond(action)
+
+
+gym.register("rlvr-test/SlowGuess-v0", entry_point=SlowGuessEnv)
+
+
+class Timeline(RecordingRequests):
+    """The real engine; for each later turn's request, whether the turn before it finished in the
+    poll just before its submission (its steps waited for) or earlier (the engine went on)."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.finished_last_poll: set[tuple[int, ...]] = set()  # prompt + sample of each
+        self.next_turn_waited_for: list[bool] = []
+
+    def submit(self, prompt_token_ids, n, sampling):
+        prompt = tuple(prompt_token_ids)
+        if self.calls:  # a later turn: does it continue a sample of the last poll?
+            self.next_turn_waited_for.append(any(prompt[:len(f)] == f for f in self.finished_last_poll))
+        return super().submit(prompt_token_ids, n, sampling)
+
+    def poll(self):
+        done = super().poll()
+        self.finished_last_poll = {tuple(self.calls[i][0][0]) + tuple(s.token_ids)
+                                   for i in range(len(self.calls) - len(done), len(self.calls))
+                                   for s in self.calls[i][2][0]}
+        return done
+
+
+@pytest.mark.parametrize("env_id", ["rlvr/GuessNumber-v0", "rlvr-test/SlowGuess-v0"])
+def test_the_engine_waits_for_quick_steps_only(engine, tokenizer, env_id):
+    """Quick steps are waited for: every next turn joins the engine's very next step. Steps that
+    wait on something (30 ms here) are not: after the first round the engine goes on without them.
+    Quick is judged by timing, and a pause of the machine (a collection, another process) can end
+    the waiting early: three rollouts, of which one must wait for every step."""
+    kwargs = dict(seeds=range(8), group_size=2, sampling=SamplingSettings(max_tokens=8, seed=3), progress=False)
+    rollout("rlvr/GuessNumber-v0", {"n": 50, "max_turns": 2}, engine, tokenizer, **kwargs)  # compiles the template
+    timelines = []
+    for _ in range(3):
+        timelines.append(Timeline(engine))
+        groups = rollout(env_id, {"n": 50, "max_turns": 4}, timelines[-1], tokenizer, **kwargs)
+        assert sum(ep.metadata["turns"] > 1 for g in groups for ep in g.episodes) >= 4  # later turns were played
+    waited = [t.next_turn_waited_for for t in timelines]
+    assert all(waited)
+    if env_id == "rlvr/GuessNumber-v0":
+        assert any(all(w) for w in waited)
+    else:
+        assert not any(all(w) for w in waited)
 
 class CrashingPoll(RecordingRequests):
     """The real engine, whose second `poll` fails (a sampler crash) while requests are generating."""

@@ -364,11 +364,15 @@ class TimedSampler:
 
 
 class TimedRequestSampler(TimedSampler):
-    """A `TimedSampler` of a `RequestSampler`: the seconds of `poll` (the engine's steps) count as
-    sampling; environment steps run meanwhile in other threads."""
+    """A `TimedSampler` of a `RequestSampler`: the seconds of `submit` (the engine's processing of
+    a request) and of `poll` (its steps) count as sampling; environment steps run in other threads."""
 
     def submit(self, prompt_token_ids: Sequence[int], n: int, sampling: SamplingSettings) -> str:
-        return self.inner.submit(prompt_token_ids, n, sampling)
+        t0 = time.perf_counter()
+        try:
+            return self.inner.submit(prompt_token_ids, n, sampling)
+        finally:
+            self.seconds += time.perf_counter() - t0
 
     def poll(self) -> list[tuple[str, list[Sample]]]:
         self._before_engine()

@@ -343,10 +343,10 @@ def _open_leaders(pool: Executor, make_env: Callable[[], Any], starts: list, tok
     """Reset each group's first episode (its leader); return the leaders, and for each group a
     call that gives its other G-1 copies. Only the leader is needed to sample the first turn:
     copies that need envs of their own are reset in the pool meanwhile; those that share the
-    leader's single-step env (nothing to reset yet) are made when called. The leaders are reset here, one
-    after another: a reset is short Python work, which threads would only slow (the GIL). Their
-    prompts are rendered after every reset: alternating resets and templates took a third longer
-    (64 of each: 16 ms against 11; the two evict each other from the CPU's caches)."""
+    leader's single-step env (nothing to reset yet) are made when called. The leaders are reset
+    here, one after another: a reset is short Python work, which threads would only slow (the
+    GIL). Their prompts are rendered after every reset: alternating resets and templates took a
+    third longer (64 of each: 16 ms against 11; the two evict each other from the CPU's caches)."""
     leaders = [_open(make_env, group_id_start + i, *start, prompt_ids=[]) for i, start in enumerate(starts)]
     for r in leaders:
         r.prompt_ids = template_ids(tokenizer, r.messages, True, r.tools)

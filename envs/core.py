@@ -136,14 +136,14 @@ class TextEnv(gym.Env[list, str]):
     # ---- the generator, seeded when first used (see reset) -------------------------------------
     _pending_seed: int | None = None
 
-    def _seeded(self) -> None:
+    def _seed_if_pending(self) -> None:
         if self._pending_seed is not None:
             self._np_random, self._np_random_seed = seeding.np_random(self._pending_seed)
             self._pending_seed = None
 
     @property
     def np_random(self) -> np.random.Generator:
-        self._seeded()
+        self._seed_if_pending()
         return gym.Env.np_random.fget(self)
 
     @np_random.setter
@@ -153,7 +153,7 @@ class TextEnv(gym.Env[list, str]):
 
     @property
     def np_random_seed(self) -> int:
-        self._seeded()
+        self._seed_if_pending()
         return gym.Env.np_random_seed.fget(self)
 
     @property
@@ -168,7 +168,7 @@ class TextEnv(gym.Env[list, str]):
         if seed is not None:
             if type(seed) is not int or seed < 0:
                 seeding.np_random(seed)  # raises gymnasium's own error for a bad seed
-            # `np_random` is made from the seed when first used (`_seeded`): the generator is exactly
+            # `np_random` is made from the seed when first used (`_seed_if_pending`): the generator is exactly
             # the one a reset makes, but a group copy that never draws (most don't) skips the cost,
             # more than the rest of its reset.
             self._np_random, self._np_random_seed, self._pending_seed = None, None, seed

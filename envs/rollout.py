@@ -400,6 +400,14 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
                 done.append((r, e))
         stepped.put((done, time.thread_time() - t0))
 
+    def next_turn(r: _Run) -> None:  # a stepped episode: done, or its next turn to the sampler
+        if r.done:
+            bar.update(1)
+            return
+        turn = _seeded(sampling, r.turns)
+        seed = None if turn.seed is None else turn.seed + r.slot
+        waiting[sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = (lambda: [r])
+
     in_pool = 0
     quick = True  # so far this rollout's steps have been CPU work, and the engine waits for them
     try:
@@ -420,9 +428,9 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
             deadline = start + min(QUICK_STEP_S * submitted, QUICK_ROUND_MAX_S) if quick and submitted else None
             block = not waiting
             while in_pool:
-                timeout = None if block else 0.0 if deadline is None else deadline - time.perf_counter()
+                timeout = None if block else 0.0 if deadline is None else max(0.0, deadline - time.perf_counter())
                 try:
-                    done, seconds = stepped.get(timeout=timeout) if timeout is None or timeout > 0 else stepped.get_nowait()
+                    done, seconds = stepped.get(timeout=timeout)
                 except queue.Empty:
                     quick = quick and deadline is None  # late: the engine goes on, and waits no more
                     break
@@ -430,12 +438,7 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
                 for r, error in done:
                     if error is not None:
                         raise error  # a TemplateError (a setup problem) ends the rollout here
-                    if r.done:
-                        bar.update(1)
-                        continue
-                    turn = _seeded(sampling, r.turns)
-                    seed = None if turn.seed is None else turn.seed + r.slot
-                    waiting[sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = (lambda r=r: [r])
+                    next_turn(r)
             if deadline is not None and quick and time.perf_counter() - start > 2 * cpu + QUICK_SLACK_S:
                 quick = False  # the round's steps spent most of their time waiting, not computing
     except BaseException:

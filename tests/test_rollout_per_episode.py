@@ -182,6 +182,7 @@ def test_the_engine_waits_for_quick_steps_only(engine, tokenizer, env_id):
     else:
         assert not any(all(w) for w in waited)
 
+
 class CrashingPoll(RecordingRequests):
     """The real engine, whose second `poll` fails (a sampler crash) while requests are generating."""
 

@@ -116,7 +116,6 @@ def test_two_plain_integers_are_judged_without_sympy():
         assert verdict.outcome is Outcome.CORRECT, (answer, gold, verdict.detail)
 
 
-
 def test_clean_leaves_a_plain_integer_as_it_is():
     """`clean` returns a plain integer (digits, an optional sign) at once: the same string its
     rules give when they run (a leading space takes the slow path, and is stripped there)."""
@@ -125,6 +124,7 @@ def test_clean_leaves_a_plain_integer_as_it_is():
     for answer in ["0", "7", "-5", "+5", "007", "-00", "1000", "1" * 40]:
         assert clean(answer) == clean(" " + answer) == answer
     assert clean("1,000") == "1000" and clean("\\$5") == "5" and clean("5.") == "5"  # not plain: cleaned
+
 
 def test_misuse_is_a_typed_error():
     with pytest.raises(TypeError):

@@ -324,6 +324,15 @@ class TimedSampler:
         """Weights for the producer to load before its next engine step (asynchronous RL)."""
         self.staged.stage(named_tensors, version)
 
+    @contextlib.contextmanager
+    def _clocked(self) -> Iterator[None]:
+        """Counts the block's seconds as sampling."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds += time.perf_counter() - t0
+
     def _before_engine(self) -> None:
         if self.stop_requested():
             raise ProducerStopped()
@@ -333,11 +342,8 @@ class TimedSampler:
 
     def generate(self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings) -> list[list[Sample]]:
         self._before_engine()
-        t0 = time.perf_counter()
-        try:
+        with self._clocked():
             return self.inner.generate(prompt_token_ids, n, sampling)
-        finally:
-            self.seconds += time.perf_counter() - t0
 
     @property
     def max_model_len(self) -> int | None:
@@ -368,19 +374,13 @@ class TimedRequestSampler(TimedSampler):
     a request) and of `poll` (its steps) count as sampling; environment steps run in other threads."""
 
     def submit(self, prompt_token_ids: Sequence[int], n: int, sampling: SamplingSettings) -> str:
-        t0 = time.perf_counter()
-        try:
+        with self._clocked():
             return self.inner.submit(prompt_token_ids, n, sampling)
-        finally:
-            self.seconds += time.perf_counter() - t0
 
     def poll(self) -> list[tuple[str, list[Sample]]]:
         self._before_engine()
-        t0 = time.perf_counter()
-        try:
+        with self._clocked():
             return self.inner.poll()
-        finally:
-            self.seconds += time.perf_counter() - t0
 
     def unfinished(self) -> int:
         return self.inner.unfinished()

@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 
+from rlvr.startup import no_collection_at_exit
 from sandbox.errors import RlvrError
 
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
@@ -55,6 +56,7 @@ def add_cwd_to_path() -> None:
 def main(argv: list[str] | None = None) -> int:
     if argv is None:  # run as a program (the console script); a caller passing argv keeps its sys.path
         add_cwd_to_path()
+        no_collection_at_exit()  # the process is ours: its exit need not walk the heap (rlvr.startup)
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.cli import UsageError  # bad arguments, or an --out that holds another run
+from rlvr.startup import collector_paused
 from trainers.config import TrainConfig  # light (yaml only): the defaults `rlvr train` evaluates with
 
 HELD_OUT_SEED_START = TrainConfig.eval_seed_start  # the trainer draws training seeds below this
@@ -196,13 +197,14 @@ def run(args: argparse.Namespace) -> int:
     from trainers import quiet
 
     quiet.configure(args.verbose)  # before torch, transformers and vLLM load
-    import envs
-    from envs.episode_log import append_records, episode_from_record, load_complete_groups
-    from envs.evaluate import format_table, summarize
-    from envs.rollout import rollout
-    from envs.sampler import SamplingSettings
-    from tqdm.auto import tqdm
-    from trainers.models import resolve_model
+    with collector_paused():  # the imports (rlvr.startup)
+        import envs
+        from envs.episode_log import append_records, episode_from_record, load_complete_groups
+        from envs.evaluate import format_table, summarize
+        from envs.rollout import rollout
+        from envs.sampler import SamplingSettings
+        from tqdm.auto import tqdm
+        from trainers.models import resolve_model
 
     env_args = envs.parse_env_args(args.env_arg)
     envs.make(args.env, **env_args).close()  # a bad id or argument fails now, before the model loads
@@ -223,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
                      "seed": args.seed, "task_start": args.task_start}
     _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size))
     records = _without_errors(log, load_complete_groups(log, group_size), args.tasks)
-    sampler, tokenizer = build_sampler(args)
+    with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
+        sampler, tokenizer = build_sampler(args)
 
     done = {int(r["group_id"]) for r in records}
     todo = [i for i in range(args.tasks) if i not in done]

@@ -6,6 +6,7 @@ import json
 import sys
 
 from rlvr.config_flags import add_flags, given_values
+from rlvr.startup import collector_paused
 from trainers.config import TrainConfig  # light (no torch): the flags are generated from its fields
 
 # Option strings older than the generated `--field-name` ones, kept working (README, scripts).
@@ -38,15 +39,18 @@ def run(args: argparse.Namespace) -> int:
     from trainers import quiet
 
     quiet.configure(config.verbose)  # before config.check() imports torch: its C++ log level is read then
-    algo = config.check()
-    if args.check:
-        print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))
-        return 0
-    from trainers.loop import Trainer
+    with collector_paused():  # the imports (rlvr.startup)
+        algo = config.check()
+        if args.check:
+            print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))
+            return 0
+        from trainers.loop import Trainer
 
     print(f"training {config.model} on {config.env} with {algo.name}: {config.steps} steps of "
           f"{config.tasks_per_step} tasks x {config.group_size} samples -> {config.out}", file=sys.stderr)
-    summary = Trainer(config, algo).train()
+    with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
+        trainer = Trainer(config, algo)
+    summary = trainer.train()
     print(format_summary(config, summary))
     return 0
 

@@ -432,7 +432,8 @@ def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], sta
                 try:
                     done, seconds = stepped.get(timeout=timeout)
                 except queue.Empty:
-                    quick = quick and deadline is None  # late: the engine goes on, and waits no more
+                    if deadline is not None:  # late: the engine goes on, and waits no more
+                        quick = False
                     break
                 block, in_pool, cpu = False, in_pool - len(done), cpu + seconds
                 for r, error in done:

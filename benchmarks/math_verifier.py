@@ -2,8 +2,12 @@
 
     python benchmarks/math_verifier.py [--corpus FILE ...] [--repeat 3] [--show-errors]
 
-By default both corpora run: `tests/data/math_corpus.jsonl` (built with the verifier: coverage)
-and `tests/data/math_corpus_heldout.jsonl` (written before the verifier was run on it).
+By default three corpora run: `tests/data/math_corpus.jsonl` (built with the verifier: coverage),
+`tests/data/math_corpus_heldout.jsonl` (written before the verifier was run on it) and
+`tests/data/math_near_miss.jsonl` (issue #27's classes: wrong answers that look right, categories
+`fp_*`, and right answers in the forms real datasets use, `tp_*`; also written before the verifier
+ran on it). After the per-corpus tables a summary gives, per corpus and verifier, accuracy, false
+positives, false negatives and the mean and median time per call.
 Each corpus line is {"category", "gold", "response", "expected"}. A verifier is right on a line
 when it calls the response correct exactly when `expected` is true; a false positive is a
 response called correct whose label is false (a reward for a wrong answer). Times are per call,
@@ -23,7 +27,7 @@ from pathlib import Path
 import verifiers.math as vm
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-DEFAULT_CORPORA = [DATA / "math_corpus.jsonl", DATA / "math_corpus_heldout.jsonl"]
+DEFAULT_CORPORA = [DATA / "math_corpus.jsonl", DATA / "math_corpus_heldout.jsonl", DATA / "math_near_miss.jsonl"]
 
 
 def load(path: Path) -> list[dict]:
@@ -70,7 +74,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def report(path: Path, systems: dict, repeat: int, show_errors: bool) -> None:
+def report(path: Path, systems: dict, repeat: int, show_errors: bool) -> dict[str, tuple]:
     rows = load(path)
     results = {name: measure(fn, rows, repeat) for name, fn in systems.items()}
     names = list(systems)
@@ -95,15 +99,33 @@ def report(path: Path, systems: dict, repeat: int, show_errors: bool) -> None:
     if show_errors:
         for n in names:
             print(f"\n{n} disagrees with the label on:")
-            for v, r in zip(results[n][0], rows):
-                if v != r["expected"]:
-                    print(f"  [{r['category']}] gold={r['gold']!r} expected={r['expected']} response={r['response'][-80:]!r}")
+            wrong = [(i, r) for i, (v, r) in enumerate(zip(results[n][0], rows)) if v != r["expected"]]
+            for i, r in sorted(wrong, key=lambda ir: ir[1]["expected"]):  # false positives first
+                print(f"  line {i + 1} [{r['category']}] gold={r['gold']!r} expected={r['expected']} "
+                      f"response={r['response'][-80:]!r}")
     print()
+    return {n: summary(results[n][0], results[n][1], rows) for n in names}
+
+
+def summary(verdicts: list[bool], times: list[float], rows: list[dict]) -> tuple:
+    """(accuracy, false positives, false negatives, mean ms, median ms) of one verifier on one corpus."""
+    return (sum(v == r["expected"] for v, r in zip(verdicts, rows)) / len(rows),
+            sum(v and not r["expected"] for v, r in zip(verdicts, rows)),
+            sum(r["expected"] and not v for v, r in zip(verdicts, rows)),
+            statistics.fmean(times) * 1e3, pct(times, 0.5) * 1e3)
+
+
+def print_summary(table: dict[str, dict[str, tuple]]) -> None:
+    print("summary (per corpus and verifier)")
+    print(f"{'corpus':<28}{'verifier':<16}{'accuracy':>9}{'FP':>5}{'FN':>5}{'mean ms':>9}{'median ms':>11}")
+    for corpus, per in table.items():
+        for name, (acc, fp, fn, mean, median) in per.items():
+            print(f"{corpus:<28}{name:<16}{acc:>9.3f}{fp:>5}{fn:>5}{mean:>9.2f}{median:>11.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, action="append", help="a labelled corpus (repeatable; default: both)")
+    parser.add_argument("--corpus", type=Path, action="append", help="a labelled corpus (repeatable; default: all three)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--show-errors", action="store_true")
     parser.add_argument("--no-math-verify", action="store_true")
@@ -116,8 +138,8 @@ def main() -> None:
     if other is not None:
         other(load(corpora[0])[0])  # its first call imports and compiles its grammar
         systems["math-verify"] = other
-    for path in corpora:
-        report(path, systems, args.repeat, args.show_errors)
+    table = {path.name: report(path, systems, args.repeat, args.show_errors) for path in corpora}
+    print_summary(table)
     vm.shutdown()
 
 

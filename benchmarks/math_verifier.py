@@ -89,7 +89,7 @@ def report(path: Path, systems: dict, repeat: int, show_errors: bool) -> dict[st
         print(f"{cat:<{width}}{len(idx):>5}" + "".join(f"{a:>17.3f}" for a in accs))
     line = lambda label, cells: print(f"{label:<{width}}{'':>5}" + "".join(f"{c:>17}" for c in cells))  # noqa: E731
     print()
-    line("ALL: accuracy", [f"{sum(v == r['expected'] for v, r in zip(results[n][0], rows)) / len(rows):.3f}" for n in names])
+    line("ALL: accuracy", [f"{summary(*results[n], rows)[0]:.3f}" for n in names])
     line("false positives", [sum(v and not r["expected"] for v, r in zip(results[n][0], rows)) for n in names])
     line("false negatives", [sum(r["expected"] and not v for v, r in zip(results[n][0], rows)) for n in names])
     line("median (ms)", [f"{pct(results[n][1], 0.5) * 1e3:.2f}" for n in names])
@@ -125,7 +125,8 @@ def print_summary(table: dict[str, dict[str, tuple]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, action="append", help="a labelled corpus (repeatable; default: all three)")
+    parser.add_argument("--corpus", type=Path, action="append",
+                        help="a labelled corpus (repeatable; default: all three)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--show-errors", action="store_true")
     parser.add_argument("--no-math-verify", action="store_true")

@@ -3,7 +3,10 @@
 35 tasks of graded difficulty (1: easy string and number functions; 2: loops, collections and
 parsing; 3: moderate algorithms such as dynamic programming, graph search and binary search),
 each with a reference solution, a plausible wrong one and tests of the three kinds (standard
-input/output, function calls, assert code). They live in `envs/data/code_tasks.jsonl`.
+input/output, function calls, assert code). They live in `envs/data/code_tasks.jsonl`. Each also
+has six `heldout_tests` (generated from the reference by `scripts/gen_code_heldout.py`): the
+tests `rlvr/CodeFeedback-v0` pays on and never quotes. This single-step env shows no feedback, so
+it runs all of a task's tests, `tests` and `heldout_tests` alike.
 
 This module also holds what every code environment shares: the prompt, task records -> `Task`,
 and `CodeTaskSource`, a task list with seeded sampling and the sandbox held only at step time.
@@ -48,17 +51,21 @@ def code_prompt(statement: str, entry_point: str | None) -> list[Message]:
 
 def task_from_record(record: Mapping[str, Any]) -> Task:
     """A `Task` from a record in rlvr's own shape: `id`, `prompt` (the statement), `tests`
-    (dicts `verifiers.code.load_tests` reads), optional `entry_point`, `reference`, `wrong`,
-    `difficulty`, `title`. `answer` is the tuple of typed tests."""
+    (dicts `verifiers.code.load_tests` reads), optional `heldout_tests` (more such dicts: tests
+    no feedback may quote, see `envs.code_feedback`), `entry_point`, `reference`, `wrong`,
+    `difficulty`, `title`. `answer` is the tuple of typed tests, `tests` then `heldout_tests`;
+    `metadata["n_heldout"]` says how many of the last ones are held out (0: none declared)."""
     missing = [k for k in ("id", "prompt", "tests") if k not in record]
     if missing:
         raise TaskRecordError(f"task record lacks {missing}: keys {sorted(record)}")
     task_id = str(record["id"])
     try:
-        tests = tuple(code_verifier.load_tests(record["tests"]))
+        shown = code_verifier.load_tests(record["tests"])
+        heldout = code_verifier.load_tests(record.get("heldout_tests") or [])
     except code_verifier.TestSpecError as exc:
         raise TaskRecordError(f"task {task_id}: {exc}") from None
-    if not tests:
+    tests = tuple(shown + heldout)
+    if not shown:
         raise TaskRecordError(f"task {task_id} has no tests")
     entry_point = record.get("entry_point") or None
     return Task(
@@ -68,7 +75,7 @@ def task_from_record(record: Mapping[str, Any]) -> Task:
         reference=fenced(record.get("reference") or FAILING_PROGRAM),
         wrong=fenced(record.get("wrong") or FAILING_PROGRAM),
         metadata={k: record[k] for k in ("difficulty", "title", "source") if record.get(k) is not None}
-        | {"entry_point": entry_point, "n_tests": len(tests)},
+        | {"entry_point": entry_point, "n_tests": len(tests), "n_heldout": len(heldout)},
     )
 
 
@@ -154,13 +161,15 @@ class CodeTaskSource(SandboxUser):
         except KeyError:
             raise TaskNotFoundError(f"{type(self).__name__} has no task {task_id!r}") from None
 
-    def verify_response(self, task: Task, response: str, *, fail_fast: bool | None = None) -> Verdict:
+    def verify_response(self, task: Task, response: str, *, fail_fast: bool | None = None,
+                        tests: Sequence[Any] | None = None) -> Verdict:
+        """Run `tests` (default: all of `task.answer`) against the response's program."""
         settings = code_verifier.RunSettings(
             timeout_s=self.timeout_s,
             fail_fast=self.scoring == "all_or_nothing" if fail_fast is None else fail_fast,
         )
         return code_verifier.verify(
-            response, task.answer, self.sandbox, scoring=self.scoring,
+            response, task.answer if tests is None else tests, self.sandbox, scoring=self.scoring,
             function=task.metadata.get("entry_point"), settings=settings,
         )
 

@@ -1,39 +1,152 @@
 """`rlvr/CodeFeedback-v0`: write a program, read the failing tests, try again.
 
-Each turn the model answers with code; the environment runs the tests. If they all pass the
-episode ends. Otherwise the environment replies with the failing tests' feedback (input,
-expected and actual output, or the error) and the model tries again, up to `max_attempts`
-attempts. The reward is the final attempt's score, given on the last turn (`reward="final"`,
-earlier turns get 0), or each attempt's own score on its turn (`reward="per_turn"`).
+Each turn the model answers with code; the environment runs the task's tests and replies with
+feedback on the failing ones, up to `max_attempts` attempts.
 
-Tasks come from `rlvr/Code-v0`'s built-in set (`source="builtin"`, with `difficulty`) or from a
-JSONL file in any shape `rlvr/CodeDataset-v0` reads (`source="path/to/file.jsonl"`).
+What the model may see and what it is paid on are never the same tests. Each task's tests are
+split in two (`TestSplit`):
+- shown tests: the feedback may quote them (input, expected and actual output, or the error);
+  the statement's own examples count as shown;
+- held-out tests: the reward and the verdict are computed on these alone, and no feedback quotes
+  them: not their inputs, expected values or the program's outputs, not even how many passed.
+  No held-out test repeats an input the statement or a shown test reveals.
+So a policy that replays what the feedback showed (a lookup table of quoted inputs and expected
+values) scores what a stub scores; only a program that solves the task earns the reward.
+
+Each attempt runs the shown tests, then the held-out ones, in one sandbox call (each test in a
+fresh process, in this order: nothing a program does while a held-out test runs can reach a
+shown test's output in that call; held-out expected values never enter the sandbox where the
+tests are judged on the host). The attempt's verdict is the held-out one: its score is the
+fraction of held-out tests passed (`scoring="fraction"`) or 1 iff all pass (the default), its
+outcome `correct` iff all pass; `verdict.info["shown"]` holds the shown tests' results. The
+episode ends when an attempt passes every held-out test (or the verdict is `error`), else after
+`max_attempts` attempts. The reply after a failed attempt quotes up to 3 failing shown tests; if
+every shown test passed it says only that the hidden tests did not (which the episode going on
+already tells). The reward is the final attempt's held-out score, given on the last turn
+(`reward="final"`, earlier turns get 0), or each attempt's held-out score on its turn
+(`reward="per_turn"`).
+
+The split. Built-in tasks (`source="builtin"`, with `difficulty`) are `rlvr/Code-v0`'s: `tests`
+are shown, their generated `heldout_tests` are held out. A JSONL file in any shape
+`rlvr/CodeDataset-v0` reads (`source="path/to/file.jsonl"`) uses its records' `heldout_tests`
+where they have them, else this rule, in the file's order of tests: a test whose input the
+statement reveals (a stdin, a call's argument list or an assert line found in the prompt) is
+shown; of the others, the first half (rounded down) is shown and the second half held out, except
+that a test repeating a shown input is shown. If that leaves nothing to hold out (a task with a
+single test, or all of its tests in the statement), every test is held out and the feedback
+quotes none: it says only that the attempt failed.
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from envs.code import CodeTaskSource, builtin_tasks
 from envs.code_dataset import load_dataset
-from envs.core import MultiTurnEnv, TurnResult
+from envs.core import MultiTurnEnv, Task, TurnResult
+from verifiers.code import AssertTest, CallTest, IOTest, Test
 from verifiers.verdict import Outcome, Verdict
 
 REWARD_MODES = ("final", "per_turn")
-SHOW_FAILURES = 3  # failing tests quoted per reply
+SHOW_FAILURES = 3  # failing shown tests quoted per reply
+HIDDEN_FAILED = ("Your code passed every shown test, but not the hidden tests it is scored on: make sure it "
+                 "solves the task for every valid input, not only for the inputs shown.")
+NOTHING_SHOWN = "Your code did not pass the hidden tests it is scored on (this task shows no test details)."
+
+
+@dataclass(frozen=True)
+class TestSplit:
+    """A task's tests: `shown` ones the feedback may quote, `heldout` ones the reward is computed on."""
+
+    shown: tuple[Test, ...]
+    heldout: tuple[Test, ...]
+
+    __test__ = False  # not a pytest test class
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def input_key(test: Test) -> str:
+    """What a test reveals as its input: equal keys, equal inputs."""
+    if isinstance(test, IOTest):
+        return "io:" + _squash(test.stdin)
+    if isinstance(test, CallTest):
+        return "call:" + json.dumps([test.fn, list(test.args), dict(test.kwargs)], sort_keys=True)
+    return "assert:" + _squash(test.code)
+
+
+def revealed_by(test: Test, prompt: str) -> bool:
+    """Whether the statement quotes the test's input (conservatively: a test wrongly judged
+    revealed is only shown, never leaked)."""
+    text = _squash(prompt)
+    if isinstance(test, IOTest):
+        return bool(_squash(test.stdin)) and _squash(test.stdin) in text
+    if isinstance(test, CallTest):
+        if not test.args and not test.kwargs:
+            return True  # nothing to hide: a call without arguments
+        renderings = (json.dumps(list(test.args))[1:-1], repr(list(test.args))[1:-1])
+        return any(r and _squash(r) in text for r in renderings)
+    assert isinstance(test, AssertTest)
+    return any(_squash(line) in text for line in test.code.splitlines() if _squash(line))
+
+
+def split_tests(task: Task) -> TestSplit:
+    """The split this module's docstring states: a declared one (`metadata["n_heldout"]`, the
+    record's `heldout_tests`), else the rule for JSONL tasks."""
+    tests = tuple(task.answer)
+    declared = int(task.metadata.get("n_heldout") or 0)
+    if declared:
+        return TestSplit(tests[:-declared], tests[-declared:])
+    prompt = "\n".join(m["content"] for m in task.prompt)
+    revealed = [revealed_by(t, prompt) for t in tests]
+    rest = [i for i, r in enumerate(revealed) if not r]
+    shown = {i for i, r in enumerate(revealed) if r} | set(rest[:len(rest) // 2])
+    shown_keys = {input_key(tests[i]) for i in shown}
+    heldout = [i for i in rest[len(rest) // 2:] if input_key(tests[i]) not in shown_keys]
+    if not heldout:
+        return TestSplit((), tests)
+    return TestSplit(tuple(t for i, t in enumerate(tests) if i not in heldout), tuple(tests[i] for i in heldout))
+
+
+def heldout_verdict(full: Verdict, n_shown: int, scoring: str) -> Verdict:
+    """The verdict on the held-out tests, from one run of the shown tests followed by them.
+    A format error or `error` is passed on as it is."""
+    if full.outcome in (Outcome.FORMAT_ERROR, Outcome.ERROR):
+        return full
+    results = list(full.info.get("tests", []))
+    shown, held = results[:n_shown], results[n_shown:]
+    passed = sum(bool(t["passed"]) for t in held)
+    total = len(held)
+    all_passed = passed == total
+    score = passed / total if scoring == "fraction" else float(all_passed)
+    shown_passed = sum(bool(t["passed"]) for t in shown)
+    info = dict(full.info) | {"total": total, "passed": passed, "tests": held,
+                              "shown": {"total": len(shown), "passed": shown_passed, "tests": shown}}
+    detail = f"{passed}/{total} held-out tests passed ({shown_passed}/{len(shown)} shown tests passed)"
+    return Verdict(score, Outcome.CORRECT if all_passed else Outcome.INCORRECT, detail, info)
 
 
 def feedback_message(verdict: Verdict, attempt: int, max_attempts: int) -> str:
-    """The reply after a failed attempt: which tests failed and how, then what to do."""
+    """The reply after a failed attempt: which shown tests failed and how, then what to do.
+    Nothing of the held-out tests (`verdict.info["tests"]`) is read here."""
+    shown = verdict.info.get("shown", {})
+    tests = shown.get("tests", [])
     if verdict.outcome is Outcome.FORMAT_ERROR:
         body = "I could not find a ```python code block in your answer."
+    elif not shown.get("total"):
+        body = NOTHING_SHOWN
+    elif shown.get("passed") == shown.get("total"):
+        body = HIDDEN_FAILED
     else:
-        tests = verdict.info.get("tests", [])
         failed = [t for t in tests if not t["passed"] and t["status"] != "skipped"]
-        lines = [f"Your code passed {verdict.info.get('passed', 0)} of {verdict.info.get('total', len(tests))} tests."]
+        lines = [f"Your code passed {shown['passed']} of {shown['total']} shown tests."]
         for t in failed[:SHOW_FAILURES]:
             lines.append(f"- test {t['index'] + 1} ({t['status'].replace('_', ' ')}): {t['detail']}")
         if len(failed) > SHOW_FAILURES:
-            lines.append(f"- ... and {len(failed) - SHOW_FAILURES} more failing tests")
+            lines.append(f"- ... and {len(failed) - SHOW_FAILURES} more failing shown tests")
         body = "\n".join(lines)
     left = max_attempts - attempt
     return f"{body}\n\nFix the code and answer again with the complete code in one ```python code block " \
@@ -41,7 +154,8 @@ def feedback_message(verdict: Verdict, attempt: int, max_attempts: int) -> str:
 
 
 class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
-    """Multi-turn programming: after each failed attempt the failing tests are shown, up to N attempts."""
+    """Multi-turn programming: after each failed attempt the failing shown tests are quoted, up to N
+    attempts; the reward is computed on held-out tests no feedback quotes."""
 
     version = "0"
 
@@ -61,10 +175,14 @@ class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
         self.max_attempts = max_attempts
         self.reward_mode = reward
         self._init_tasks(tasks, sandbox, scoring, timeout_s)
+        self.splits = {t.task_id: split_tests(t) for t in self.tasks}
 
     def respond(self, action: str) -> TurnResult:
-        # Feedback needs the failing tests, not only the first: run them all, one sandbox call.
-        verdict = self.verify_response(self.task, action, fail_fast=False)
+        split = self.splits[self.task.task_id]
+        # Feedback needs every failing shown test, the score every held-out one: all in one sandbox
+        # call, shown first (see the module docstring).
+        full = self.verify_response(self.task, action, fail_fast=False, tests=split.shown + split.heldout)
+        verdict = heldout_verdict(full, len(split.shown), self.scoring)
         last = self.turns >= self.max_attempts
         done = verdict.outcome in (Outcome.CORRECT, Outcome.ERROR) or last
         reward = verdict.score if (done or self.reward_mode == "per_turn") else 0.0

@@ -69,7 +69,8 @@ def test_single_step_contract_with_worked_task(box):
                "    print('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 else i)")
     reply, reward, terminated, truncated, info = env.step(f"```python\n{program}\n```")
     assert (reply, reward, terminated, truncated) == ([], 1.0, True, False)
-    assert info["verdict"].outcome is Outcome.CORRECT and info["verdict"].info["passed"] == 3
+    # All of the task's tests: its 3 `tests` and its 6 `heldout_tests` (this env shows no feedback).
+    assert info["verdict"].outcome is Outcome.CORRECT and info["verdict"].info["passed"] == 9
     env.reset(options={"task_id": "fizzbuzz"})
     _, reward, _, _, info = env.step("I am not sure.")
     assert reward == 0.0 and info["verdict"].outcome is Outcome.FORMAT_ERROR
@@ -78,9 +79,9 @@ def test_single_step_contract_with_worked_task(box):
 def test_fraction_scoring_gives_partial_credit(box):
     env = CodeEnv(scoring="fraction", sandbox=box)
     env.reset(options={"task_id": "leap_year"})
-    # Right for 2024 and 2023, wrong for 1900 (a century) and right for 2000: 3 of 4 tests.
+    # Wrong for the centuries 1900 (of 4 tests) and 2100, 1800 (of 6 held-out tests): 7 of 10.
     _, reward, _, _, info = env.step("```python\ny = int(input())\nprint('YES' if y % 4 == 0 else 'NO')\n```")
-    assert reward == pytest.approx(0.75) and info["verdict"].outcome is Outcome.INCORRECT
+    assert reward == pytest.approx(0.7) and info["verdict"].outcome is Outcome.INCORRECT
 
 
 def test_check_env_passes(box):
@@ -110,3 +111,15 @@ def test_bad_arguments_and_records_raise_typed_errors():
     with pytest.raises(TaskRecordError, match="test 0"):
         task_from_record({"id": "x", "prompt": "p", "tests": [{"fn": "f"}]})
     assert len(builtin_records()) == len(CodeEnv().tasks)
+    with pytest.raises(TaskRecordError, match="test 0"):
+        task_from_record({"id": "x", "prompt": "p", "tests": [{"stdin": "", "stdout": ""}], "heldout_tests": [{}]})
+
+
+def test_heldout_tests_join_the_answer():
+    task = task_from_record({"id": "x", "prompt": "p", "tests": [{"stdin": "1", "stdout": "1"}],
+                             "heldout_tests": [{"stdin": "2", "stdout": "2"}, {"stdin": "3", "stdout": "3"}]})
+    assert [t.stdin for t in task.answer] == ["1", "2", "3"] and task.metadata["n_heldout"] == 2
+    assert task_from_record({"id": "y", "prompt": "p", "tests": [{"stdin": "", "stdout": ""}]}).metadata["n_heldout"] == 0
+    for record in builtin_records():  # every shipped task holds out six generated tests
+        assert len(record["heldout_tests"]) == 6, record["id"]
+        assert all(("fn" in t) != ("stdin" in t) for t in record["heldout_tests"]), record["id"]

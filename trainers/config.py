@@ -130,6 +130,9 @@ class TrainConfig:
     eval_seed_start: int = setting(1_000_000, "held-out tasks are the reset seeds eval_seed_start, "
                                    "eval_seed_start + 1, ... (training draws none of them)")
     eval_temperature: float = setting(1.0, "sampling temperature of the held-out evaluation")
+    max_error_steps: int = setting(5, "stop the run (exit 2, naming the first error) when every episode is an "
+                                   "error (the environment or its grader failing) for this many steps in a row; "
+                                   "a shorter outage is skipped with a warning; 0: never stop")
     time_limit: float | None = setting(None, "seconds of training; stop (then save and evaluate) after the step "
                                        "that passes it; none: no limit")
     threads: int | None = setting(None, "torch intra-op threads; none: torch's default")
@@ -200,7 +203,7 @@ class TrainConfig:
         """Checks that need nothing but the settings themselves."""
         _finite(self)
         _positive(self, "steps", "tasks_per_step", "group_size", "max_tokens", "keep_last", "save_every")
-        _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "weight_decay", "seed", "eval_seed_start")
+        _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "max_error_steps", "weight_decay", "seed", "eval_seed_start")
         for f in dataclasses.fields(self):
             if "choices" in f.metadata:
                 _one_of(self, f.name, f.metadata["choices"])

@@ -40,6 +40,7 @@ from trainers.components import (
 )
 from trainers.config import ConfigError, TrainConfig
 from trainers.metrics import MetricsLogger
+from trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
 from trainers.data_parallel import TrainerRankError
 from trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
 from trainers.producer import ProducerError, RolloutProducer
@@ -96,6 +97,9 @@ class Trainer:
             torch.set_num_threads(config.threads)
         self.out = Path(config.out)
         self.step = 0
+        # Updates done: the policy version the sampler holds. Not `step`: a step that trains on
+        # nothing (every episode an error, every group filtered) leaves the weights as they were.
+        self.version = 0
         resume_from = self._resume_point()
         if resume_from is None:
             _seed_everything(config.seed)
@@ -107,11 +111,11 @@ class Trainer:
             self._restore(resume_from)
             print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
         if config.ray:
-            self.sampler = build_ray_pool(config, self.models, resume_from, version=self.step)
+            self.sampler = build_ray_pool(config, self.models, resume_from, version=self.version)
         else:
             self.sampler = timed(build_sampler(config, self.models, resume_from))
             if self.sampler.version is not None:
-                self.sampler.inner.version = self.step  # policy version = updates done
+                self.sampler.inner.version = self.version  # policy version = updates done
         # data-parallel ranks 1 .. N-1 (this process is rank 0), holding its weights and optimizer state
         self.ranks = build_trainer_ranks(config, self.algo, self.models, self.optimizer, resume_from)
         if self.overlap and config.sampler != "vllm":
@@ -132,6 +136,7 @@ class Trainer:
         self.logger = MetricsLogger(self.out, cfg.steps, start_step=self.step, progress=cfg.progress,
                                     log_every=cfg.log_every)
         summary: dict[str, Any] = {"start_step": self.step}
+        streak = ErrorStreak(cfg.max_error_steps)  # steps in a row whose every episode was an error
         try:
             if cfg.eval_tasks and self.step == 0:
                 summary["eval_before"] = self.evaluate_and_log(step=0)
@@ -143,7 +148,7 @@ class Trainer:
             if self.overlap:
                 self._start_producer()
             while self.step < cfg.steps:
-                metrics = self._train_step_saving_on_failure()
+                metrics, episodes = self._train_step_saving_on_failure()
                 self.step += 1
                 out_of_time = cfg.time_limit is not None and time.monotonic() - started > cfg.time_limit
                 last = self.step == cfg.steps or out_of_time
@@ -152,6 +157,7 @@ class Trainer:
                         metrics["eval_accuracy"] = self.evaluate_and_log(self.step)["accuracy"]
                 metrics["time_elapsed"] = time.monotonic() - started
                 self.logger.log(self.step, metrics)
+                self._note_errors(streak, episodes)  # stops the run at max_error_steps steps of errors alone
                 if self.step % cfg.save_every == 0 or last:
                     self.save()
                 if self.producer is not None:
@@ -160,6 +166,7 @@ class Trainer:
                     summary["stopped"] = f"time limit of {cfg.time_limit:g} s reached"
                     break
             self._stop_producer()
+            self._warn(streak.end())
             if cfg.eval_tasks:
                 summary["eval_after"] = self.evaluate_and_log(self.step)
             summary["reward_png"] = str(self.logger.plot())
@@ -205,16 +212,37 @@ class Trainer:
         """A context in which this thread may drive the engine (the producer is paused)."""
         return self.producer.paused() if self.producer is not None else contextlib.nullcontext()
 
-    def _train_step_saving_on_failure(self) -> dict[str, Any]:
-        """`train_step`; when the producer failed, first save the last finished step, to resume from."""
+    def _note_errors(self, streak: ErrorStreak, episodes: list) -> None:
+        """Count the steps in a row whose every episode was an error (`trainers.outage`): warn when
+        such an outage ends, stop the run at `max_error_steps` of them, first saving what was
+        trained (the skipped steps changed nothing), so that the run resumes once the cause is fixed."""
         try:
-            return self.train_step()
+            self._warn(streak.observe(self.step, episodes))
+        except NothingProduced:
+            if self.version and self._saved_step != self.step:
+                self.save()
+            raise
+
+    def _warn(self, text: str | None) -> None:
+        if text is None:
+            return
+        if self.logger is not None:
+            self.logger.write(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def _train_step_saving_on_failure(self) -> tuple[dict[str, Any], list]:
+        """`train_step` and every episode it sampled; when the producer failed, first save the last
+        finished step, to resume from."""
+        try:
+            return self.train_step(with_episodes=True)
         except ProducerError:
             if self.step and self._saved_step != self.step:
                 self.save()
             raise
 
-    def train_step(self) -> dict[str, Any]:
+    def train_step(self, with_episodes: bool = False):
+        """One step: its metrics (and, `with_episodes`, every episode it sampled)."""
         started = time.perf_counter()
         if self.producer is not None:
             rollout = self.producer.get(self.step)
@@ -231,14 +259,15 @@ class Trainer:
             metrics.update(self.update(tensors))
             self.scheduler.step()  # the schedule counts optimizer updates: a skipped step does not advance it
             metrics["time_training"] = time.perf_counter() - t0
-            metrics["time_syncing"] = self.sync(self.step + 1)
+            self.version += 1
+            metrics["time_syncing"] = self.sync(self.version)
         else:  # every group was dropped (errors, or no signal under dynamic sampling)
             metrics.update(skipped=1, time_training=0.0, time_syncing=0.0)
         elapsed = time.perf_counter() - started
         metrics["time_step"] = elapsed
         metrics["tokens_per_second"] = metrics["tokens_generated"] / max(elapsed, 1e-9)
         metrics["lr"] = self.scheduler.get_last_lr()[0]
-        return metrics
+        return (metrics, rollout.all_episodes) if with_episodes else metrics
 
     # ---- phases ----------------------------------------------------------------------------
     def rollout(self, step: int) -> Rollout:
@@ -287,7 +316,7 @@ class Trainer:
         batch.rewards, batch.turn_rewards = shape_rewards(self.algo, batch.rewards, batch.turn_rewards, batch.loss_mask)
         batch.loss_mask = filter_loss_mask(self.algo, batch.loss_mask, batch.truncated)
         staleness = {} if batch.versions is None else staleness_stats(
-            batch.versions, batch.loss_mask, self.step, self.config.max_staleness)
+            batch.versions, batch.loss_mask, self.version, self.config.max_staleness)
         t = old_and_ref_logprobs(self.models, self.algo, self.config, batch)  # and the value head's values
         t.stats.update(staleness)
         if self.algo.overlong_buffer_frac > 0:
@@ -365,14 +394,18 @@ class Trainer:
         seeds = list(range(cfg.eval_seed_start, cfg.eval_seed_start + n))
         sampling = self._sampling(cfg.eval_temperature if temperature is None else temperature, seed=_mix(cfg.seed, 7))
         groups = self._roll(seeds, 1, sampling)
-        episodes = [ep for g in groups for ep in g.episodes if not ep.is_error]
+        every = [ep for g in groups for ep in g.episodes]
+        episodes = [ep for ep in every if not ep.is_error]
         self._warn_context_cuts(episodes)
         k = max(len(episodes), 1)
-        return {
+        results = {
             "accuracy": sum(ep.outcome is Outcome.CORRECT for ep in episodes) / k,
             "reward_mean": sum(ep.reward for ep in episodes) / k,
-            "tasks": n, "errors": sum(len(g.episodes) for g in groups) - len(episodes),
+            "tasks": n, "errors": len(every) - len(episodes),
         }
+        if all_errors(every):
+            results["first_error"] = error_message(every[0])
+        return results
 
     def _warn_context_cuts(self, episodes: list) -> None:
         """Once per run: say so when more than 20% of a rollout's episodes did not fit in the context."""
@@ -388,6 +421,12 @@ class Trainer:
 
     def evaluate_and_log(self, step: int) -> dict[str, Any]:
         results = self.evaluate()
+        if results.get("first_error") is not None:  # every episode an error: the accuracy measured nothing
+            text = (f"the held-out evaluation at step {step}: every one of its {results['tasks']} episodes was an "
+                    f"error. The first: {results['first_error']}")
+            if step == 0:  # before training: the environment cannot work, and the steps would all fail alike
+                raise NothingProduced(text)
+            self._warn(f"warning: {text}")
         if self.logger is not None:
             self.logger.log_eval(step, results)
             self.logger.write(f"step {step}: held-out accuracy {results['accuracy']:.3f} on {results['tasks']} tasks")
@@ -396,7 +435,8 @@ class Trainer:
     def save(self) -> Path:
         state = {
             "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-            "rng": ckpt.rng_state(), "config": self.config.to_dict(), **self.models.extra_state(),
+            "rng": ckpt.rng_state(), "config": self.config.to_dict(), "version": self.version,
+            **self.models.extra_state(),
         }
         path = ckpt.save_checkpoint(self.out, self.step, self.models.save, state, self.config.keep_last)
         self._saved_step = self.step
@@ -415,6 +455,8 @@ class Trainer:
         self.models.load_extra_state(state)
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
+        # a checkpoint older than the version's bookkeeping: as many updates as steps then
+        self.version = int(state.get("version", self.step))
 
     # ---- helpers ---------------------------------------------------------------------------
     def _lr_factor(self, step: int) -> float:

@@ -1,10 +1,12 @@
 """Asynchronous RL's sampling side: a thread that samples the rollouts of the next steps while the
 trainer updates on the current one, with weights at most `max_staleness` updates old.
 
-Pacing, not dropping: the rollout of step s starts only once the trainer's weights are at version
-s - K or newer (version v = v updates done), and weights only move forward, so every token the
-trainer updates on at version s was sampled by version s - K or newer: staleness <= K. Slow tasks
-are not thrown away (which would favour fast, often easy ones); the producer waits instead.
+Pacing, not dropping: the rollout of step s starts only once the trainer has finished step s - K,
+and weights only move forward. The K steps between make at most K updates (a step that trains on
+nothing, every episode an error or every group filtered, makes none), so every token the trainer
+updates on was sampled by weights at most K updates older: staleness <= K, counted in the updates
+the sampler received (the policy version), not in steps. Slow tasks are not thrown away (which
+would favour fast, often easy ones); the producer waits instead.
 
 New weights reach the engine between its steps (`StagedWeights`): the trainer stages a copy, the
 producer's sampler loads it before its next engine step, and tokens sampled from then on carry the
@@ -59,7 +61,8 @@ class StagedWeights:
 
 class RolloutProducer:
     """Runs `produce(step)` for steps `first_step .. last_step - 1` in a thread, each as soon as the
-    trainer's version allows (step - version <= max_staleness), keeping the results for `get`."""
+    trainer's progress allows (step - steps finished <= max_staleness), keeping the results for
+    `get`. `version` (and `advance`'s) counts the trainer's finished steps."""
 
     def __init__(self, produce: Callable[[int], Any], first_step: int, last_step: int, max_staleness: int,
                  version: int):
@@ -117,7 +120,7 @@ class RolloutProducer:
             raise ProducerError("the rollout producer was stopped")
 
     def advance(self, version: int) -> None:
-        """The trainer's weights are now at `version` (and staged for the sampler)."""
+        """The trainer has finished `version` steps (their weights, if any, staged for the sampler)."""
         with self._cond:
             self._version = version
             self._cond.notify_all()

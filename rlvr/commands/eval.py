@@ -12,16 +12,20 @@ printed at the start and at the end: pass it as --out to resume that run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rlvr.cli import UsageError  # bad arguments, or an --out that holds another run
+from rlvr.run_lock import run_lock
+from sandbox.errors import RlvrError
 from rlvr.startup import collector_paused
 from trainers.config import TrainConfig  # light (yaml only): the defaults `rlvr train` evaluates with
 
@@ -197,13 +201,12 @@ def run(args: argparse.Namespace) -> int:
     from trainers import quiet
 
     quiet.configure(args.verbose)  # before torch, transformers and vLLM load
-    with collector_paused():  # the imports (rlvr.startup)
+    with collector_paused():  # the imports (rlvr.startup); _run_locked uses the envs modules loaded here
         import envs
-        from envs.episode_log import append_records, episode_from_record, load_complete_groups
-        from envs.evaluate import format_table, summarize
-        from envs.rollout import rollout
+        import envs.episode_log
+        import envs.evaluate
+        import envs.rollout
         from envs.sampler import SamplingSettings
-        from tqdm.auto import tqdm
         from trainers.models import resolve_model
 
     env_args = envs.parse_env_args(args.env_arg)
@@ -218,19 +221,31 @@ def run(args: argparse.Namespace) -> int:
     if not kind.startswith("openai"):
         check_model_dir(resolve_model(args.model))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out, "rlvr eval"):  # one run per --out: a second ends at once, naming this one
+        return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model)
+
+
+def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str) -> int:
+    """The evaluation proper, holding the lock on `out`."""
+    from envs.episode_log import append_records, episode_from_record, load_complete_groups
+    from envs.evaluate import format_table, summarize
+    from envs.rollout import rollout
+    from tqdm.auto import tqdm
+
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
     log = out / "episodes.jsonl"
     sampling_dict = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
                      "seed": args.seed, "task_start": args.task_start}
-    _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size))
-    records = _without_errors(log, load_complete_groups(log, group_size), args.tasks)
+    with _writing(out):
+        _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size))
+        records = _without_errors(log, load_complete_groups(log, group_size), args.tasks)
     with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
         sampler, tokenizer = build_sampler(args)
 
     done = {int(r["group_id"]) for r in records}
     todo = [i for i in range(args.tasks) if i not in done]
     tokens, seconds = 0, 0.0
+    sampled: list = []  # this run's episodes: all of them errors means the environment cannot work
     try:
         with tqdm(total=args.tasks, initial=args.tasks - len(todo), disable=not args.progress, desc="tasks",
                   unit="task") as bar:
@@ -241,9 +256,12 @@ def run(args: argparse.Namespace) -> int:
                 seconds += time.perf_counter() - t0
                 new = [ep for g in groups for ep in g.episodes]
                 tokens += sum(sum(ep.loss_mask) for ep in new)
-                append_records(log, [_record(ep, tokenizer) for ep in new])
+                with _writing(out):
+                    append_records(log, [_record(ep, tokenizer) for ep in new])
                 records += [ep.to_dict() for ep in new]
                 bar.update(len(chunk))
+                sampled += new
+                _stop_if_only_errors(sampled, log)
     finally:
         if hasattr(sampler, "close"):
             sampler.close()
@@ -253,10 +271,40 @@ def run(args: argparse.Namespace) -> int:
                         seconds=seconds if todo else None, tokens=tokens if todo else None, seed=args.seed,
                         sampler=kind, samples_per_task=group_size,
                         sampling=sampling_dict)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    with _writing(out):
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(format_table(summary))
     print(f"results in {out}/summary.json, episodes in {log}")
     return 0
+
+
+class OutputError(RlvrError, OSError):
+    """--out could not be written (a full disk, a quota, a file-size limit)."""
+
+
+@contextlib.contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """A write into `out` that fails (ENOSPC, EDQUOT, EFBIG, EIO, ...) ends the run with one line: the
+    lines written before are whole (append_records writes whole lines; a torn last one is dropped on
+    resume), so the run resumes once there is room."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"could not write to {out}: {exc.strerror or exc} ({getattr(exc, 'filename', None) or out}); "
+                          "the episodes written so far are kept: run again with the same --out, once there is room, "
+                          "to resume") from None
+
+
+def _stop_if_only_errors(episodes: list, log: Path) -> None:
+    """Every episode sampled so far (a chunk or more) is an `error`: the environment or its grader
+    cannot work, and the rest would fail alike. Stop with the first error; the tasks are sampled
+    again when the run is resumed (`_without_errors`)."""
+    from trainers.outage import NothingProduced, all_errors, error_message
+
+    if all_errors(episodes):
+        raise NothingProduced(f"every one of the {len(episodes)} episodes sampled was an error, so there is nothing "
+                              f"to score. The first: {error_message(episodes[0])} (episodes in {log}; run again "
+                              "with the same --out once fixed: error tasks are sampled again)")
 
 
 def _without_errors(log: Path, records: list[dict[str, Any]], tasks: int) -> list[dict[str, Any]]:

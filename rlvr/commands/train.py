@@ -46,11 +46,14 @@ def run(args: argparse.Namespace) -> int:
             return 0
         from trainers.loop import Trainer
 
-    print(f"training {config.model} on {config.env} with {algo.name}: {config.steps} steps of "
-          f"{config.tasks_per_step} tasks x {config.group_size} samples -> {config.out}", file=sys.stderr)
-    with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
-        trainer = Trainer(config, algo)
-    summary = trainer.train()
+    from rlvr.run_lock import run_lock
+
+    with run_lock(config.out, "rlvr train"):  # one run per --out; a second ends here naming this one
+        print(f"training {config.model} on {config.env} with {algo.name}: {config.steps} steps of "
+              f"{config.tasks_per_step} tasks x {config.group_size} samples -> {config.out}", file=sys.stderr)
+        with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
+            trainer = Trainer(config, algo)
+        summary = trainer.train()
     print(format_summary(config, summary))
     return 0
 

@@ -23,6 +23,22 @@ from verifiers.verdict import Outcome
 PROGRAM = "```python\nimport sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n" \
           "    print(add(*map(int, sys.stdin.read().split())))\n```"
 TARGET_TESTS_PER_S, TARGET_BATCH_SPEEDUP = 100.0, 3.0
+# HumanEval-shaped: a `check(candidate)` with a loop, a helper and a comprehension, which the
+# host-side converter does not take: the test code runs in the judge, calling the program by proxy.
+HUMANEVAL_PROGRAM = "```python\ndef rotate(s, k):\n    k %= max(len(s), 1)\n    return s[k:] + s[:k]\n```"
+HUMANEVAL_TEST = """
+def _reference(s, k):
+    k %= max(len(s), 1)
+    return s[k:] + s[:k]
+
+def check(candidate):
+    for k in range(12):
+        assert candidate("abcdefg", k) == _reference("abcdefg", k)
+    assert all(candidate(w, len(w)) == w for w in ["", "a", "ab", "abc"])
+    assert candidate("", 3) == ""
+
+check(rotate)
+"""
 
 
 def make_tests(n: int) -> list[code.Test]:
@@ -73,6 +89,8 @@ def main() -> int:
             for n in (1, 6, 24)]
     singles = [(PROGRAM, [t]) for t in make_tests(24)]
     rows.append(timed_verifications("unbatched, 1 test per call (24 calls)", singles, box))
+    rows.append(timed_verifications("HumanEval-shaped check, 1 test per call",
+                                    [(HUMANEVAL_PROGRAM, [code.AssertTest(HUMANEVAL_TEST)])] * args.repeats, box))
     env = CodeEnv()
     sweep = [(t.reference, list(t.answer)) for t in env.tasks]
     rows.append(timed_verifications(f"Code-v0 references, {args.threads} threads", sweep, box,

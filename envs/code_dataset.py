@@ -6,10 +6,15 @@ Each line is one task; its shape is recognised by its keys:
 - MBPP-like: `text`, `test_list` (assert lines), optional `test_setup_code`, `code` (reference),
   `challenge_test_list` (added with `challenge_tests=True`);
 - HumanEval-like: `prompt` (signature and docstring), `test` (defines `check(candidate)`),
-  `entry_point`, optional `canonical_solution`;
+  `entry_point`, optional `canonical_solution`. Helper functions the prompt defines and the test
+  calls (HumanEval/32's `poly`, /38's `encode_cyclic`) are put in front of the test code, with
+  the prompt's imports: the test then uses the prompt's own helpers, never the program's
+  (which could lie);
 - APPS-like: `question`, `input_output` ({"inputs", "outputs", optional "fn_name"}; a JSON string
   or an object), optional `solutions` (a JSON list; the first is the reference). With `fn_name`
-  the tests call the function and, as APPS does, also accept `outputs[i][0]`;
+  each test is a plain call, `fn(a, b)`, and a check that `judged_asserts` converts (so it is
+  judged on the host): as APPS does, a tuple counts as a list, and `outputs[i][0]` is accepted
+  too when the output is a one-element list;
 - CodeContests-like: `description`, `public_tests` / `private_tests` / `generated_tests`
   ({"input": [...], "output": [...]}), optional `solutions` / `incorrect_solutions`
   ({"language": [...], "solution": [...]}; Python 3 is language 3).
@@ -18,6 +23,7 @@ known-bad solution use a program that fails every test as the checker's wrong an
 """
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -72,16 +78,41 @@ def _mbpp(record: Mapping[str, Any], challenge: bool) -> dict[str, Any]:
     }
 
 
+def _prompt_helpers(prompt: str, entry: str, test: str) -> str:
+    """The prompt's imports and helper definitions (all but `entry`), when the test calls one of
+    those helpers; else "" (the test code stays as it is, convertible where it was)."""
+    try:
+        defined = ast.parse(prompt).body
+        used = {n.id for n in ast.walk(ast.parse(test)) if isinstance(n, ast.Name)}
+    except (SyntaxError, ValueError):
+        return ""
+    helpers = [s for s in defined if isinstance(s, (ast.FunctionDef, ast.ClassDef)) and s.name != entry]
+    if not any(h.name in used for h in helpers):
+        return ""
+    imports = [s for s in defined if isinstance(s, (ast.Import, ast.ImportFrom))]
+    return "\n\n".join(ast.get_source_segment(prompt, s) or ast.unparse(s) for s in imports + helpers) + "\n\n"
+
+
 def _humaneval(record: Mapping[str, Any]) -> dict[str, Any]:
     entry = record["entry_point"]
     solution = record.get("canonical_solution")
+    helpers = _prompt_helpers(record["prompt"], entry, record["test"])
     return {
         "prompt": "Complete the following Python function. Give the whole function, signature included.\n\n"
                   f"```python\n{record['prompt'].rstrip()}\n```",
         "entry_point": entry,
         "reference": record["prompt"] + solution if solution else None,
-        "tests": [{"assert": f"{record['test']}\n\ncheck({entry})\n"}],
+        "tests": [{"assert": f"{helpers}{record['test']}\n\ncheck({entry})\n"}],
     }
+
+
+def _apps_call(fn: str, inputs: Any, output: Any) -> dict[str, Any]:
+    """One APPS call-based test as a plain call and host-side checks (see the module docstring)."""
+    args = ", ".join(repr(a) for a in (inputs if isinstance(inputs, list) else [inputs]))
+    wrapped = isinstance(output, list) and len(output) == 1
+    also = f" or _got == {output[0]!r}" if wrapped else ""
+    return {"assert": f"_got = {fn}({args})\n_got = list(_got) if isinstance(_got, tuple) else _got\n"
+                      f"assert _got == {output!r}{also}\n"}
 
 
 def _apps(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,11 +123,9 @@ def _apps(record: Mapping[str, Any]) -> dict[str, Any]:
     if fn:
         if len(inputs) != len(outputs):
             raise TaskRecordError(f"{len(inputs)} inputs but {len(outputs)} outputs")
-        # APPS accepts the return value equal to the output, or to its first element.
-        tests = [{"assert": f"_got = {fn}(*{list(i)!r})\n_want = {o!r}\n"
-                            "assert _got == _want or (isinstance(_want, list) and len(_want) == 1 "
-                            "and _got == _want[0]), f'got {_got!r}'"}
-                 for i, o in zip(inputs, outputs)]
+        if not (isinstance(fn, str) and fn.isidentifier()):
+            raise TaskRecordError(f"fn_name {fn!r} is not a function name")
+        tests = [_apps_call(fn, i, o) for i, o in zip(inputs, outputs)]
     else:
         tests = _io_tests(inputs, outputs)
     return {"prompt": record["question"], "entry_point": fn, "tests": tests,

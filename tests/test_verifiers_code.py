@@ -159,9 +159,13 @@ def test_grade_reads_harness_reports():
     assert grade(1, judged, {**done, "result": {"tag": "values", "body": "[2]"}}).passed
     # a "passed" report is not a value: a converted test cannot be passed by saying so
     assert grade(1, judged, {**done, "result": {"tag": "passed", "body": ""}}).status == "invalid_value"
-    in_process = code.AssertTest("for i in range(3):\n    assert f(i) == i")
-    failing = grade(1, in_process, {**done, "result": {"tag": "failed", "body": "AssertionError"}})
-    assert failing.status == "wrong_answer" and failing.trust == "in-process"
+    # test code the host cannot evaluate ran in the harness's judge: its verdict, and still "isolated"
+    looped = code.AssertTest("for i in range(3):\n    assert f(i) == i")
+    failing = grade(1, looped, {**done, "result": {"tag": "failed", "body": "AssertionError"}})
+    assert failing.status == "wrong_answer" and failing.trust == "isolated"
+    assert grade(1, looped, {**done, "result": {"tag": "passed", "body": ""}}).passed
+    assert grade(1, looped, {**done, "result": {"tag": "invalid", "body": "f(...)"}}).status == "invalid_value"
+    assert grade(1, looped, {**done, "result": {"tag": "values", "body": "[0, 1, 2]"}}).status == "runtime_error"
     io = code.IOTest("1 2", "3\n")
     digest = code.harness_program.stdout_digest
     assert grade(0, io, {**done, "stdout_sha256": digest(" 3 \n\n")}).passed

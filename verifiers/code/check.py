@@ -10,7 +10,7 @@ from verifiers.code.extract import extract_program
 from verifiers.code.harness import HarnessError, RunSettings, chunks, run_chunk
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
-VERSION = "2"  # 2: values judged on the host; assert tests converted to calls
+VERSION = "3"  # 2: values judged on the host; assert tests converted to calls. 3: no test in-process (the judge)
 Scoring = Literal["all_or_nothing", "fraction"]
 SCORINGS = ("all_or_nothing", "fraction")
 
@@ -65,10 +65,9 @@ def verify(
     unless `settings` say otherwise) or "fraction" (share of tests passed; runs them all).
     `function`: the function to extract when the response has several blocks or none.
     `sandbox`: anything with `run(files, command, stdin, limits)`; None: `sandbox.shared_sandbox()`.
-    `info["tests"]` lists each test's outcome; `info["trust"]` is "isolated" when every test was
-    judged on the host from values or output, "in-process" when an assert test that could not be
-    converted ran in the program's interpreter (see `judged_asserts`). Sandbox trouble gives
-    `outcome="error"`."""
+    `info["tests"]` lists each test's outcome; `info["trust"]` is "isolated": every test is judged
+    out of the program's reach, on the host from values or output, or by the harness's judge
+    (assert tests that `judged_asserts` cannot convert). Sandbox trouble gives `outcome="error"`."""
     if scoring not in SCORINGS:
         raise VerifierError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
     typed = load_tests(tests)
@@ -90,7 +89,5 @@ def verify(
     detail = f"{passed}/{len(outcomes)} tests passed"
     if failures:
         detail += f"; test {failures[0].index} {failures[0].status}: {failures[0].detail}"
-    # "in-process": some assert test ran in the program's interpreter, where a program can forge it.
-    trust = Trust.IN_PROCESS if any(o.trust is Trust.IN_PROCESS for o in outcomes) else Trust.ISOLATED
-    info.update(passed=passed, trust=str(trust), tests=[o.to_dict() for o in outcomes])
+    info.update(passed=passed, trust=str(Trust.ISOLATED), tests=[o.to_dict() for o in outcomes])
     return Verdict(score, outcome, detail[:600], info)

@@ -9,8 +9,11 @@ plain types only; nothing the program defined is ever called here.
   two NaNs are equal.
 - A converted assert test (`judged_asserts`) evaluates its checks over the values with Python's
   own semantics.
-- An assert test that could not be converted ran in-process: its `passed` report is taken as it
-  came, and the outcome says `trust="in-process"`.
+- Any other assert test ran in the harness's judge (`harness_judge`), a process holding none of
+  the program's code, where the program's functions are proxies returning decoded plain data;
+  its report (`passed`, `failed`, `error`, `invalid`) comes from the judge, never from the
+  program's process. So no test is judged in the program's interpreter, and every outcome is
+  `trust="isolated"`.
 """
 from __future__ import annotations
 
@@ -40,8 +43,10 @@ class TestStatus(StrEnum):
 
 
 class Trust(StrEnum):
-    ISOLATED = "isolated"      # judged on the host from values or output: the program cannot forge it
-    IN_PROCESS = "in-process"  # an assert test that ran in the program's interpreter
+    # Judged on the host from values or output, or by the harness's judge from plain data: the
+    # program cannot forge it. (The former "in-process", test code run in the program's own
+    # interpreter, is gone: such tests now run in the judge.)
+    ISOLATED = "isolated"
 
 
 @dataclass(frozen=True)
@@ -104,9 +109,13 @@ def _stderr_line(report: dict[str, Any]) -> str:
 
 
 def trust_of(test: Test) -> Trust:
-    if isinstance(test, AssertTest) and judged_asserts.convert(test.code) is None:
-        return Trust.IN_PROCESS
+    """Every kind of test is judged out of the program's reach (see the module docstring)."""
     return Trust.ISOLATED
+
+
+def is_judged(test: Test) -> bool:
+    """An assert test the host cannot evaluate: it ran in the harness's judge."""
+    return isinstance(test, AssertTest) and judged_asserts.convert(test.code) is None
 
 
 def grade(index: int, test: Test, report: dict[str, Any]) -> TestOutcome:
@@ -132,15 +141,17 @@ def grade(index: int, test: Test, report: dict[str, Any]) -> TestOutcome:
         return outcome(TestStatus.RUNTIME_ERROR,
                        _stderr_line(report) or f"exited with code {report.get('exit_code')} before reporting")
     tag, body = result.get("tag"), str(result.get("body", ""))
+    if is_judged(test):  # the judge's verdict (the program's process never reports for these)
+        if tag == "passed":
+            return outcome(TestStatus.PASSED)
+        if tag == "invalid":
+            return outcome(TestStatus.INVALID_VALUE, body)
+        wrong = tag == "failed" and body.startswith("AssertionError")
+        return outcome(TestStatus.WRONG_ANSWER if wrong else TestStatus.RUNTIME_ERROR, body or "the test code did not pass")
     if tag == "error":
         return outcome(TestStatus.RUNTIME_ERROR, body)
     if tag == "invalid":
         return outcome(TestStatus.INVALID_VALUE, f"the return value is not plain data: {body}")
-    if trust is Trust.IN_PROCESS:
-        if tag == "passed":
-            return outcome(TestStatus.PASSED)
-        wrong = tag == "failed" and body.startswith("AssertionError")
-        return outcome(TestStatus.WRONG_ANSWER if wrong else TestStatus.RUNTIME_ERROR, body or "the test code did not pass")
     if tag != "values":
         return outcome(TestStatus.INVALID_VALUE, f"a {tag!r} report where values were due")
     try:

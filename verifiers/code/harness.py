@@ -1,5 +1,11 @@
 """The host side of a sandbox round: build the harness's spec, make one sandbox call for many
-tests, read back the nonce-marked report. The harness itself is `harness_program.py`."""
+tests, read back the nonce-marked report. The harness itself is `harness_program.py`.
+
+What goes where: the spec file holds the program and what its test children need (stdin, the
+calls' arguments), never an expected output. The code of judged tests (assert tests that
+`judged_asserts` cannot convert) holds expected values, so it travels on the harness's stdin
+after the nonce, which only the outer harness process reads, after it forked the worker: no
+process that runs the program ever holds it (see `harness_judge.py`)."""
 from __future__ import annotations
 
 import functools
@@ -15,9 +21,9 @@ from typing import Any, Sequence
 
 from sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
 from verifiers.code import harness_program, judged_asserts
-from verifiers.code.cases import CallTest, IOTest, Test
+from verifiers.code.cases import AssertTest, CallTest, IOTest, Test
 
-HARNESS_FILES = ("harness_program.py", "harness_child.py", "values.py")  # shipped as named here
+HARNESS_FILES = ("harness_program.py", "harness_child.py", "harness_judge.py", "values.py")  # shipped as named here
 SPEC_FILE = "spec.json"
 # Imported rather than run as a script, so that its bytecode too comes from __pycache__.
 HARNESS_MAIN = "import sys, harness_program; sys.exit(harness_program.main(sys.argv))"
@@ -80,8 +86,9 @@ def timeout_of(test: Test, settings: RunSettings) -> float:
 
 
 def spec_entry(test: Test, settings: RunSettings) -> dict[str, Any]:
-    """What the harness needs of a test: never the expected output (judged outside). Call tests
-    and convertible assert tests become calls; other assert tests carry their code."""
+    """What the harness's worker needs of a test: never the expected output (judged outside).
+    Call tests and convertible assert tests become calls; other assert tests are `judge` tests,
+    whose code goes to the judge only (`judged_code`)."""
     entry: dict[str, Any] = {"kind": test.kind, "timeout_s": timeout_of(test, settings)}
     if isinstance(test, IOTest):
         entry["stdin"] = test.stdin
@@ -91,8 +98,14 @@ def spec_entry(test: Test, settings: RunSettings) -> dict[str, Any]:
     elif (judged := judged_asserts.convert(test.code)) is not None:
         entry.update(kind="call", calls=[{"fn": c.fn, "args": c.args, "kwargs": c.kwargs} for c in judged.calls])
     else:
-        entry["code"] = test.code
+        entry["kind"] = "judge"
     return entry
+
+
+def judged_code(tests: Sequence[Test]) -> dict[str, str]:
+    """The code of the judged tests, by their index in the call: for the judge, on stdin."""
+    return {str(i): t.code for i, t in enumerate(tests)
+            if isinstance(t, AssertTest) and judged_asserts.convert(t.code) is None}
 
 
 def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
@@ -193,7 +206,7 @@ def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSet
         result = sandbox.run(
             files={**harness_files(), SPEC_FILE: json.dumps(spec)},
             command=["python3", "-c", HARNESS_MAIN, SPEC_FILE],
-            stdin=nonce + "\n",
+            stdin=nonce + "\n" + json.dumps(judged_code(tests)) + "\n",
             limits=call_limits(tests, settings),
         )
     except Exception as exc:  # noqa: BLE001 - any failure of the sandbox is the grader's, not the program's
@@ -202,4 +215,7 @@ def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSet
         raise HarnessError(f"sandbox unavailable: {result.detail or result.stderr[-300:]}")
     said = (f"sandbox status {result.status}, exit code {result.exit_code}, {result.wall_time:.1f}s"
             + (f": {(result.detail or result.stderr)[-200:]}" if result.status is not Status.OK or result.exit_code else ""))
-    return complete_reports(parse_report(result.stdout, nonce, len(tests)), len(tests), said)
+    report = parse_report(result.stdout, nonce, len(tests))
+    if getattr(result, "killed_container", False):  # the program's run took its containers down (sandbox.types):
+        report = Report(True, False, report.tests)  # charged to the test it was on, as a killed harness is
+    return complete_reports(report, len(tests), said)

@@ -6,13 +6,16 @@ The program runs as module `__main__` for a stdin/stdout test (its exit status a
 the result), or as module `solution` for
 - a call test (a `CallTest`, or an assert test converted by `judged_asserts`): the program's
   function is called with each call's arguments and the return values go to the result pipe as
-  plain data (`values.encode`). The program only ever produces values: the expected ones and
-  the comparison stay on the host, so nothing it does in here can make a wrong value pass;
-- an in-process assert test (test code that could not be converted): the test code runs in the
-  program's namespace and `passed` goes to the result pipe once it ran to its end. The program
-  shares this interpreter, so it can forge that report: the verdict marks such tests
-  `trust="in-process"`.
-Result lines are `<token> <tag> <body>`: tags `values`, `error`, `invalid`, `passed`, `failed`.
+  plain data (`values.encode`). Result lines are `<token> <tag> <body>`: tags `values`,
+  `error`, `invalid`;
+- a judged test (test code that could not be converted): the child never sees the test code.
+  It serves calls from the judge (`harness_judge.py`): it says which functions and modules the
+  program defines, then for each request line (`values.encode([name, args, kwargs])`) calls the
+  function and answers one line, `["ok", value, mutated]` (`mutated`: the arguments after the
+  call, when any could change in place, else None), `["raise", type name, message]`,
+  `["exit", detail]` (SystemExit and the like) or `["invalid", detail]` (not plain data).
+In both cases the program only ever produces values: the expected ones, the test code and the
+verdict stay out of its process, so nothing it does in here can make a wrong value pass.
 """
 from __future__ import annotations
 
@@ -30,7 +33,9 @@ if __package__:  # imported on the host
 else:  # in the sandbox, next to values.py
     import values
 
-RESULT_FD = 3  # where a call or assert test's result goes, in the child
+RESULT_FD = 3  # where a call test's result goes, in the child; a judged test's replies
+CALLS_FD = 4   # a judged test's requests, from the judge
+MAX_REQUEST = (4 << 20) + 4096  # characters of one request line (values.MAX_TEXT and a little)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
@@ -90,7 +95,7 @@ def _finish(code: int) -> None:
     os._exit(code)
 
 
-def run_child(test: dict, source: str, token: str, fds: tuple[int, int, int, int], memory_mb: int) -> None:
+def run_child(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: int) -> None:
     """In the forked child: become a fresh-looking Python process running the program. Never
     returns, whatever the program does: the worker's own code must not go on in this process."""
     try:
@@ -99,12 +104,12 @@ def run_child(test: dict, source: str, token: str, fds: tuple[int, int, int, int
         os._exit(126)
 
 
-def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], memory_mb: int) -> None:
+def _run(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: int) -> None:
     try:
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        os.closerange(RESULT_FD + 1, 1 << 16)
+        os.closerange(len(fds), 1 << 16)  # the worker's socket to the judge server included
         prctl(PR_SET_DUMPABLE, 1)  # its own /proc entries, like any process (the worker is not)
         set_limits(memory_mb, int(test["timeout_s"]) + 2)
         atexit._clear()
@@ -137,6 +142,8 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], me
         while data:
             data = data[write(RESULT_FD, data):]
 
+    if mode == "judge":
+        _serve(source, module)
     try:
         code = compile(source, "solution.py", "exec", dont_inherit=True)
     except BaseException as exc:  # noqa: BLE001 - a syntax error is the program's
@@ -178,15 +185,78 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, int, int, int], me
                 report("invalid", _describe(exc))
                 _finish(0)
         report("values", "[" + ",".join(texts) + "]")
-        _finish(0)
-    test_code = test["code"]
-    try:
-        exec(compile(test_code, "test.py", "exec", dont_inherit=True), module.__dict__)
-    except BaseException as exc:  # noqa: BLE001
-        report("failed", _describe(exc, test_code))
-        _finish(0)
-    report("passed")
     _finish(0)
+
+
+def _serve(source: str, module: types.ModuleType) -> None:
+    """A judged test: load the program, say what it defines, then serve the judge's calls until
+    it closes the request pipe. Never returns."""
+    write = os.write
+
+    def answer(reply: list) -> None:
+        try:
+            line = values.encode(reply)
+        except BaseException as exc:  # noqa: BLE001 - foreign types, hostile objects
+            line = values.encode(["invalid", _describe(exc)])
+        data = memoryview((line + "\n").encode("ascii"))
+        while data:
+            data = data[write(RESULT_FD, data):]
+
+    try:
+        exec(compile(source, "solution.py", "exec", dont_inherit=True), module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 - a syntax error or sys.exit included: the test cannot run
+        traceback.print_exception(type(exc), exc, None)
+        answer(["error", "load " + _describe(exc)])
+        _finish(0)
+    functions, modules = [], []
+    for name, value in list(module.__dict__.items()):
+        if type(name) is str and name.isidentifier() and not name.startswith("__"):
+            if isinstance(value, types.ModuleType):
+                modules.append(name)
+            elif callable(value):
+                functions.append(name)
+    answer(["ready", functions, modules])
+    requests = io.BufferedReader(io.FileIO(CALLS_FD, "r", closefd=False), 1 << 16)
+    while True:
+        line = requests.readline(MAX_REQUEST)
+        if not line.endswith(b"\n"):
+            _finish(0)  # the judge is done (or gone)
+        name, args, kwargs = values.decode(line[:-1].decode("ascii"))
+        fn = module.__dict__.get(name)
+        if not callable(fn):
+            answer(["raise", "NameError", f"the program defines no function {name!r}"])
+            continue
+        try:
+            value = fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the test code may expect it: it is raised there
+            answer(["raise", _type_name(exc), _message(exc)])
+            continue
+        except BaseException as exc:  # noqa: BLE001 - SystemExit and the like end the test
+            answer(["exit", _describe(exc)])
+            continue
+        mutable = any(_may_mutate(a) for a in args) or any(_may_mutate(v) for v in kwargs.values())
+        answer(["ok", value, [list(args), kwargs] if mutable else None])
+
+
+def _may_mutate(value: object) -> bool:
+    t = type(value)
+    return t is list or t is dict or t is set or (t is tuple and any(_may_mutate(v) for v in value))
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+        return text[:500] if type(text) is str else ""
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        return ""
+
+
+def _type_name(exc: BaseException) -> str:
+    try:
+        name = type.__getattribute__(type(exc), "__name__")
+        return name if type(name) is str else "Exception"
+    except BaseException:  # noqa: BLE001 - a hostile metaclass
+        return "Exception"
 
 
 def set_limits(memory_mb: int, cpu_s: int) -> None:

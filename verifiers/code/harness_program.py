@@ -33,6 +33,7 @@ child subreaper, so escaped orphans come back to it): fork bombs, background pro
 """
 from __future__ import annotations
 
+import _socket
 import hashlib
 import json
 import os
@@ -44,8 +45,10 @@ import traceback
 
 if __package__:  # imported on the host, for the digests
     from verifiers.code import harness_child as child
-else:  # in the sandbox, next to harness_child.py
-    import harness_child as child
+    from verifiers.code import harness_judge
+else:  # in the sandbox, next to harness_child.py; imported before any program runs, which may
+    import harness_child as child  # overwrite the files in the working directory
+    import harness_judge
 
 HEAD_CHARS = 300       # program stdout echoed back, for feedback
 TAIL_CHARS = 600       # stderr tail echoed back (tracebacks end at the bottom)
@@ -109,10 +112,15 @@ def _kill_leftovers(session: int) -> None:
         time.sleep(0.005)
 
 
-def run_test(test: dict, source: str, memory_mb: int, output_cap: int) -> dict:
-    """Run one test in a fresh child; return the report (without the expected output)."""
+def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=None, index: int = 0) -> dict:
+    """Run one test in a fresh child; return the report (without the expected output). A judged
+    test (kind "judge") also gets a judge from the server on the socket `judges`: the child
+    serves its calls, and its verdict is the result."""
     token = os.urandom(16).hex()
-    pipes = [os.pipe() for _ in range(4)]  # stdin, stdout, stderr, result
+    judged = test["kind"] == "judge"
+    # stdin, stdout, stderr, result (a judged test: replies to the judge), [requests, verdict]
+    pipes = [os.pipe() for _ in range(6 if judged else 4)]
+    child_fds = (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]) + ((pipes[4][0],) if judged else ())
     start = time.monotonic()
     try:
         pid = os.fork()
@@ -121,17 +129,28 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int) -> dict:
             os.close(fd)
         return {"status": "spawn_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     if pid == 0:
-        child.run_child(test, source, token, (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]), memory_mb)
-    for fd in (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]):
+        child.run_child(test, source, token, child_fds, memory_mb)
+    for fd in child_fds:
         os.close(fd)
     stdin_w, out_r, err_r, res_r = pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
+    if judged:
+        judge_fds = (pipes[4][1], pipes[3][0], pipes[5][1])
+        try:
+            harness_judge.request_judge(judges, index, float(test["timeout_s"]), memory_mb, judge_fds)
+        except OSError:
+            pass  # the server is gone (the program killed it): no verdict comes, the test fails
+        for fd in judge_fds:
+            os.close(fd)
+        res_r = pipes[5][0]
     pending = {stdin_w: test.get("stdin", "").encode("utf-8")}
     buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
-    status, exit_code = _pump(pid, pending, buffers, start + float(test["timeout_s"]), output_cap)
+    status, exit_code = _pump(pid, pending, buffers, start + float(test["timeout_s"]), output_cap,
+                              res_r if judged else None)
     try:
         os.killpg(pid, signal.SIGKILL)  # the test is over: nothing of its session may go on
     except (ProcessLookupError, PermissionError):
         pass
+    result = _verdict(bytes(buffers[res_r])) if judged else _result(bytes(buffers[res_r]), token)
     if exit_code is None:
         try:
             _, raw = os.waitpid(pid, 0)
@@ -150,12 +169,15 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int) -> dict:
     return {
         "status": status, "exit_code": exit_code, "time_s": round(elapsed, 4),
         "stdout_sha256": stdout_digest(out), "stdout_head": out[:HEAD_CHARS], "stdout_bytes": len(out),
-        "stderr_tail": err[-TAIL_CHARS:], "result": _result(bytes(buffers[res_r]), token),
+        "stderr_tail": err[-TAIL_CHARS:], "result": result,
     }
 
 
-def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: int) -> tuple[str, int | None]:
-    """Feed stdin, collect outputs, enforce the time limit and caps: (status, exit code if reaped)."""
+def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: int,
+          end_fd: int | None = None) -> tuple[str, int | None]:
+    """Feed stdin, collect outputs, enforce the time limit and caps: (status, exit code if reaped).
+    The test is over when the child exited or, given `end_fd`, when that pipe closed (the judge
+    is done), and the other pipes closed or GRACE_S passed."""
     sel = selectors.DefaultSelector()
     for fd in pending:
         os.set_blocking(fd, False)
@@ -168,7 +190,7 @@ def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: i
         sel.register(exit_fd, selectors.EVENT_READ)
     except (AttributeError, OSError):
         exit_fd = None
-    exit_code, exited_at = None, None
+    exit_code, ended_at = None, None
     try:
         while True:
             now = time.monotonic()
@@ -177,11 +199,12 @@ def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: i
             if exit_code is None:
                 done, raw = os.waitpid(pid, os.WNOHANG)
                 if done:
-                    exit_code, exited_at = os.waitstatus_to_exitcode(raw), now
+                    exit_code = os.waitstatus_to_exitcode(raw)
+                    ended_at = now if end_fd is None else ended_at
                     if exit_fd is not None:
                         sel.unregister(exit_fd)
             readers = [k for k in sel.get_map().values() if k.fd in buffers]
-            if exited_at is not None and (not readers or now - exited_at > GRACE_S):
+            if ended_at is not None and (not readers or now - ended_at > GRACE_S):
                 return "done", exit_code
             wait = 0.02 if exit_code is not None or exit_fd is not None or readers else 0.002
             for key, _ in sel.select(timeout=min(wait, deadline - now)):
@@ -203,6 +226,8 @@ def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: i
                 chunk = os.read(fd, READ_CHUNK)
                 if not chunk:
                     sel.unregister(fd)
+                    if fd == end_fd and ended_at is None:
+                        ended_at = time.monotonic()
                     continue
                 buffers[fd] += chunk
                 if sum(len(buffers[f]) for f in out_fds) > output_cap or len(buffers[fd]) > output_cap:
@@ -230,6 +255,21 @@ def _result(data: bytes, token: str) -> dict | None:
     return {"tag": tag[:20], "body": body if tag == "values" else body[:MESSAGE_CHARS]}
 
 
+def _verdict(data: bytes) -> dict:
+    """A judge's report: its pid, then `<tag> <detail>` (see harness_judge). The judge is killed
+    if it is still there: with a verdict it is about to exit, without one its test is over."""
+    lines = data.split(b"\n")
+    if len(lines) >= 3 and lines[1]:
+        tag, _, body = lines[1].decode("utf-8", "replace").partition(" ")
+        return {"tag": tag[:20], "body": body[:MESSAGE_CHARS]}
+    if lines[0].isdigit():
+        try:
+            os.kill(int(lines[0]), signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return {"tag": "error", "body": "no verdict from the judge: the program killed or stopped it, or it ran out of time"}
+
+
 def definitely_failed(test: dict, report: dict) -> bool:
     """A failure visible without the expected output (used to stop early, by option)."""
     if report["status"] != "done":
@@ -240,7 +280,7 @@ def definitely_failed(test: dict, report: dict) -> bool:
     return result is None or result["tag"] not in ("values", "passed")
 
 
-def worker(spec_path: str, out_fd: int) -> int:
+def worker(spec_path: str, out_fd: int, judges: _socket.socket) -> int:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)  # the nonce arrives on stdin later: the worker must never read it
     os.dup2(null, 1)
@@ -258,7 +298,7 @@ def worker(spec_path: str, out_fd: int) -> int:
             out.write(json.dumps({"i": i, "status": "skipped"}) + "\n")
             continue
         try:
-            report = run_test(test, spec["source"], int(spec["memory_mb"]), int(spec["output_cap"]))
+            report = run_test(test, spec["source"], int(spec["memory_mb"]), int(spec["output_cap"]), judges, i)
         except Exception as exc:  # noqa: BLE001 - our own failure: say so, so it is not blamed on the program
             out.write(json.dumps({"i": i, "status": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}) + "\n")
             return 1
@@ -281,25 +321,44 @@ def main(argv: list[str]) -> int:
     # Non-dumpable before anything else runs: no test child can ever open our /proc files.
     child.prctl(child.PR_SET_DUMPABLE, 0)
     read_end, write_end = os.pipe()
-    pid = os.fork()  # before the nonce is read: the worker and its test children never hold it
+    judges, server_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    pid = os.fork()  # before stdin is read: the worker and its test children never hold the nonce or the test code
     if pid == 0:
         os.close(read_end)
+        server_end.close()
         try:
-            code = worker(argv[1], write_end)
+            code = worker(argv[1], write_end, judges)
         except BaseException:  # noqa: BLE001
             traceback.print_exc()
             code = 1
         os._exit(code)
     os.close(write_end)
+    judges.close()
     nonce = sys.stdin.readline().strip()
     if len(nonce) < 16:
         print("harness: no nonce on stdin", file=sys.stderr)
         return 2
+    codes = json.loads(sys.stdin.readline() or "{}")  # the judged tests' code, by index in the spec
+    server = os.fork() if codes else 0
+    if codes and server == 0:  # the judge server: it never writes to the sandbox's stdout
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.close(null)
+            os.close(read_end)
+            harness_judge.serve(server_end, codes)
+        finally:
+            os._exit(0)
+    server_end.close()
     with os.fdopen(read_end, "r", encoding="utf-8", errors="replace") as lines:
         for line in lines:  # only the worker holds the other end
             sys.stdout.write(f"{nonce} {line.rstrip()}\n")
             sys.stdout.flush()
     _, raw = os.waitpid(pid, 0)
+    if server:  # done when the worker is; it must not keep the sandbox call open if it was stopped
+        os.kill(server, signal.SIGKILL)
+        os.waitpid(server, 0)
     return os.waitstatus_to_exitcode(raw) & 0xFF
 
 

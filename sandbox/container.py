@@ -1,5 +1,30 @@
 """One warm, hardened sandbox container running the runner, and the settings every sandbox
-container gets (also used by the benchmark's cold `docker run --rm`)."""
+container gets (also used by the benchmark's cold `docker run --rm`).
+
+Rules, each because a program could otherwise turn its own verdict or a neighbour's into `error`
+(the runner or the container dying is the sandbox's failure, never the program's, unless proved):
+- Every writable file system is a tmpfs bounded in bytes *and in inodes* (`nr_inodes`), `/dev/shm`
+  included (mounted here rather than by Docker's `shm_size`, which bounds bytes only). An empty
+  directory costs no bytes but about a kilobyte of kernel memory, charged to the container and freed
+  by no process's death: unbounded, a program filled the container's memory with them and the OOM
+  killer could only take the runner. The container's memory limit has room for every tmpfs full,
+  in bytes and in inodes (`Settings.memory_mb`).
+- System V IPC, the other memory that outlives a program, is bounded by the IPC namespace's sysctls:
+  a shared memory segment is removed when its last user goes (`kernel.shm_rmid_forced`), and few
+  small message queues and semaphore sets may exist (`IPC_SYSCTLS`).
+- OOM scores, by the kernel's rule: anyone may raise a process's `oom_score_adj`, but only a writer
+  holding CAP_SYS_RESOURCE may lower it below the process's floor (`oom_score_adj_min`), and only
+  such a writer sets that floor (to the value written); children inherit both. So the runner keeps
+  CAP_SYS_RESOURCE (with SETUID, SETGID, KILL; programs hold no capability at all), puts itself at
+  -1000 (never an OOM victim) and each program at 1000 with a floor of 1000 that the program cannot
+  lower (runner_child.py). An engine that cannot grant CAP_SYS_RESOURCE (some hosts run Docker
+  without it: starting the container then fails with "unable to apply caps") gets containers
+  without it (`oom_floor=False`, found by the pool on its first start): there every process keeps
+  the floor it inherited (the container's own score), a program can lower its 1000 back to the
+  runner's score and an OOM may then take the runner; the sandbox then charges the run that killed
+  its container to the program (docker_sandbox.py), so the verdict is still the program's.
+- The system calls allowed are the sandbox's own seccomp profile (seccomp.py), whatever the
+  engine's default."""
 from __future__ import annotations
 
 import time
@@ -9,10 +34,17 @@ import docker
 
 from .channel import Channel, RunnerGone
 from .owner import LABEL, OWNER_LABEL, POOL_LABEL, owner_token
+from .seccomp import profile_json
 from .types import Limits
 
 RUNNER_COMMAND = ["python3", "/opt/rlvr/runner.py"]
 STARTUP_TIMEOUT_S = 30.0
+NO_CAP_ERROR = "unable to apply caps"  # runc, when the engine cannot grant a capability asked for
+INODE_KERNEL_BYTES = 2048  # kernel memory of one tmpfs inode and its dentry (about 1 KiB), with room to spare
+# Per IPC namespace: shared memory dies with its last user; at most 16 message queues of 16 KiB and
+# 16 semaphore sets of 32 (the defaults allow gigabytes of kernel memory that no process owns).
+IPC_SYSCTLS = {"kernel.shm_rmid_forced": "1", "kernel.shmmni": "64", "kernel.msgmni": "16",
+               "kernel.msgmnb": "16384", "kernel.sem": "32 512 32 16"}
 
 
 @dataclass(frozen=True)
@@ -33,23 +65,35 @@ class Settings:
     shm_mb: int = 16     # /dev/shm (noexec; multiprocessing needs it)
     runner_mb: int = 64  # headroom for the runner itself
     cpus: float = 1.0    # CPU share per container
+    work_inodes: int = 8192  # files and directories each tmpfs may hold at once
+    tmp_inodes: int = 1024
+    shm_inodes: int = 1024
 
     def memory_mb(self, shape: Shape) -> int:
-        # tmpfs pages are charged to the container, so the outer wall covers them too
-        return shape.memory_mb + self.work_mb + self.tmp_mb + self.shm_mb + self.runner_mb
+        # tmpfs pages and inodes are charged to the container, so the outer wall covers them too
+        inodes = self.work_inodes + self.tmp_inodes + self.shm_inodes
+        kernel_mb = -(-inodes * INODE_KERNEL_BYTES // (1 << 20))
+        return shape.memory_mb + self.work_mb + self.tmp_mb + self.shm_mb + kernel_mb + self.runner_mb
+
+    def tmpfs(self) -> dict[str, str]:
+        def mount(options: str, mb: int, inodes: int) -> str:
+            return f"rw,{options},nosuid,nodev,size={mb}m,nr_inodes={inodes},mode=1777"
+
+        return {"/work": mount("exec", self.work_mb, self.work_inodes),
+                "/tmp": mount("noexec", self.tmp_mb, self.tmp_inodes),
+                "/dev/shm": mount("noexec", self.shm_mb, self.shm_inodes)}
 
 
-def hardening(shape: Shape, settings: Settings) -> dict:
+def hardening(shape: Shape, settings: Settings, oom_floor: bool = True) -> dict:
     """Options for docker's create/run: valid for both `client.containers.run` and
-    `client.api.create_host_config`."""
+    `client.api.create_host_config`. `oom_floor`: grant the runner CAP_SYS_RESOURCE (see above)."""
     memory = f"{settings.memory_mb(shape)}m"
+    caps = ["SETUID", "SETGID", "KILL"] + (["SYS_RESOURCE"] if oom_floor else [])
     return dict(
         network_mode="none", read_only=True, init=True, ipc_mode="private", cgroupns="private",
-        tmpfs={"/work": f"rw,exec,nosuid,nodev,size={settings.work_mb}m,mode=1777",
-               "/tmp": f"rw,noexec,nosuid,nodev,size={settings.tmp_mb}m,mode=1777"},
-        shm_size=f"{settings.shm_mb}m",
-        cap_drop=["ALL"], cap_add=["SETUID", "SETGID", "KILL"],  # the runner's; programs get none
-        security_opt=["no-new-privileges"],
+        tmpfs=settings.tmpfs(), sysctls=dict(IPC_SYSCTLS),
+        cap_drop=["ALL"], cap_add=caps,  # the runner's; programs get none
+        security_opt=["no-new-privileges", "seccomp=" + profile_json()],
         pids_limit=shape.pids + 2,  # the program's processes, plus init and the runner
         mem_limit=memory, memswap_limit=memory, nano_cpus=int(settings.cpus * 1e9),
         log_config=docker.types.LogConfig(type="none"),  # program output never lands on disk
@@ -60,10 +104,10 @@ class WarmContainer:
     """A started container whose runner has said it is ready."""
 
     def __init__(self, client: docker.DockerClient, image: str, shape: Shape, settings: Settings,
-                 pool_id: str = ""):
+                 pool_id: str = "", oom_floor: bool = True):
         self.client, self.shape = client, shape
         api = client.api
-        host_config = api.create_host_config(auto_remove=True, **hardening(shape, settings))
+        host_config = api.create_host_config(auto_remove=True, **hardening(shape, settings, oom_floor))
         # stdin_once: when this process dies its connection closes, the runner reads EOF and
         # exits, and Docker removes the container: no orphans even after a kill -9.
         created = api.create_container(

@@ -1,4 +1,12 @@
-"""`DockerSandbox`: run untrusted programs in hardened Docker containers from a warm pool."""
+"""`DockerSandbox`: run untrusted programs in hardened Docker containers from a warm pool.
+
+Whose failure a lost container is: a run whose container dies under it (the runner's connection
+closes) is retried once in another container. When that one dies too, the sandbox runs a trivial
+program in a new container: if that works, the engine is fine and the program's run is what kills
+its containers, so the run ends `killed` with `Result.killed_container` set (the program's fault,
+scored like any crash); otherwise it is `unavailable` (the grader's failure). A runner that stops
+answering, a garbled reply or a runner error stay `unavailable`: nothing a program can do makes a
+runner hang or fail (runner.py keeps it out of the OOM killer's reach), the machine can."""
 from __future__ import annotations
 
 import atexit
@@ -15,6 +23,8 @@ from .types import MAX_OUTPUT_BYTES, Limits, Result, Sandbox, Status
 
 MAX_STDIN_BYTES = 64 << 20
 REPLY_GRACE_S = 15.0  # beyond the program's time limit, for setup, killing and cleanup
+ATTEMPTS = 2  # containers a run may take down before it is charged with them (a healthy engine given)
+PROBE_LIMITS = Limits(timeout_s=5.0, output_bytes=1024)  # the trivial run that tells whether the engine is fine
 
 
 class DockerSandbox:
@@ -44,8 +54,8 @@ class DockerSandbox:
         limits = limits or self.limits
         header, blobs = self._request(files, command, stdin, limits)
         start = time.monotonic()
-        problem = ""
-        for _ in range(2):  # a container that died under us is replaced and the run retried once
+        problem, lost = "", []
+        for _ in range(ATTEMPTS):  # a container that died under us is replaced and the run retried
             try:
                 container = self._pool.acquire(Shape.of(limits))
             except Unavailable as exc:
@@ -54,6 +64,7 @@ class DockerSandbox:
                 reply, blob = container.call(header, blobs, limits.timeout_s + REPLY_GRACE_S)
             except RunnerGone as exc:
                 self._pool.discard(container)
+                lost.append(str(exc))
                 problem = f"the sandbox container died during the run: {exc}"
                 continue
             except RunnerTimeout as exc:
@@ -71,7 +82,37 @@ class DockerSandbox:
                 problem = f"the sandbox runner failed: {reply['error']}"
                 continue
             return _result(reply, blob, dirty)
+        if len(lost) == ATTEMPTS:
+            trouble = self._probe(Shape.of(limits))
+            if trouble is None:
+                return Result(status=Status.KILLED, exit_code=None, stdout="", stderr="",
+                              wall_time=time.monotonic() - start, killed_container=True,
+                              detail=f"the run killed its sandbox container {ATTEMPTS} times; a new container "
+                                     f"runs programs normally ({lost[-1][:80]})")
+            problem = f"{problem}; then a trivial run failed too: {trouble}"
         return _unavailable(problem, start)
+
+    def _probe(self, shape: Shape) -> str | None:
+        """Whether the engine still runs programs (None) or what went wrong: `true` in a container of
+        `shape` (a new one, as the run's were discarded, unless another is idle)."""
+        limits = Limits(PROBE_LIMITS.timeout_s, shape.memory_mb, PROBE_LIMITS.output_bytes, shape.pids)
+        header, blobs = self._request({}, ["true"], "", limits)
+        try:
+            container = self._pool.acquire(shape)
+        except Unavailable as exc:
+            return str(exc)
+        try:
+            reply, _ = container.call(header, blobs, limits.timeout_s + REPLY_GRACE_S)
+        except BaseException as exc:
+            self._pool.discard(container)
+            if not isinstance(exc, Exception):
+                raise
+            return f"{type(exc).__name__}: {exc}"
+        dirty = reply.get("dirty") or []
+        self._pool.release(container, replace=bool(dirty) or "error" in reply)
+        if "error" in reply or reply.get("status") != "ok" or reply.get("exit_code") != 0:
+            return f"the runner answered {reply}"
+        return None
 
     def _request(self, files, command, stdin, limits) -> tuple[dict, list[bytes]]:
         """Validate the inputs (typed errors for bad ones) and encode them for the runner."""

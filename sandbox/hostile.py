@@ -67,6 +67,31 @@ def _runner_untouchable(result: Result) -> str | None:
     return f"reached the runner: {bad}" if bad else None
 
 
+def _syscalls_refused(result: Result) -> str | None:
+    report = _stdout_json(result)
+    if report.get("seccomp_mode") != "2":
+        return f"no seccomp filter: {report or result.stderr[-300:]!r}"
+    if report.get("machine") != "x86_64":
+        return None  # the table holds x86_64 numbers
+    want = {**{name: "EPERM" for name in REFUSED_SYSCALLS}, "clone3": "ENOSYS", "getpid": "allowed",
+            "personality(READ_IMPLIES_EXEC)": "EPERM", "socket(AF_ALG)": "EPERM", "socket(AF_VSOCK)": "EPERM",
+            "socket(AF_UNIX)": "allowed"}
+    bad = {k: report.get(k) for k, v in want.items() if report.get(k) != v}
+    return f"system calls not refused as they should be: {bad}" if bad else None
+
+
+def _oom_floor(result: Result) -> str | None:
+    """The program starts at 1000; where the runner holds its floor (-1000: the engine granted
+    CAP_SYS_RESOURCE) the program cannot lower its own score. Elsewhere (container.py) it can, and
+    a run that then kills its container is charged to it (docker_sandbox.py)."""
+    report = _stdout_json(result)
+    if report.get("start") != "1000":
+        return f"the program does not start at OOM score 1000: {report or result.stderr[-300:]!r}"
+    if report.get("runner") == "-1000" and (report.get("lowered") == "allowed" or report.get("now") != "1000"):
+        return f"the program lowered its OOM score: {report}"
+    return None
+
+
 def _replaced(result: Result) -> str | None:
     return None if "container replaced" in result.detail else "container was not replaced"
 
@@ -237,10 +262,83 @@ except OSError:
     report["write_root"] = "denied"
 print(json.dumps(report))
 """
-SYSV_SHM = """import ctypes
+SYSV_IPC = """import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
-shmid = libc.shmget(0, 1 << 16, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT: outlives the process
-print("segment", shmid)
+shmid = libc.shmget(0, 1 << 16, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT: removed when its user goes
+msqid = libc.msgget(0, 0o1000 | 0o600)  # a message queue outlives the process: the container is replaced
+print("segment", shmid, "queue", msqid)
+"""
+INODE_FLOOD = """import os
+made = 0
+for where in (".", "/tmp", "/dev/shm"):
+    try:
+        for i in range(200000):  # bounded: nr_inodes stops it long before
+            os.mkdir(os.path.join(where, f"d{i}"))
+            made += 1
+    except OSError as e:
+        print(where, "full:", e.strerror)
+print("made", made)
+"""
+DEEP_CHAIN = """import os
+made = 0
+try:
+    for _ in range(20000):  # deeper than Python's recursion limit, longer than PATH_MAX
+        os.mkdir("d")
+        os.chdir("d")
+        made += 1
+    os.chmod(".", 0)
+except OSError as e:
+    print("stopped:", e.strerror)
+print("deep", made)
+"""
+# x86_64 numbers of system calls the seccomp profile refuses (seccomp.py), with harmless arguments.
+REFUSED_SYSCALLS = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 250,
+                    "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
+                    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+                    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
+                    "pidfd_getfd": 438, "io_setup": 206, "modify_ldt": 154, "kexec_load": 246,
+                    "init_module": 175, "finit_module": 313, "delete_module": 176, "reboot": 169, "swapon": 167,
+                    "acct": 163, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
+                    "mbind": 237, "set_mempolicy": 238, "get_mempolicy": 239, "move_pages": 279, "syslog": 103,
+                    "vhangup": 153, "iopl": 172, "ioperm": 173, "fanotify_init": 300, "settimeofday": 164,
+                    "clock_settime": 227, "fsopen": 430, "fsmount": 432, "open_tree": 428, "move_mount": 429,
+                    "sethostname": 170}
+SYSCALLS = """import ctypes, errno, json, os, platform, socket
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+REFUSED = %r
+def outcome(number, *args):
+    buffer = ctypes.create_string_buffer(4096)  # any pointer argument points here
+    args = [buffer if a == "buf" else ctypes.c_long(a) for a in args]
+    ctypes.set_errno(0)
+    result = libc.syscall(ctypes.c_long(number), *args)
+    return "allowed" if result >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+report = {"machine": platform.machine()}
+if report["machine"] == "x86_64":
+    report.update({name: outcome(number, 0, 0, 0, 0, 0) for name, number in REFUSED.items()})
+    report["io_uring_setup"] = outcome(425, 1, "buf")  # valid arguments: a ring, if it were allowed
+    report["unshare"] = outcome(272, 0x10000000)  # CLONE_NEWUSER: no capability needed, if it were allowed
+    report["ptrace"] = outcome(101, 0, 0, 0, 0)  # PTRACE_TRACEME: allowed to anyone, if it were allowed
+    report["clone3"] = outcome(435, 0, 0)
+    report["personality(READ_IMPLIES_EXEC)"] = outcome(135, 0x0400000)
+    report["getpid"] = outcome(39)
+    for family, name in ((38, "AF_ALG"), (40, "AF_VSOCK"), (1, "AF_UNIX")):
+        report[f"socket({name})"] = outcome(41, family, 1, 0)
+status = open("/proc/self/status").read()
+report["seccomp_mode"] = status.split("Seccomp:")[1].split()[0]
+print(json.dumps(report))
+""" % REFUSED_SYSCALLS
+OOM_SCORE = """import json, os
+report = {"start": open("/proc/self/oom_score_adj").read().strip(),
+          "runner": open(f"/proc/{os.getppid()}/oom_score_adj").read().strip()}
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("0")
+    report["lowered"] = "allowed"
+except OSError as e:
+    report["lowered"] = e.strerror
+report["now"] = open("/proc/self/oom_score_adj").read().strip()
+print(json.dumps(report))
 """
 
 S = Status
@@ -264,5 +362,9 @@ CASES: tuple[Case, ...] = (
     Case("killing the runner", KILL_RUNNER, frozenset({S.OK}), _runner_untouchable),
     Case("leaving a daemon behind", DAEMON, frozenset({S.OK}), _replaced, replaced=True),
     Case("setuid tricks", SETUID, frozenset({S.OK}), _privileges),
-    Case("leaving shared memory", SYSV_SHM, frozenset({S.OK}), _replaced, replaced=True),
+    Case("leaving System V IPC", SYSV_IPC, frozenset({S.OK}), _replaced, replaced=True),
+    Case("flooding inodes", INODE_FLOOD, frozenset({S.OK}), _replaced, replaced=True),
+    Case("a deep directory chain", DEEP_CHAIN, frozenset({S.OK}), _replaced, replaced=True),
+    Case("forbidden system calls", SYSCALLS, frozenset({S.OK}), _syscalls_refused),
+    Case("lowering its OOM score", OOM_SCORE, frozenset({S.OK}), _oom_floor),
 )

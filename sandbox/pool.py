@@ -11,7 +11,7 @@ import docker
 import docker.errors
 
 from .channel import RunnerGone, RunnerTimeout
-from .container import Settings, Shape, WarmContainer
+from .container import NO_CAP_ERROR, Settings, Shape, WarmContainer
 from .image import ImageBuildError, ensure_image
 from .owner import reap_stale
 
@@ -38,6 +38,7 @@ class Pool:
         self._client: docker.DockerClient | None = None
         self._tag: str | None = None
         self._down_until, self._down_reason = 0.0, ""
+        self._oom_floor = True  # False once the engine refused CAP_SYS_RESOURCE (container.py)
         self._pid = os.getpid()
         self.pool_id = uuid.uuid4().hex
 
@@ -149,7 +150,7 @@ class Pool:
                 raise Unavailable(self._down_reason)
         try:
             client, tag = self._connect()
-            container = WarmContainer(client, tag, shape, self.settings, self.pool_id)
+            container = self._start(client, tag, shape)
         except ImageBuildError as exc:
             raise self._down(f"sandbox image unavailable: {exc}") from exc
         except docker.errors.ImageNotFound as exc:
@@ -165,6 +166,16 @@ class Pool:
                 return container
         container.destroy()
         raise Unavailable("the sandbox is closed")
+
+    def _start(self, client: docker.DockerClient, tag: str, shape: Shape) -> WarmContainer:
+        floor = self._oom_floor
+        try:
+            return WarmContainer(client, tag, shape, self.settings, self.pool_id, floor)
+        except docker.errors.APIError as exc:
+            if not floor or NO_CAP_ERROR not in str(exc):
+                raise
+        self._oom_floor = False  # this engine cannot grant CAP_SYS_RESOURCE: containers without OOM floors
+        return WarmContainer(client, tag, shape, self.settings, self.pool_id, False)
 
     def _down(self, reason: str) -> Unavailable:
         with self._cond:

@@ -3,12 +3,26 @@
 It reads framed requests on its attached stdin and answers on its stdout. For each request it forks
 one fresh child (see runner_child.py) that becomes the program, then supervises it: feeds stdin,
 caps the output, kills the whole process group at the time limit or on a fork bomb, classifies the
-end (ok, timeout, memory, output_limit, killed), kills every process left and reports what the
-program left behind, so the host replaces a contaminated container before reuse.
+end (ok, timeout, memory, output_limit, killed), kills every process left, removes the program's
+directory and reports what the program left behind, so the host replaces a contaminated container
+before reuse.
 
-The runner stays root with only SETUID, SETGID and KILL; programs run as another user and cannot
-signal, trace or read it. Standard library only: this runs on the image's python3, never on the
-host."""
+The runner stays root with only SETUID, SETGID, KILL and SYS_RESOURCE; programs run as another user
+and cannot signal, trace or read it.
+
+Rules against a program turning the next verdicts into `error`:
+- The runner sets its own OOM score to -1000: the kernel never picks it. Each program is at 1000
+  with a floor of 1000 it cannot lower (runner_child.py), so while any process of the program lives
+  the OOM killer takes one of those. (Both need CAP_SYS_RESOURCE; without it, see container.py.) The container's init stays at 0, the last resort: if memory no
+  process owns ever filled the container, init dies and the container with it (the host then sees
+  the run kill its container), rather than the runner hanging in a fault it can never satisfy.
+- After every run a forked cleaner, as the sandbox user, removes the program's directory
+  (runner_child.remove_tree: no recursion, any depth) within CLEAN_S. The container is replaced
+  when that fails, or when the tree was deeper than MAX_DEPTH or held more than MAX_ENTRIES
+  entries (a program may have left more than files; a fresh container is cheaper than trusting it),
+  or when anything is left anywhere else a program can write.
+
+Standard library only: this runs on the image's python3, never on the host."""
 import gc
 import json
 import os
@@ -18,7 +32,7 @@ import struct
 import time
 import traceback
 
-from runner_child import RUN_DIR, child
+from runner_child import GID, RUN_DIR, UID, child, remove_tree
 
 WORK = "/work"
 SHARED = ("/tmp", "/dev/shm", "/dev/mqueue")  # writable by every program: must stay empty
@@ -30,6 +44,10 @@ PIDS_EVENTS = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 # last lines of a python3 that died for lack of memory (thread stacks count against RLIMIT_DATA)
 MEMORY_ERRORS = (b"MemoryError", b"RuntimeError: can't start new thread", b"OSError: [Errno 12]")
 OOM_EVENTS = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
+RUNNER_OOM_SCORE_ADJ = b"-1000"  # OOM_SCORE_ADJ_MIN: never chosen by the OOM killer
+CLEAN_S = 10.0  # to remove a program's directory (its tmpfs holds a bounded number of entries)
+MAX_DEPTH = 64  # levels of directories below the run's directory a program may leave ...
+MAX_ENTRIES = 4096  # ... and entries, before its container is replaced
 
 
 class Counter:
@@ -111,6 +129,7 @@ def handle(header, blob):
     code, out, err, reason, setup, started, end = run
     left = sweep(pid if reason else None)
     dirty = ([f"left {len(left)} process(es) running: {', '.join(left[:5])}"] if left else [])
+    dirty += clean()
     dirty += contamination()
     if setup:
         return {"error": "setup failed: " + setup.decode(errors="replace"), "dirty": dirty}, ()
@@ -272,24 +291,64 @@ def sweep(killed_group):
     return left
 
 
+def clean():
+    """Remove the run's directory as the sandbox user, in a forked child given CLEAN_S. Returns
+    problems: empty when it is gone and was neither too deep nor too large."""
+    report_r, report_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        os.close(report_r)
+        os.close(report_w)
+        return [f"could not clean up: {exc}"]
+    if pid == 0:
+        code = 1
+        try:
+            os.close(report_r)
+            os.setgroups([])
+            os.setresgid(GID, GID, GID)
+            os.setresuid(UID, UID, UID)
+            removed, deepest = remove_tree(RUN_DIR)
+            os.write(report_w, json.dumps([removed, deepest]).encode())
+            code = 0
+        except BaseException as exc:
+            os.write(report_w, json.dumps(repr(exc)[:300]).encode())
+        finally:
+            os._exit(code)
+    os.close(report_w)
+    pidfd = os.pidfd_open(pid)
+    try:
+        if not select.select([pidfd], [], [], CLEAN_S)[0]:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        report = os.read(report_r, 4096)
+    finally:
+        os.close(pidfd)
+        os.close(report_r)
+    try:
+        said = json.loads(report)
+    except ValueError:
+        said = None
+    if os.waitstatus_to_exitcode(status) != 0 or not isinstance(said, list):
+        return [f"could not remove the run's directory within {CLEAN_S:.0f}s: {said or 'killed'}"]
+    removed, deepest = said
+    problems = [f"left {removed} files"] if removed > MAX_ENTRIES else []
+    return problems + ([f"left directories {deepest} deep"] if deepest > MAX_DEPTH else [])
+
+
 def contamination():
-    """Anything a program may leave for the next one outside its own directory."""
+    """Anything a program may leave for the next one outside its own (removed) directory."""
     found = []
-    for path in SHARED:
+    for path in (WORK,) + SHARED:
         try:
             names = os.listdir(path)
         except OSError:
             continue
         if names:
             found.append(f"files left in {path}: {', '.join(sorted(names)[:5])}")
-    extra = sorted(set(os.listdir(WORK)) - {"run"})
-    if extra:
-        found.append(f"files left in {WORK}: {', '.join(extra[:5])}")
     disk = os.statvfs(WORK)
     if disk.f_bavail < disk.f_blocks // 2:
         found.append(f"filled the disk ({(disk.f_blocks - disk.f_bavail) * disk.f_frsize >> 20} MiB)")
-    if disk.f_files - disk.f_ffree > 4096:
-        found.append(f"left {disk.f_files - disk.f_ffree} files")
     for kind, fd in SYSV_IPC.items():
         count = os.pread(fd, 1 << 16, 0).count(b"\n") - 1  # below a header line
         if count > 0:
@@ -316,8 +375,14 @@ def main():
     os.dup2(null, 0)
     os.dup2(2, 1)  # ...so a stray print cannot corrupt it
     os.close(null)
+    try:
+        with open("/proc/self/oom_score_adj", "wb", buffering=0) as score:
+            score.write(RUNNER_OOM_SCORE_ADJ)  # needs CAP_SYS_RESOURCE (below the inherited floor)
+        floor = True
+    except OSError:  # an engine without it (container.py): the lost-container rule charges the program
+        floor = False
     gc.freeze()  # keep the children's collector off the runner's objects: fewer copy-on-write faults
-    channel.send({"ready": PROTOCOL, "pid": os.getpid()})
+    channel.send({"ready": PROTOCOL, "pid": os.getpid(), "oom_floor": floor})
     while True:
         try:
             header, blob = channel.recv()

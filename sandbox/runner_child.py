@@ -1,7 +1,8 @@
 """The forked child of the sandbox runner: it becomes the program.
 
-It starts a new session (so the whole group can be killed), drops to the sandbox user (losing every
-capability), writes the files into a fresh working directory, applies rlimits and runs the program:
+It starts a new session (so the whole group can be killed), sets its OOM score to 1000 (with a floor
+of 1000 where the runner may set one), drops to the sandbox user (losing every capability), writes
+the files into a fresh working directory, applies rlimits and runs the program:
 `python3 [-u] [-B] file.py | -c code | -m module` inside the runner's already-initialised
 interpreter, as a fresh python3 would (about 1 ms instead of about 20 ms); any other command by exec.
 
@@ -29,6 +30,8 @@ PYTHONS = ("python3", "python", "python3.11", "/usr/bin/python3", "/usr/bin/pyth
 HIDDEN_FRAMES = {__file__, runpy.__file__, "<frozen runpy>"}  # the runner's part of a traceback
 PRCTL = ctypes.CDLL(None, use_errno=True).prctl
 STDIO = [(s.encoding, s.errors) for s in (sys.stdin, sys.stdout, sys.stderr)]
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+OOM_SCORE_ADJ = b"1000"  # the OOM killer's first choice, always
 
 
 def python_mode(cmd):
@@ -54,18 +57,52 @@ def safe_name(name):
 
 
 def remove_tree(path):
-    """rm -rf as the sandbox user, fixing permissions the program may have taken away."""
+    """rm -rf as the sandbox user, fixing permissions the program may have taken away. Returns
+    (entries removed, deepest level below `path`).
+
+    No recursion and no long paths, whatever the program left (a chain of directories thousands
+    deep once overflowed Python's stack here and failed the next run's setup): it walks with one
+    directory descriptor at a time, holds each directory's listing once (so a wide directory costs
+    no more than a deep one) and climbs back through "..", which no process can move: every
+    process of the sandbox user is dead when this runs."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        os.chmod(path, 0o700)
-        for entry in os.listdir(path):
-            remove_tree(os.path.join(path, entry))
-        os.rmdir(path)
-    else:
+        return 0, 0
+    if not stat.S_ISDIR(st.st_mode):
         os.unlink(path)
+        return 1, 0
+    os.chmod(path, 0o700)
+    fd = os.open(path, DIR_FLAGS)
+    stack, removed, deepest = [("", os.listdir(fd))], 0, 0  # (name in the parent, entries left)
+    try:
+        while True:
+            name, entries = stack[-1]
+            if entries:
+                entry = entries.pop()
+                if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
+                    os.chmod(entry, 0o700, dir_fd=fd)  # a directory (lstat): no link to follow
+                    inner = os.open(entry, DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = inner
+                    stack.append((entry, os.listdir(fd)))
+                    deepest = max(deepest, len(stack) - 1)
+                else:
+                    os.unlink(entry, dir_fd=fd)
+                    removed += 1
+                continue
+            stack.pop()
+            if not stack:
+                break
+            outer = os.open("..", DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = outer
+            os.rmdir(name, dir_fd=fd)
+            removed += 1
+    finally:
+        os.close(fd)
+    os.rmdir(path)
+    return removed + 1, deepest
 
 
 def child(cmd, files, blob, fds, limits):
@@ -76,14 +113,18 @@ def child(cmd, files, blob, fds, limits):
         for target, fd in enumerate((in_r, out_w, err_w, rep_w)):
             os.dup2(fd, target, inheritable=target < 3)
         os.closerange(4, 1 << 20)  # one close_range(2): the runner's channel and pipes
+        # Still root, with CAP_SYS_RESOURCE where the engine grants it (container.py): the kernel
+        # then makes 1000 this process's floor too (oom_score_adj_min), inherited by every process
+        # it starts, and the program, holding no capability, cannot write it lower: the OOM killer
+        # takes the program, never the runner (at -1000).
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        os.write(fd, OOM_SCORE_ADJ)
+        os.close(fd)
         os.setgroups([])
         os.setresgid(GID, GID, GID)
         os.setresuid(UID, UID, UID)  # from here on no capability is left
         PRCTL(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE (setuid cleared it): own /proc entries, as usual
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        os.write(fd, b"1000")  # the kernel's OOM killer takes the program, never the runner
-        os.close(fd)
-        remove_tree(RUN_DIR)  # the previous run's directory, deleted before this program starts
+        remove_tree(RUN_DIR)  # none: the runner's cleaner removed the last one after its run
         os.mkdir(RUN_DIR, 0o700)
         view, offset = memoryview(blob), 0
         for name, size in files:

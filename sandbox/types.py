@@ -1,4 +1,10 @@
-"""Plain data crossing the sandbox boundary: limits in, result out; and what a sandbox must offer."""
+"""Plain data crossing the sandbox boundary: limits in, result out; and what a sandbox must offer.
+
+`Status.UNAVAILABLE` is the sandbox's own failure (the grader's: a verifier makes it `error`). A run
+that took its container down (the runner died or stopped answering) in a fresh container too, while
+a new container still runs a trivial program, is the program's doing: it ends `killed` (or
+`timeout`) with `Result.killed_container` set, so that callers charge the program instead of
+calling it an error of theirs."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -14,7 +20,7 @@ class Status(StrEnum):
     TIMEOUT = "timeout"          # wall-clock limit hit; the whole process group was killed
     MEMORY = "memory"            # memory limit hit (OOM kill or MemoryError)
     OUTPUT_LIMIT = "output_limit"  # stdout+stderr exceeded the cap; the program was killed
-    KILLED = "killed"            # killed by a signal for another reason (pids limit, runner died, ...)
+    KILLED = "killed"            # killed by a signal for another reason (pids limit, its container died, ...)
     UNAVAILABLE = "unavailable"  # the sandbox itself could not run it (no Docker, engine died)
 
 
@@ -38,6 +44,7 @@ class Result:
     stderr: str
     wall_time: float
     detail: str = ""  # why, for anything but a plain `ok`
+    killed_container: bool = False  # the run took down every container it ran in (no output came back)
 
     @property
     def ok(self) -> bool:

@@ -61,7 +61,8 @@ def test_long_decimals_never_pass_for_irrationals():
 
 def test_exact_answer_for_a_decimal_gold():
     check([("3.14", "\\pi", True), ("0.333", "\\frac{1}{3}", True), ("3.15", "\\pi", False),
-           ("0.333", "\\frac{3331}{10000}", False), ("0.3", "\\frac{1}{3}", False), ("0.524", "30^\\circ", True)])
+           ("0.333", "\\frac{3331}{10000}", False), ("0.3", "\\frac{1}{3}", False), ("0.524", "30^\\circ", False),
+           ("0.524", "\\frac{\\pi}{6}", True), ("\\frac{\\pi}{6}", "30^\\circ", True)])  # degrees convert only for a pi gold
     assert not is_correct("\\pi", "3.14", round_to_gold=False)
 
 

@@ -83,7 +83,7 @@ def neg(a: Expr) -> Expr:
 
 def mul(a: Expr, b: Expr) -> Expr:
     out = combine(plain(a) * plain(b), a, b)
-    shift = _ten_power(b.value) if a.literal and b.unit is None else None
+    shift = ten_power(b.value) if a.literal and b.unit is None else None
     if shift is not None:
         # 1.2 \times 10^{5}, 3.333 \times 10^{-1}: still one decimal literal, its last digit moved
         out = Expr(out.value, True, (a.literal[0] + shift, a.literal[1]), a.unit)
@@ -94,7 +94,7 @@ def div(a: Expr, b: Expr) -> Expr:
     return combine(plain(a) / plain(b), a, b)
 
 
-def _ten_power(v: sympy.Basic) -> int | None:
+def ten_power(v: sympy.Basic) -> int | None:
     """k where v = 10^k for an integer k, else None (arithmetic, not str(): 10^{9999} is too long
     for Python's int-to-str limit)."""
     if not v.is_Rational or v <= 0 or not (v.p == 1 or v.q == 1):

@@ -1,6 +1,8 @@
 """Canonical forms before comparison: `\\pm` expanded into two answers, `x \\in S` into S,
-one-variable inequalities into intervals (`1 < x <= 2` is `(1, 2]`), chains `x = 4/2 = 2`
-into their ends, lists of inequalities into unions or intersections."""
+one-variable inequalities into intervals (`1 < x <= 2` is `(1, 2]`; also a named quantity:
+`0 < f(x) < 1` is `(0, 1)`, since the answer states the range of f(x)), chains `x = 4/2 = 2`
+into their ends, lists of inequalities into unions or intersections (`x < -1 \\text{ or } x > 2`
+is `(-\\infty, -1) \\cup (2, \\infty)`; "and" intersects)."""
 from __future__ import annotations
 
 import sympy
@@ -112,6 +114,15 @@ def _interval(rel: Relation) -> intervals.Pieces | None:
     if not all(isinstance(p, Expr) for p in parts) or any(p.value.has(PM) for p in parts):
         return None
     symbols = set().union(*(p.value.free_symbols for p in parts))
+    if len(symbols) > 1:
+        # 0 < f(x) < 1, 1 \le ab \le 2: one named quantity (every non-constant part the same
+        # product of letters, see is_variable) ranging over an interval, as one unknown
+        named = {p.value for p in parts if p.value.free_symbols}
+        if len(named) != 1 or not is_variable(Expr(next(iter(named)))):
+            return None
+        x = sympy.Dummy("q")
+        parts = tuple(Expr(x, p.has_decimal, p.literal) if p.value.free_symbols else p for p in parts)
+        symbols = {x}
     if len(symbols) != 1:
         return None
     x = symbols.pop()
@@ -142,6 +153,12 @@ def _interval(rel: Relation) -> intervals.Pieces | None:
 
 def _listing(node: Listing) -> Node:
     items = _flatten(node.items)
+    if any(_in_interval(x) for x in node.items) and all(_in_interval(x) or isinstance(c, SetExpr) for x, c in zip(node.items, items)):
+        # x \in (-\infty, -1) or x \in (2, \infty): each item a set, not a pair
+        try:
+            items = tuple(SetExpr(as_set(c), has_decimal(c), literals(c)) if _in_interval(x) else c for x, c in zip(node.items, items))
+        except (ParseError, ValueError, TypeError):
+            return Listing(items, node.joiners)
     if 1 < len(items) <= intervals.MAX_PIECES and all(isinstance(x, SetExpr) for x in items):
         sets = [x.value for x in items]
         decimal = any(x.has_decimal for x in items)
@@ -155,6 +172,11 @@ def _listing(node: Listing) -> Node:
             return SetExpr(intervals.union(*sets), decimal, lits)
         return SetExpr(both, decimal, lits)
     return Listing(items, node.joiners)
+
+
+def _in_interval(node: Node) -> bool:
+    """`x \\in [1, 2]`: a relation naming a two-ended interval."""
+    return isinstance(node, Relation) and node.ops == ("in",) and isinstance(node.parts[1], Bracket) and len(node.parts[1].items) == 2
 
 
 def to_set(node: Node) -> intervals.Pieces | None:

@@ -12,14 +12,22 @@ There is no tolerance. A decimal is the exact rational it writes (`0.1` is 1/10)
    significant digits: for `\\pi`, `3.1416` and `3.1415` are right; `3.14` (3 digits), `3.1417`
    and `3.1461` are not; for `1/3`, `0.3333` is right and `0.333`, `0.33` are not.
 4. The converse, for a decimal gold with at least `round_min_digits` (3) significant digits: an
-   exact answer without a finite expansion that rounds or truncates to it is right (gold `3.14`
-   accepts `\\pi`, gold `0.333` accepts `1/3`): the gold's author rounded. `round_to_gold=False`
-   turns this off. An answer with a finite expansion is compared exactly (rule 2).
+   exact answer without a finite expansion that *rounds* (half away from zero) to the gold at
+   the gold's last shown digit is right (gold `3.14` accepts `\\pi`, gold `0.333` accepts `1/3`,
+   gold `0.667` accepts `2/3`): the gold's author rounded. Truncation is not accepted here: a
+   gold states the interval its rounding covers (`12.5` is [12.45, 12.55)), and truncation
+   would double it (`\\frac{88}{7}` = 12.571... is not `12.5`). The gold's trailing zeros are
+   shown digits (`0.500` is [0.4995, 0.5005): `\\frac{500}{999}` = 0.5005... is not it).
+   `round_to_gold=False` turns this off. An answer with a finite expansion is compared exactly
+   (rule 2).
 5. Inside tuples, sets, intervals and matrices each element follows rules 1-4 on its own
    (`(0.3333, 0.6667)` is `(1/3, 2/3)`; `[2.667, 5)` is `[8/3, 5)`).
 
-Rules 3 and 4 apply to a decimal written as one literal (`-0.3333`, `3.333\\times10^{-1}`,
-`33.33\\%`), not to a decimal inside a formula (`0.5\\pi` is the exact number pi/2).
+Rules 3 and 4 relate a decimal written as one literal (`-0.3333`, `3.333\\times10^{-1}`,
+`33.33\\%`) and an exact value written without any decimal point. A formula holding a decimal
+(`0.5\\pi`, `\\sqrt{6.26}`) is neither: it is the exact number it writes (`0.5\\pi` is pi/2) and
+is compared exactly only (rules 1 and 2): it is a computation on decimals, not the exact value a
+gold was rounded from, so `\\sqrt{6.26}` = 2.50199... is not gold `2.50`.
 """
 from __future__ import annotations
 
@@ -39,8 +47,8 @@ def rounded_equal(g: Expr, gv: sympy.Basic, gshift: int, a: Expr, av: sympy.Basi
     percent read as a fraction). Exact equality (rules 1 and 2) is checked by the caller."""
     if a.literal is not None and g.literal is None and a.literal[1] >= o.min_answer_digits:
         return approximates(av, a.literal[0] + ashift, gv)
-    if g.literal is not None and a.literal is None and o.round_to_gold and g.literal[1] >= o.round_min_digits:
-        return approximates(gv, g.literal[0] + gshift, av)
+    if g.literal is not None and not a.has_decimal and o.round_to_gold and g.literal[1] >= o.round_min_digits:
+        return approximates(gv, g.literal[0] + gshift, av, truncated=False)
     return False
 
 
@@ -52,9 +60,10 @@ def finite_expansion(x: sympy.Rational) -> bool:
     return q == 1
 
 
-def approximates(shown: sympy.Basic, place: int, exact: sympy.Basic) -> bool:
+def approximates(shown: sympy.Basic, place: int, exact: sympy.Basic, truncated: bool = True) -> bool:
     """Whether the decimal `shown`, whose last digit is in place 10**place, is `exact` rounded or
-    truncated at that place, `exact` being a real number without a finite decimal expansion."""
+    (if `truncated`) truncated at that place, `exact` being a real number without a finite
+    decimal expansion."""
     if not shown.is_Rational or exact.free_symbols:
         return False
     scale = sympy.Integer(10) ** (-place) if place <= 0 else sympy.Rational(1, 10**place)
@@ -67,11 +76,12 @@ def approximates(shown: sympy.Basic, place: int, exact: sympy.Basic) -> bool:
         s = exact * scale
         low = sympy.floor(s)
         frac = s - low
-        return int(n) in _candidates(int(low), frac > 0, frac < sympy.Rational(1, 2), frac == sympy.Rational(1, 2))
-    return _approximates_number(int(n), place, exact)
+        half = sympy.Rational(1, 2)
+        return int(n) in _candidates(int(low), frac > 0, frac < half, frac == half, truncated)
+    return _approximates_number(int(n), place, exact, truncated)
 
 
-def _approximates_number(n: int, place: int, exact: sympy.Basic) -> bool:
+def _approximates_number(n: int, place: int, exact: sympy.Basic, truncated: bool) -> bool:
     """`approximates` for an irrational or unevaluated `exact`, decided numerically."""
     rough = approx(exact)
     if rough is None or rough.imag != 0 and abs(rough.imag) > mpmath.mpf(10) ** (-PREC + 5) * abs(rough):
@@ -94,21 +104,21 @@ def _approximates_number(n: int, place: int, exact: sympy.Basic) -> bool:
         low = int(mpmath.floor(s))
         frac = s - low
         eps = mpmath.mpf(10) ** (-GUARD)
-        return n in _candidates(low, frac > eps, frac < mpmath.mpf(0.5) - eps, abs(frac - mpmath.mpf(0.5)) <= eps)
+        return n in _candidates(low, frac > eps, frac < mpmath.mpf(0.5) - eps, abs(frac - mpmath.mpf(0.5)) <= eps, truncated)
 
 
 def _on_grid(s: mpmath.mpf) -> bool:
     return abs(s - mpmath.nint(s)) <= mpmath.mpf(10) ** (-GUARD)
 
 
-def _candidates(low: int, above_low: bool, below_half: bool, at_half: bool) -> set[int]:
+def _candidates(low: int, above_low: bool, below_half: bool, at_half: bool, truncated: bool = True) -> set[int]:
     """The integers that `low + frac` (0 <= frac < 1, the exact value scaled to its last shown
-    place) rounds or truncates to. A value exactly on the grid (frac == 0) is not an approximation."""
+    place) rounds or (if `truncated`) truncates to. A value exactly on the grid (frac == 0) is not
+    an approximation."""
     if not above_low:
         return set()
-    truncated = low if low >= 0 else low + 1  # toward zero
     if at_half:
         rounded = {low + 1} if low >= 0 else {low}  # half away from zero
     else:
         rounded = {low} if below_half else {low + 1}
-    return {truncated} | rounded
+    return (rounded | {low if low >= 0 else low + 1}) if truncated else rounded  # truncation: toward zero

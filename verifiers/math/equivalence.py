@@ -1,11 +1,29 @@
 """Whether an answer node means the same as the gold node. The gold decides the reading:
 a set gold compares order-free, a tuple gold in order, an interval gold by endpoints and
-brackets, numbers exactly or by the decimal rules of `decimals` (no tolerance)."""
+brackets, numbers exactly or by the decimal rules of `decimals` (no tolerance).
+
+Rules on kinds of answers (each closes a way to be paid for a wrong answer):
+- Sets are not intervals or tuples: `[1, 2]`, `(1, 2)` or `[1, 2)` are not the finite set
+  `\\{1, 2\\}`, and `\\{1, 2\\}` or the list `1, 2` is not the interval `[1, 2]`. A plain list
+  gold `1, 2` accepts `\\{1, 2\\}` and `(1, 2)` (its values), never a bracket that
+  is only an interval (`[1, 2]`). An interval equals an inequality or a union of them with the
+  same set (`-2 \\le x \\le 7`, `x \\in [-2, 7]`; see `canon`).
+- Percent and degree marks are part of the number (`_readings`): `25\\%` is 0.25, so it is
+  right for gold `0.25` but not for gold `25`; a gold `25\\%` accepts `25` and `0.25`. A degree
+  answer is converted to radians only for a gold written with pi (`\\frac{\\pi}{6}`), never for
+  a plain number (`180^\\circ` is not `3.14`, `30^\\circ` is not `0.524`).
+- Units of measure are compared and converted (`units`, `_in_gold_unit`): `500 cm` is `5 m`,
+  `5 km` is not `5 m`, `5 kg` is not `5 m`; one side without a unit compares the numbers.
+- Expressions in variables are equal only by `numeric.functions_equal`: points over many
+  magnitudes, and a symbolic proof for steps and kinks (floor, |.|, max).
+- Upright constants: `\\text{e}` and `\\mathrm{e}` (read as a letter) are Euler's number e.
+"""
 from __future__ import annotations
 
 import sympy
 
-from verifiers.math import intervals
+from verifiers.math import intervals, units
+from verifiers.math.build import ten_power
 from verifiers.math.canon import INEQUALITIES, is_assignment, is_variable, to_set
 from verifiers.math.lexer import ParseError
 from verifiers.math.decimals import rounded_equal
@@ -78,23 +96,64 @@ def _finite(node: SetOf) -> intervals.Pieces | None:
 
 # -- numbers and expressions
 def exprs_equal(g: Expr, a: Expr, o: MathOptions) -> bool:
-    for gv, gshift in _readings(g, o):
-        for av, ashift in _readings(a, o):
-            if gv.free_symbols or av.free_symbols:
-                if functions_equal(gv, av):
-                    return True
-            elif numbers_equal(gv, av) or rounded_equal(g, gv, gshift, a, av, ashift, o):
+    aligned = _in_gold_unit(g, a)
+    if aligned is None:
+        return False  # units of different kinds: 5 km for 5 kg
+    g, a = aligned
+    for (gv, gshift), (av, ashift) in _readings(g, a, o):
+        if gv.free_symbols or av.free_symbols:
+            if functions_equal(gv, av):
                 return True
+        elif numbers_equal(gv, av) or rounded_equal(g, gv, gshift, a, av, ashift, o):
+            return True
     return False
 
 
-def _readings(e: Expr, o: MathOptions) -> list[tuple[sympy.Basic, int]]:
-    """The values an answer with a unit may mean, with the shift of its last decimal place."""
-    if e.unit == "percent":
-        return {"either": [(e.value, 0), (e.value / 100, -2)], "number": [(e.value, 0)], "fraction": [(e.value / 100, -2)]}[o.percent]
-    if e.unit == "degree":
-        return [(e.value, 0), (e.value * sympy.pi / 180, 0)] if o.angles == "either" else [(e.value, 0)]
-    return [(e.value, 0)]
+def _in_gold_unit(g: Expr, a: Expr) -> tuple[Expr, Expr] | None:
+    """The two sides with the answer converted into the gold's unit of measure (see `units`):
+    unchanged when at most one side carries a unit, None when the units measure different things."""
+    if g.measure is None and a.measure is not None:
+        g = _symbol_measure(g)  # gold 5\mathrm{m} (read as 5 times m) against 500 cm
+    elif a.measure is None and g.measure is not None:
+        a = _symbol_measure(a)  # 5m against gold 5 \text{ m}
+    if g.measure is None or a.measure is None:
+        return g, a
+    r = units.ratio(g.measure, a.measure)
+    if r is None:
+        return None
+    k = ten_power(r)
+    literal = None if a.literal is None or k is None else (a.literal[0] + k, a.literal[1])
+    return g, Expr(a.value * r, a.has_decimal, literal, a.unit)
+
+
+def _symbol_measure(e: Expr) -> Expr:
+    read = units.symbol_unit(e.value) if e.unit is None else None
+    return e if read is None else Expr(read[0], e.has_decimal, None, None, read[1])
+
+
+def _readings(g: Expr, a: Expr, o: MathOptions) -> list[tuple[tuple[sympy.Basic, int], tuple[sympy.Basic, int]]]:
+    """The (gold, answer) value pairs that may be compared, each value with the shift of its last
+    decimal place. Percent and degree marks:
+    - the same mark on both sides: the numbers are compared (`25\\%` and `25\\%`);
+    - a percent gold: the answer may drop the sign (`25`) or, under `percent="either"`, give the
+      fraction (`0.25`), as `MathOptions.percent` states;
+    - a percent answer for a gold without one means its value (`25\\%` is 0.25): right for gold
+      `0.25` or `\\frac14`, wrong for gold `25`. A percent is not the bare number.
+    - a degree gold: the answer may drop the mark (`30`) or give radians (`\\frac{\\pi}{6}`);
+    - a degree answer for a gold without one: the same number (`90^\\circ` for `90`: the question
+      asked in degrees), or, only for a gold written with pi (a radian value: `\\frac{\\pi}{6}`), the
+      angle converted to radians. A plain number gold (`3.14`, `0.524`) shows no sign of being an
+      angle in radians, so `180^\\circ` is not `3.14`."""
+    gold, answer = [(g.value, 0)], [(a.value, 0)]
+    if g.unit == "percent" and a.unit != "percent":
+        gold = {"either": gold + [(g.value / 100, -2)], "number": gold, "fraction": [(g.value / 100, -2)]}[o.percent]
+    elif a.unit == "percent" and g.unit != "percent":
+        answer = [(a.value / 100, -2)]
+    if o.angles == "either" and g.unit == "degree" and a.unit != "degree":
+        gold = gold + [(g.value * sympy.pi / 180, 0)]
+    elif o.angles == "either" and a.unit == "degree" and g.unit != "degree" and g.value.has(sympy.pi):
+        answer = answer + [(a.value * sympy.pi / 180, 0)]
+    return [(x, y) for x in gold for y in answer]
 
 
 def _same_as_expr(g: Expr, a: Node, o: MathOptions) -> bool:
@@ -103,8 +162,8 @@ def _same_as_expr(g: Expr, a: Node, o: MathOptions) -> bool:
     if isinstance(a, Relation) and a.ops == ("=",) and all(isinstance(p, Expr) for p in a.parts):
         # x = 3 for gold 3; 2 + 3 = 5 (a worked chain) for gold 5
         return (is_variable(a.parts[0]) or not a.parts[0].value.free_symbols) and exprs_equal(g, a.parts[1], o)
-    if isinstance(a, Text):
-        return g.value.is_Symbol and g.value.name.lower() == a.text
+    if isinstance(a, Text):  # \text{e} (read as a letter) for Euler's number e
+        return g.value.is_Symbol and g.value.name.lower() == a.text or g.value == sympy.E and a.text == "e"
     if isinstance(a, BaseNumber):  # 101_2 is 5
         return g.value.is_Integer and a.value() == g.value
     if isinstance(a, Matrix) and len(a.rows) == 1 and len(a.rows[0]) == 1:
@@ -170,6 +229,8 @@ def _values(node: Node) -> list[Node]:
 
 
 def _same_bracket(g: Bracket, a: Node, o: MathOptions) -> bool:
+    if len(g.items) == 2 and (g.open, g.close) != ("(", ")") and isinstance(a, Listing):
+        return False  # [1, 2] is an interval (a closed bracket says so), not the two numbers 1, 2
     if len(g.items) == 2:
         gs, as_ = to_set(g), to_set(a)
         if gs is not None and as_ is not None and (isinstance(a, SetExpr) or (g.open, g.close) != (a.open, a.close)):
@@ -196,6 +257,10 @@ def _same_collection(g: SetOf | Listing, a: Node, o: MathOptions) -> bool:
             return _same_mapping(g.items, a.items, o)
         return isinstance(a, (Bracket, Listing)) and _same_bracket(Bracket(g.items, "(", ")"), a, o)
     if isinstance(a, Matrix):
+        return False
+    if isinstance(a, Bracket) and (isinstance(g, SetOf) or len(a.items) == 2 and (a.open, a.close) != ("(", ")")):
+        # (1, 2) and [1, 2] are a pair and an interval, not the finite set {1, 2}; for a plain list
+        # gold (1, 2) may be its values in order, [1, 2) or [1, 2] only an interval
         return False
     gold_values, answer_values = _values(g), _values(a)
     if max(len(gold_values), len(answer_values)) > MAX_MATCH:  # pairwise matching is quadratic
@@ -241,7 +306,7 @@ def _same_text(g: Text, a: Node) -> bool:
     if isinstance(a, Text):
         return a.text == g.text
     if isinstance(a, Expr):
-        return a.value.is_Symbol and a.value.name.lower() == g.text
+        return a.value.is_Symbol and a.value.name.lower() == g.text or a.value == sympy.E and g.text == "e"
     if isinstance(a, SetExpr):
         return _set_words(a.value, g.text)
     return False

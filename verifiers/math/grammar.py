@@ -13,7 +13,7 @@ signed   := ('-' | '+')* power ;  power := postfix ('^' signed)? ;  postfix := p
 """
 from __future__ import annotations
 
-from verifiers.math import build, intervals, matrices
+from verifiers.math import build, intervals, matrices, units
 from verifiers.math.build import PM
 from verifiers.math.canon import as_set
 from verifiers.math.lexer import ParseError, Token
@@ -91,24 +91,30 @@ class Parser(Primaries):
             self.take()
 
     def units(self, node: Node) -> Node:
-        """Words after an answer are units: dropped, except degree and percent words."""
+        """Words after an answer: degree and percent words mark the number; units of measure
+        (`cm^2`, `km per hour`, see `units.read`) are kept as its `measure`; others are dropped."""
         unit = None
+        words: list[tuple[str, int]] = []
         while self.at("word") and self.peek().text not in ("and", "or"):
             word = self.take().text
             unit = "degree" if word in _DEGREE_WORDS else "percent" if word in _PERCENT_WORDS else unit
+            power: int | None = 1
             if self.at("op", "^"):  # cm^2, cm^{3}
                 self.take()
-                if self.at("op", "{"):
-                    self.group()
-                elif self.at("num"):
-                    self.take()
-        if unit is None:
+                exponent = self.group() if self.at("op", "{") else self.primary() if self.at("num") else None
+                value = exponent.value if isinstance(exponent, Expr) else None
+                power = int(value) if value is not None and value.is_Integer and abs(value) <= units.MAX_POWER else None
+            words.append((word, power))
+        # an exponent that is not a small integer makes the unit unreadable: no measure
+        measure = units.read(words) if unit is None and all(p is not None for _, p in words) else None
+        if unit is None and measure is None:
             return node
-        if isinstance(node, Expr) and node.unit is None:
-            return Expr(node.value, node.has_decimal, node.literal, unit)
+        if isinstance(node, Expr) and node.unit is None and node.measure is None:
+            return Expr(node.value, node.has_decimal, node.literal, unit, measure)
         if isinstance(node, Relation) and isinstance(node.parts[-1], Expr):
             last = node.parts[-1]
-            return Relation(node.ops, node.parts[:-1] + (Expr(last.value, last.has_decimal, last.literal, unit),))
+            marked = Expr(last.value, last.has_decimal, last.literal, unit or last.unit, measure or last.measure)
+            return Relation(node.ops, node.parts[:-1] + (marked,))
         return node
 
     def item(self) -> Node:

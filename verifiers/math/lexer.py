@@ -19,7 +19,7 @@ SHORT_WORDS = {
     "cm", "mm", "km", "kg", "mg", "ft", "yd", "mi", "hr", "hrs", "min", "sec", "lb", "lbs", "oz", "mph",
     "kph", "ml", "cc", "sq", "deg", "rad", "usd", "mol", "is", "be", "are", "to", "of", "the", "in", "at",
     "per", "by", "its", "it", "we", "so", "as", "all", "yes", "no", "not", "any", "for", "has", "one", "two",
-    "six", "ten",
+    "six", "ten", "day", "yr", "yrs", "kmh",
 }
 TEXT_COMMANDS = {"text", "textbf", "textit", "textrm", "textsf", "texttt", "mbox", "hbox", "emph", "textnormal"}
 STYLE_COMMANDS = {
@@ -102,8 +102,11 @@ def tokenize(s: str, in_text: bool = False, depth: int = 0) -> list[Token]:
     i, n = 0, len(s)
     while i < n:
         ch = s[i]
-        if ch.isspace() or in_text and not ch.isalnum() and ch != "\\":
-            i += 1  # punctuation inside \text{} is prose: "m/s", "(diverges)"
+        if in_text and ch == "/":
+            out.append(Token("word", "per"))  # \text{km/h}: a unit per a unit (see units.read)
+            i += 1
+        elif ch.isspace() or in_text and not ch.isalnum() and ch != "\\":
+            i += 1  # other punctuation inside \text{} is prose: "(diverges)"
         elif ch.isdigit() or ch == "." and i + 1 < n and s[i + 1].isdigit():
             j = i
             while j < n and s[j].isdigit():
@@ -172,6 +175,9 @@ def _command(s: str, i: int, in_text: bool, depth: int, out: list[Token]) -> int
     name = s[i + 1 : j]
     if name in TEXT_COMMANDS or name in STYLE_COMMANDS:
         content, j = _group(s, j)
+        if content.strip() == "e":  # \text{e}, \mathrm{e}: Euler's number written upright
+            out.append(Token("cmd", "e"))
+            return j
         text_like = name in TEXT_COMMANDS or name == "mathrm" and len(content.strip()) > 1
         out.extend(tokenize(content, in_text=text_like and not _is_math(content), depth=depth + 1))
         return j

@@ -7,6 +7,7 @@ from typing import Union
 import sympy
 
 from verifiers.math.lexer import ParseError
+from verifiers.math.units import Unit
 
 
 @dataclass(frozen=True)
@@ -14,12 +15,14 @@ class Expr:
     """A number or expression. Decimals are kept exact (`0.1` is 1/10) but flagged:
     `has_decimal` for any decimal literal inside, `literal` = (exponent of the last digit's place,
     significant digits) when the whole answer is one decimal literal, for rounding rules.
-    `unit` is "percent" or "degree" when the answer carried `%` or a degree mark."""
+    `unit` is "percent" or "degree" when the answer carried `%` or a degree mark; `measure` is a
+    unit of measure written after it (`5 \\text{ km}`, see `units`)."""
 
     value: sympy.Expr
     has_decimal: bool = False
     literal: tuple[int, int] | None = None
     unit: str | None = None
+    measure: "Unit | None" = None
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,26 @@ writes). A rational never equals a number SymPy knows to be irrational (`3.14159
 number of digits is not `\\pi`). Other constants (roots, pi) compare by evaluation to 40 digits
 (more when a long rational is involved), where equal algebraic/transcendental expressions agree
 to every digit and different ones essentially never agree to 25 (that agreement decides that two
-exact expressions are one number; it never admits a decimal). Expressions with variables are
-compared at pseudo-random points (fixed seed: deterministic).
+exact expressions are one number; it never admits a decimal). Before any evaluation, a
+difference that SymPy's automatic simplification leaves as one nonzero term (`differ_by_a_term`)
+decides "different": `1 + e^{-100}` agrees with 1 to 43 digits but is not 1.
+
+Expressions with variables (`functions_equal`) are compared at pseudo-random points (fixed seed:
+deterministic), and a point where they differ always decides "different". The points span
+magnitudes (`BANDS`): |x| in [0.15, 3.7] as before, and also up to 40, 2,000 and 10^6, because a
+step or a slowly growing term can hide on small points alone (`\\lceil x^2/14 \\rceil` is 1 for
+|x| < 3.74, `x^2 + \\lfloor x^2/100 \\rfloor` is x^2 for |x| < 10). The 10^6 band is skipped for
+nested exponentials (e^{e^x} there has a billion digits). At the larger bands a point where
+either side does not evaluate is skipped, not counted as a difference (a cancellation may
+exhaust the precision there); at least two small points must agree.
+
+Agreement at points is trusted only for analytic expressions (polynomials, roots, exp, log,
+trigonometric functions), whose differences cannot vanish on every random point unless they are
+identical. An expression holding a step or kink (`\\lfloor\\rfloor`, `\\lceil\\rceil`, `|.|`,
+sign, max, min, mod) can equal the gold wherever it is sampled and differ beyond (`x^2 +
+\\lfloor x^2/10^{40} \\rfloor`), so it is equal only when SymPy proves the difference zero with
+the variables real (`\\sqrt{x^2}` is `|x|`; `x \\operatorname{sign} x` is `|x|`), by automatic
+evaluation, expansion or, for a difference of at most `MAX_PROOF_OPS` operations, `simplify`.
 """
 from __future__ import annotations
 
@@ -65,6 +83,8 @@ def numbers_equal(g: sympy.Basic, a: sympy.Basic) -> bool:
         return False
     if not (g.is_finite is not False and a.is_finite is not False):
         return False  # infinities equal only structurally (checked above)
+    if differ_by_a_term(g, a):
+        return False
     if g.is_Rational or a.is_Rational:
         other = a if g.is_Rational else g
         if other.is_rational is False:  # SymPy proves it irrational: no rational equals it
@@ -81,10 +101,23 @@ def numbers_equal(g: sympy.Basic, a: sympy.Basic) -> bool:
         return abs(gv - av) <= _rel(prec) * max(abs(gv), 1)
 
 
+def differ_by_a_term(g: sympy.Basic, a: sympy.Basic) -> bool:
+    """Whether g - a, as SymPy forms it (cancelling equal terms, no simplification), is one term
+    that SymPy knows is not zero: `e^x + e^{-1000}` is not `e^x`, although the two agree to
+    400 digits everywhere. A term without sums only: zero tests of sums can take a second."""
+    try:
+        d = g - a
+        return d != 0 and not d.has(sympy.Add) and d.is_zero is False
+    except (ArithmeticError, TypeError, ValueError, AttributeError, RecursionError):
+        return False
+
+
 def functions_equal(g: sympy.Basic, a: sympy.Basic) -> bool:
     """Two expressions in the same variables, compared at several points."""
     if g == a:
         return True
+    if differ_by_a_term(g, a):
+        return False
     # Points range over the variables of both: sin^2 x + cos^2 x equals 1, 2x + 1 is not 2t + 1.
     # No expand/simplify: their cost is unbounded ((x+1)^{1000}); 40-digit point values are not.
     prec = precision(g, a)
@@ -96,18 +129,47 @@ def functions_equal(g: sympy.Basic, a: sympy.Basic) -> bool:
     return _agree_at_points(g, a, close, prec)
 
 
-def _points(symbols: list[sympy.Symbol], count: int) -> list[dict]:
-    rng = random.Random(20240611)
+def _points(symbols: list[sympy.Symbol], count: int, band: int = 0, rng: random.Random | None = None) -> list[dict]:
+    """`count` points; at `band` > 0 each variable takes a magnitude from a band up to `band`."""
+    rng = rng or random.Random(20240611)
     out = []
     for _ in range(count):
-        out.append({s: sympy.Float(rng.choice((-1, 1)) * rng.uniform(0.15, 3.7), PREC) for s in symbols})
+        point = {}
+        for s in symbols:
+            lo, hi = BANDS[rng.randint(1, band) if band else 0]
+            point[s] = sympy.Float(rng.choice((-1, 1)) * rng.uniform(lo, hi), PREC)
+        out.append(point)
     return out
+
+
+BANDS = ((0.15, 3.7), (3.7, 40.0), (40.0, 2000.0), (1e4, 1e6))
+WIDE_POINTS = 3  # points drawn at each wider band
+MAX_PROOF_OPS = 40
+MAX_PROOF_POWER = 12
+# functions with a step or a kink: agreement at points is no evidence of equality (module docstring)
+NON_ANALYTIC = (sympy.floor, sympy.ceiling, sympy.Abs, sympy.sign, sympy.Max, sympy.Min, sympy.Mod, sympy.frac,
+                sympy.Piecewise, sympy.Heaviside, sympy.re, sympy.im, sympy.arg)
+
+
+def _growth(expr: sympy.Basic, depth: int = 0) -> int:
+    """The deepest nesting of exponentials with a variable exponent (e^{e^x} is 2)."""
+    if not expr.args or depth > 8:
+        return 0
+    own = 1 if (isinstance(expr, sympy.exp) or expr.is_Pow and expr.exp.free_symbols) and expr.free_symbols else 0
+    return own + max(_growth(arg, depth + 1) for arg in expr.args)
+
+
+def _widest_band(*exprs: sympy.Basic) -> int:
+    """All bands, but not 10^6 for e^{e^x} (a billion digits) and only small points past that."""
+    growth = max(_growth(e) for e in exprs)
+    return len(BANDS) - 1 if growth <= 1 else len(BANDS) - 2 if growth == 2 else 0
 
 
 def _agree_at_points(g: sympy.Basic, a: sympy.Basic, same, prec: int) -> bool:
     symbols = sorted(g.free_symbols | a.free_symbols, key=lambda s: s.name)
     agreed = 0
-    for point in _points(symbols, 2 * POINTS):
+    rng = random.Random(20240611)
+    for point in _points(symbols, 2 * POINTS, rng=rng):
         gv, av = approx(g, point, prec), approx(a, point, prec)
         if gv is None and av is None:
             continue
@@ -116,7 +178,32 @@ def _agree_at_points(g: sympy.Basic, a: sympy.Basic, same, prec: int) -> bool:
         agreed += 1
         if agreed >= POINTS:
             break
-    return agreed >= 2
+    if agreed < 2:
+        return False
+    for band in range(1, _widest_band(g, a) + 1):
+        for point in _points(symbols, WIDE_POINTS, band, rng):
+            gv, av = approx(g, point, prec), approx(a, point, prec)
+            if gv is not None and av is not None and not same(gv, av):
+                return False
+    if g.has(*NON_ANALYTIC) or a.has(*NON_ANALYTIC):
+        return proved_equal(g, a)
+    return True
+
+
+def proved_equal(g: sympy.Basic, a: sympy.Basic) -> bool:
+    """Whether SymPy shows g - a = 0 for real values of the variables (bounded: `simplify` only
+    on a small difference)."""
+    real = {s: sympy.Dummy(s.name, real=True) for s in g.free_symbols | a.free_symbols}
+    try:
+        d = g.xreplace(real) - a.xreplace(real)
+        if d == 0:
+            return True
+        # expand and simplify cost grows fast with size and powers ((x+1)^{1000}): small ones only
+        if sympy.count_ops(d) > MAX_PROOF_OPS or any(abs(p.exp) > MAX_PROOF_POWER for p in d.atoms(sympy.Pow) if p.exp.is_Rational):
+            return False
+        return sympy.expand(d) == 0 or sympy.simplify(d) == 0
+    except (ArithmeticError, TypeError, ValueError, AttributeError, RecursionError, NotImplementedError):
+        return False
 
 
 def proportional(f: sympy.Basic, h: sympy.Basic, positive: bool = False) -> bool:
@@ -129,7 +216,14 @@ def proportional(f: sympy.Basic, h: sympy.Basic, positive: bool = False) -> bool
     tiny = _rel(prec)
     ratio = None
     agreed = 0
-    for point in _points(symbols, 2 * POINTS):
+    rng = random.Random(20240611)
+    small = _points(symbols, 2 * POINTS, rng=rng)
+    wide = [p for band in range(1, _widest_band(f, h) + 1) for p in _points(symbols, WIDE_POINTS, band, rng)]
+    for k, point in enumerate(small + wide):
+        if k >= len(small) and (ratio is None or agreed < 2):
+            return False
+        if agreed >= POINTS and k < len(small):
+            continue
         fv, hv = approx(f, point, prec), approx(h, point, prec)
         if fv is None or hv is None:
             continue
@@ -144,8 +238,6 @@ def proportional(f: sympy.Basic, h: sympy.Basic, positive: bool = False) -> bool
             elif abs(r - ratio) > tiny * 1e5 * max(1, abs(ratio)):
                 return False
         agreed += 1
-        if agreed >= POINTS:
-            break
     if ratio is None or agreed < 2:
         return False
     if positive:

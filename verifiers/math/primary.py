@@ -7,10 +7,19 @@ import sympy
 
 from verifiers.math import build, intervals
 from verifiers.math.lexer import ParseError, Token
-from verifiers.math.nodes import Bracket, Expr, Matrix, Node, SetExpr, SetOf, as_expr
+from verifiers.math.canon import canon
+from verifiers.math.nodes import Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, as_expr
 
 
 MAX_MATRIX_CELLS = 400
+
+
+def _variables(node: Node) -> set:
+    """The free symbols of a relation or a list of relations."""
+    if isinstance(node, Expr):
+        return set(node.value.free_symbols)
+    parts = node.parts if isinstance(node, Relation) else node.items if isinstance(node, Listing) else ()
+    return set().union(*(_variables(p) for p in parts)) if parts else set()
 MAX_DETERMINANT = 5
 
 
@@ -61,6 +70,9 @@ class Primaries:
                 self.i -= 1
                 return self.group()
             if tok.text == "\\{":
+                builder = self.set_builder()
+                if builder is not None:
+                    return builder
                 self.enter()
                 items = self.items(closers=("\\}",))
                 self.expect("op", "\\}")
@@ -75,6 +87,40 @@ class Primaries:
                 self.depth -= 1
                 return build.combine(sympy.Abs(build.plain(inner)), inner)
         raise ParseError(f"unexpected {tok.text!r}")
+
+    def set_builder(self) -> SetExpr | None:
+        """`\\{x \\mid 1 \\le x \\le 2\\}`, `\\{x \\in \\mathbb{R} : x > 3\\}` (after the `\\{`): the real
+        numbers meeting a condition on one variable, as the set of `canon`. None if the braces do
+        not open with `x |` or `x :` (then they are a listed set); ParseError for a condition that
+        is not a union of intervals in that variable, or a domain other than the reals."""
+        head = self.peek()
+        k = self.i + 1
+        if self.peek(1) == Token("cmd", "in") and self.peek(2) == Token("cmd", "reals"):
+            k += 2
+        sep = self.tokens[k] if k < len(self.tokens) else None
+        if head.kind != "id" or sep is None or sep.kind != "op" or sep.text not in ("|", ":"):
+            return None
+        depth, end = 0, k + 1
+        while end < len(self.tokens):
+            t = self.tokens[end]
+            if t.kind == "op" and t.text in ("\\{", "\\}"):
+                if t.text == "\\}" and depth == 0:
+                    break
+                depth += 1 if t.text == "\\{" else -1
+            end += 1
+        else:
+            raise ParseError("unclosed set")
+        inner = type(self)(self.tokens[k + 1 : end])
+        inner.depth = self.depth + 1
+        condition = inner.answer()
+        var = self.symbol(head.text) if head.text not in ("e", "i") else None
+        if var is None or not isinstance(var, sympy.Symbol) or _variables(condition) != {var}:
+            raise ParseError("set-builder condition is not on its variable")
+        value = canon(condition)
+        if not isinstance(value, SetExpr):
+            raise ParseError("set-builder condition is not a union of intervals")
+        self.i = end + 1
+        return value
 
     def symbol(self, name: str) -> sympy.Basic:
         if self.at("op", "_"):

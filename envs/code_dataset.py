@@ -24,6 +24,7 @@ known-bad solution use a program that fails every test as the checker's wrong an
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import re
 from pathlib import Path
@@ -36,6 +37,7 @@ from verifiers.verdict import Verdict
 PYTHON3 = 3  # CodeContests' language code for Python 3
 _CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:set\(|sorted\(|math\.isclose\()?\s*([A-Za-z_]\w*)\s*\(")
 _DEFINED = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.M)
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _record_id(record: Mapping[str, Any], line: int) -> str:
@@ -64,13 +66,25 @@ def _io_tests(inputs: Sequence[Any], outputs: Sequence[Any]) -> list[dict[str, A
     return [{"stdin": _text(i), "stdout": _text(o)} for i, o in zip(inputs, outputs)]
 
 
+def _called(test: str, defined: Sequence[str]) -> str | None:
+    """The function an MBPP assert line tests: the first name it calls that the reference
+    defines, else the first that is not a builtin (`all(f(x) == y for ...)` tests `f`)."""
+    try:
+        calls = [n.func.id for n in ast.walk(ast.parse(test))
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    except (SyntaxError, ValueError):
+        found = _CALLED.search(test)
+        return found.group(1) if found else None
+    return next((c for c in calls if c in defined), None) or next((c for c in calls if c not in _BUILTINS), None)
+
+
 def _mbpp(record: Mapping[str, Any], challenge: bool) -> dict[str, Any]:
     asserts = list(record["test_list"]) + (list(record.get("challenge_test_list") or []) if challenge else [])
     setup = (record.get("test_setup_code") or "").strip()
     reference = record.get("code")
     names = _DEFINED.findall(reference or "")
-    called = _CALLED.search(asserts[0]) if asserts else None
-    entry = called.group(1) if called else (names[-1] if names else None)
+    entry = _called(asserts[0], names) if asserts else None
+    entry = entry or (names[-1] if names else None)
     example = f"\n\nYour code should pass tests like this one:\n{asserts[0]}" if asserts else ""
     return {
         "prompt": f"{record['text'].strip()}{example}", "entry_point": entry, "reference": reference,

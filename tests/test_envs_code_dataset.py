@@ -99,6 +99,8 @@ def test_references_pass_and_wrong_answers_fail_in_the_sandbox(dataset, box):
     for (task, which), verdict in zip(jobs, verdicts):
         want = Outcome.CORRECT if which == "reference" else Outcome.INCORRECT
         assert verdict.outcome is want, (task.task_id, which, verdict.detail)
+        # every shape is judged out of the program's reach (on the host, or by the harness's judge)
+        assert verdict.info["trust"] == "isolated", (task.task_id, which)
 
 
 def test_apps_call_outputs_accept_the_wrapped_and_bare_value(dataset, box):

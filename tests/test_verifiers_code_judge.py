@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from verifiers.code import harness_judge
 from verifiers.code import judged_asserts as ja
 from verifiers.code import values
 
@@ -109,8 +110,33 @@ def test_python_semantics_are_kept_exactly():
     "def helper(y):\n    return y\nassert f(1) == helper(1)",
     "assert f(*[1]) == 1",
 ])
-def test_code_outside_the_whitelist_runs_in_process(code):
+def test_code_outside_the_whitelist_goes_to_the_judge(code):
     assert ja.convert(code) is None
+
+
+# ---- the harness's judge: its pure parts (the process itself: tests/test_code_forge_judge.py) ---
+def test_mutated_arguments_are_brought_back_in_place():
+    inner, other = [3, 2], [5]
+    args = ([inner, 1], {"k": {1, 2}}, (other,), [0])
+    for old, new in zip(args, ([[2, 3], 1], {"k": {1}, "n": 2}, ([5, 6],), [0, 1])):
+        assert harness_judge._update(old, new)
+    assert args == ([[2, 3], 1], {"k": {1}, "n": 2}, ([5, 6],), [0, 1])
+    assert args[0][0] is inner and args[2][0] is other  # the test's own objects, changed where they are
+    assert not harness_judge._update(5, 6) and not harness_judge._update([1], (1,))
+
+
+def test_the_programs_exceptions_are_raised_as_builtins_but_never_as_stop_iteration():
+    assert type(harness_judge._exception("ValueError", "bad")) is ValueError
+    assert str(harness_judge._exception("KeyError", "k")) == "'k'"
+    for name in ("StopIteration", "MyError", "SystemExit", "UnicodeDecodeError", "ExceptionGroup"):
+        assert type(harness_judge._exception(name, "x")) is harness_judge.ProgramError, name
+    assert not isinstance(harness_judge._exception("StopIteration", ""), StopIteration)
+
+
+def test_the_judge_sees_every_global_name_its_test_code_may_use():
+    code = compile("import math\ndef check(c):\n    assert all(c(x) == g(x) for x in range(3))\ncheck(f)\n",
+                   "test.py", "exec")
+    assert {"math", "check", "f", "all", "range", "g"} <= harness_judge._global_names(code)
 
 
 def test_test_code_cannot_build_huge_values_on_the_host():

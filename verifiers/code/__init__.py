@@ -6,9 +6,11 @@
 Three kinds of tests (`IOTest`, `CallTest`, `AssertTest`, or their dicts via `load_tests`) run
 many per sandbox call inside a harness that gives each test a fresh process and its own time
 limit. The program only produces values and output; expected values, comparisons and the
-verdict stay on the host (assert tests are converted to calls plus host-side checks where their
-code allows, `judged_asserts`; the others run in-process and the verdict says
-`info["trust"] == "in-process"`). Scoring is all-or-nothing or the fraction passed;
+verdict never enter its process. Assert tests are converted to calls plus host-side checks
+where their code allows (`judged_asserts`); the others run in the harness's judge, a process
+without the program's code in which the program's functions are proxies returning plain data
+(`harness_judge`). No test is judged in the program's interpreter, where the program could
+forge it, so `info["trust"]` is always "isolated". Scoring is all-or-nothing or the fraction passed;
 `verdict.info["tests"]` lists each test's outcome; sandbox trouble is `Outcome.ERROR`, never a 0.
 """
 from verifiers.code.cases import AssertTest, CallTest, IOTest, Test, TestSpecError, load_test, load_tests, dump_test

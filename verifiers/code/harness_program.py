@@ -2,28 +2,35 @@
 `main` called after an import, to use the shipped bytecode), next to
 `harness_child.py` (the test child's code); standard library only.
 
-Three kinds of process:
-- the *outer* process makes itself non-dumpable, forks the worker, then reads a random nonce
-  from stdin. It relays the worker's report lines to stdout as `<nonce> <json>`;
-- the *worker* (forked before the nonce was read, so its memory never holds it) loads the spec
-  (the program's source and the tests, never the expected outputs: those stay outside and are
-  compared there), deletes the spec file, and runs each test in a child;
+Four kinds of process:
+- the *outer* process makes itself non-dumpable, makes a socket pair, forks the worker, then
+  reads from stdin a random nonce and the code of the judged tests. It forks the judge server
+  (only when there are judged tests) and relays the worker's report lines to stdout as
+  `<nonce> <json>`;
+- the *worker* (forked before stdin was read, so its memory never holds the nonce or any test
+  code) loads the spec (the program's source and what the tests feed it, never an expected
+  output: those stay outside and are compared there), deletes the spec file, and runs each test
+  in a child;
 - each *test child* is forked from the worker (no exec: milliseconds, not a new interpreter),
   starts a new session, gets fresh stdin/stdout/stderr pipes, rlimits and its own wall-clock
   limit, and runs the program (as `__main__` for stdin/stdout tests, as module `solution` for
-  call and assert tests).
+  call and judged tests);
+- the *judge server* and its *judges* (`harness_judge.py`) run the code of the assert tests
+  that `judged_asserts` cannot convert, one judge per test, calling the program's functions in
+  that test's child through pipes.
 
 Why the program under test cannot forge a pass:
-- it never sees the nonce, and both harness processes are non-dumpable, so their memory and
-  file descriptors are closed to it through /proc; its own stdout/stderr are capped pipes;
-- expected outputs are not in the sandbox: a stdin/stdout test reports a hash of the normalised
-  output, a call test (and an assert test converted by `judged_asserts`) the return values as
-  plain data (`values.py`), all judged on the host. Whatever the program writes, it can at most
-  claim a value; it never reports a verdict;
-- an assert test that could not be converted runs in the program's interpreter and reports
-  `passed` only after the test code ran to its end. The program can forge that (frames, gc,
-  patched modules); such tests are marked `trust="in-process"` in the verdict.
-If a program kills or stops the harness, the verifier charges that test as a runtime error.
+- it never sees the nonce or the test code (the sandbox runner wipes its copy of the request,
+  and the processes running the program were forked before stdin was read); every harness
+  process is non-dumpable, so its memory and file descriptors are closed to the program through
+  /proc; the program's own stdout/stderr are capped pipes;
+- expected outputs never reach its process: a stdin/stdout test reports a hash of the
+  normalised output, a call test (and an assert test converted by `judged_asserts`) the return
+  values as plain data (`values.py`), all judged on the host; any other assert test runs in a
+  judge, over plain data the judge decoded itself. Whatever the program writes, it can at most
+  claim a value; it never reports a verdict.
+If a program kills or stops the harness, the verifier charges that test as a runtime error; if
+it kills or stops a judge (or its server), the test fails as a runtime error or timeout.
 
 After every test the worker kills the child's session and every descendant it can find (it is a
 child subreaper, so escaped orphans come back to it): fork bombs, background processes and

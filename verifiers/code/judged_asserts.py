@@ -9,8 +9,11 @@
   on the host over the returned values: a small interpreter over a whitelist of syntax, so it
   neither runs test code as Python on the host nor lets the program near the verdict.
 Test code outside the whitelist (loops, lambdas, attribute calls on results, classes) is not
-converted: `convert` returns None and the test runs in the program's interpreter as before
-(`trust = "in-process"` in the verdict).
+converted: `convert` returns None and the test runs in the harness's judge (`harness_judge`),
+a process holding none of the program's code, which calls the program by proxy and sees only
+plain data. Conversion is the fast path (no judge process, no round trip per call); the judge
+is the general one. Neither runs test code in the program's interpreter, where a program could
+forge the verdict (frames, gc, patched builtins, objects whose `__eq__` always says True).
 
 Semantics are Python's: the checks compare exact plain values with Python's operators. All the
 program's calls run, in the order they appear, before any check (no short-circuit between calls).

@@ -39,7 +39,7 @@ from .types import Limits
 
 RUNNER_COMMAND = ["python3", "/opt/rlvr/runner.py"]
 STARTUP_TIMEOUT_S = 30.0
-NO_CAP_ERROR = "unable to apply caps"  # runc, when the engine cannot grant a capability asked for
+NO_CAP_ERRORS = ("unable to apply caps", "capset", "capabilit")  # runtimes that cannot grant a capability
 INODE_KERNEL_BYTES = 2048  # kernel memory of one tmpfs inode and its dentry (about 1 KiB), with room to spare
 # Per IPC namespace: shared memory dies with its last user; at most 16 message queues of 16 KiB and
 # 16 semaphore sets of 32 (the defaults allow gigabytes of kernel memory that no process owns).
@@ -84,9 +84,10 @@ class Settings:
                 "/dev/shm": mount("noexec", self.shm_mb, self.shm_inodes)}
 
 
-def hardening(shape: Shape, settings: Settings, oom_floor: bool = True) -> dict:
+def hardening(shape: Shape, settings: Settings, oom_floor: bool = False) -> dict:
     """Options for docker's create/run: valid for both `client.containers.run` and
-    `client.api.create_host_config`. `oom_floor`: grant the runner CAP_SYS_RESOURCE (see above)."""
+    `client.api.create_host_config`. `oom_floor`: grant CAP_SYS_RESOURCE, for the runner to set
+    OOM score floors (see above); a container that runs no runner needs none."""
     memory = f"{settings.memory_mb(shape)}m"
     caps = ["SETUID", "SETGID", "KILL"] + (["SYS_RESOURCE"] if oom_floor else [])
     return dict(

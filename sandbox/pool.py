@@ -11,7 +11,7 @@ import docker
 import docker.errors
 
 from .channel import RunnerGone, RunnerTimeout
-from .container import NO_CAP_ERROR, Settings, Shape, WarmContainer
+from .container import NO_CAP_ERRORS, Settings, Shape, WarmContainer
 from .image import ImageBuildError, ensure_image
 from .owner import reap_stale
 
@@ -172,7 +172,7 @@ class Pool:
         try:
             return WarmContainer(client, tag, shape, self.settings, self.pool_id, floor)
         except docker.errors.APIError as exc:
-            if not floor or NO_CAP_ERROR not in str(exc):
+            if not floor or not any(text in str(exc) for text in NO_CAP_ERRORS):
                 raise
         self._oom_floor = False  # this engine cannot grant CAP_SYS_RESOURCE: containers without OOM floors
         return WarmContainer(client, tag, shape, self.settings, self.pool_id, False)

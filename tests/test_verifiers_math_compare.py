@@ -74,7 +74,7 @@ def test_units_read():
     assert units.ratio(m, units.read([("kg", 1)])) is None
     assert units.read([("km", 1), ("per", 1), ("h", 1)]) == units.read([("kph", 1)])
     assert units.read([("square", 1), ("feet", 1)]) == units.read([("ft", 2)])
-    assert units.read([("apples", 1)]) is None and units.read([("m", 9)]) is None
+    assert units.read([("apples", 1)]) is None and units.read([("m", 9)]) is units.UNREADABLE
 
 
 # -- percent and degree marks
@@ -151,3 +151,26 @@ def test_plain_text_constants():
            ("\\sqrt{2}", "sqrt(2)", True), ("\\frac{\\sqrt{2}}{2}", "sqrt(2)/2", True), ("\\infty", "inf", True),
            ("(-\\infty, 2)", "(-inf, 2)", True), ("\\text{e}", "e", True),
            ("\\frac{\\pi}{3}", "pi/2", False), ("e", "\\text{e}^2", False), ("\\sqrt{3}", "sqrt(2)", False)])
+
+
+# -- bounded: the wider comparisons never run away
+HOSTILE = {
+    "floors": "+".join(f"\\lfloor x/10^{{{40 + i}}} \\rfloor" for i in range(12)) + "+x^2+1",
+    "kinks": "|x|+|x-1|-|x-1|+\\max(x, x)+\\min(x^2, x^2)-x+1",
+    "many_units": "6 \\text{ " + " ".join(["km per h"] * 300) + "}",
+    "unit_power": "6 \\text{ cm}^{999999}",
+    "set_builder_nest": "\\{x \\mid " + "\\{x \\mid " * 30 + "x > 1" + "\\}" * 31,
+    "sin_exp": "\\sin(e^{x}) + \\sin(e^{x^{2}}) + \\cos(e^{e^{x}})",
+    "tan_poly": "\\tan(x^{9999})",
+    "tower": "x^{x^{x^{x}}}",
+    "floor_ratio": "\\frac{\\lfloor x^{12} \\rfloor}{x^{12}} + 7",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_comparisons_are_bounded_and_not_correct(name):
+    for gold in ("x^2", "1", "5 \\text{ m}", "(1, \\infty)"):
+        start = time.perf_counter()
+        verdict = vm.verify(f"\\boxed{{{HOSTILE[name]}}}", gold)
+        assert verdict.outcome is not Outcome.CORRECT, (name, gold, verdict.detail)
+        assert time.perf_counter() - start < WORST_S, (name, gold)

@@ -95,6 +95,7 @@ class Parser(Primaries):
         (`cm^2`, `km per hour`, see `units.read`) are kept as its `measure`; others are dropped."""
         unit = None
         words: list[tuple[str, int]] = []
+        unreadable = False
         while self.at("word") and self.peek().text not in ("and", "or"):
             word = self.take().text
             unit = "degree" if word in _DEGREE_WORDS else "percent" if word in _PERCENT_WORDS else unit
@@ -104,9 +105,12 @@ class Parser(Primaries):
                 exponent = self.group() if self.at("op", "{") else self.primary() if self.at("num") else None
                 value = exponent.value if isinstance(exponent, Expr) else None
                 power = int(value) if value is not None and value.is_Integer and abs(value) <= units.MAX_POWER else None
-            words.append((word, power))
-        # an exponent that is not a small integer makes the unit unreadable: no measure
-        measure = units.read(words) if unit is None and all(p is not None for _, p in words) else None
+            unreadable = unreadable or power is None
+            words.append((word, 1 if power is None else power))
+        # a unit under an exponent that is not a small integer (cm^{999}) is a unit no gold has
+        measure = units.read(words) if unit is None else None
+        if measure is not None and unreadable:
+            measure = units.UNREADABLE
         if unit is None and measure is None:
             return node
         if isinstance(node, Expr) and node.unit is None and node.measure is None:

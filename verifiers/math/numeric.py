@@ -13,10 +13,12 @@ Expressions with variables (`functions_equal`) are compared at pseudo-random poi
 deterministic), and a point where they differ always decides "different". The points span
 magnitudes (`BANDS`): |x| in [0.15, 3.7] as before, and also up to 40, 2,000 and 10^6, because a
 step or a slowly growing term can hide on small points alone (`\\lceil x^2/14 \\rceil` is 1 for
-|x| < 3.74, `x^2 + \\lfloor x^2/100 \\rfloor` is x^2 for |x| < 10). The 10^6 band is skipped for
-nested exponentials (e^{e^x} there has a billion digits). At the larger bands a point where
-either side does not evaluate is skipped, not counted as a difference (a cancellation may
-exhaust the precision there); at least two small points must agree.
+|x| < 3.74, `x^2 + \\lfloor x^2/100 \\rfloor` is x^2 for |x| < 10, `x^2 + (x/100)^{20}` agrees
+with x^2 to 30 digits there). Wide bands are skipped where evaluation would explode
+(`_widest_band`: nested exponentials, a sine of an exponential). At the larger bands values are
+computed strictly (SymPy raises rather than return digits it could not make accurate) and a
+point where either side does not evaluate is skipped, not counted as a difference (a
+cancellation may exhaust the precision there); at least two small points must agree.
 
 Agreement at points is trusted only for analytic expressions (polynomials, roots, exp, log,
 trigonometric functions), whose differences cannot vanish on every random point unless they are
@@ -39,10 +41,11 @@ POINTS = 4
 MAX_PREC = 31_000  # evaluation digits: past the longest rational kept (build.MAX_BITS, ~30,100 digits)
 
 
-def approx(expr: sympy.Basic, subs: dict | None = None, prec: int = PREC) -> mpmath.mpc | None:
-    """A `prec`-digit complex value, or None where the expression is not a finite number."""
+def approx(expr: sympy.Basic, subs: dict | None = None, prec: int = PREC, strict: bool = False) -> mpmath.mpc | None:
+    """A `prec`-digit complex value, or None where the expression is not a finite number (or,
+    if `strict`, where SymPy cannot reach full accuracy within its working precision)."""
     try:
-        value = expr.evalf(prec, subs=subs) if subs else expr.evalf(prec)
+        value = expr.evalf(prec, subs=subs, strict=strict) if subs else expr.evalf(prec, strict=strict)
         if value.free_symbols or value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
             return None
         re, im = value.as_real_imag()
@@ -146,6 +149,7 @@ BANDS = ((0.15, 3.7), (3.7, 40.0), (40.0, 2000.0), (1e4, 1e6))
 WIDE_POINTS = 3  # points drawn at each wider band
 MAX_PROOF_OPS = 40
 MAX_PROOF_POWER = 12
+_PERIODIC = (sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc)
 # functions with a step or a kink: agreement at points is no evidence of equality (module docstring)
 NON_ANALYTIC = (sympy.floor, sympy.ceiling, sympy.Abs, sympy.sign, sympy.Max, sympy.Min, sympy.Mod, sympy.frac,
                 sympy.Piecewise, sympy.Heaviside, sympy.re, sympy.im, sympy.arg)
@@ -160,9 +164,18 @@ def _growth(expr: sympy.Basic, depth: int = 0) -> int:
 
 
 def _widest_band(*exprs: sympy.Basic) -> int:
-    """All bands, but not 10^6 for e^{e^x} (a billion digits) and only small points past that."""
-    growth = max(_growth(e) for e in exprs)
-    return len(BANDS) - 1 if growth <= 1 else len(BANDS) - 2 if growth == 2 else 0
+    """The widest band at which evaluation stays cheap and accurate. An exponential's value must
+    be known to every digit of its size before a sine of it (sin(e^x) at 10^6 needs pi to
+    434,000 digits: 26 s), and e^{e^x} at 2,000 needs e^x to 868 digits. So: every band without
+    exponentials of a variable, up to 2,000 with one level (e^x, x^x), small points with two;
+    a periodic function of an exponential up to 40 (e^{40} has 18 digits)."""
+    band = len(BANDS) - 1
+    for e in exprs:
+        band = min(band, (len(BANDS) - 1, 2)[_growth(e)] if _growth(e) < 2 else 0)
+        for t in e.atoms(*_PERIODIC):
+            if _growth(t.args[0]):
+                band = min(band, 1 if _growth(t.args[0]) == 1 else 0)
+    return band
 
 
 def _agree_at_points(g: sympy.Basic, a: sympy.Basic, same, prec: int) -> bool:
@@ -182,7 +195,7 @@ def _agree_at_points(g: sympy.Basic, a: sympy.Basic, same, prec: int) -> bool:
         return False
     for band in range(1, _widest_band(g, a) + 1):
         for point in _points(symbols, WIDE_POINTS, band, rng):
-            gv, av = approx(g, point, prec), approx(a, point, prec)
+            gv, av = approx(g, point, prec, strict=True), approx(a, point, prec, strict=True)
             if gv is not None and av is not None and not same(gv, av):
                 return False
     if g.has(*NON_ANALYTIC) or a.has(*NON_ANALYTIC):
@@ -224,7 +237,7 @@ def proportional(f: sympy.Basic, h: sympy.Basic, positive: bool = False) -> bool
             return False
         if agreed >= POINTS and k < len(small):
             continue
-        fv, hv = approx(f, point, prec), approx(h, point, prec)
+        fv, hv = approx(f, point, prec, strict=k >= len(small)), approx(h, point, prec, strict=k >= len(small))
         if fv is None or hv is None:
             continue
         with mpmath.workdps(prec):

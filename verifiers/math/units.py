@@ -17,7 +17,9 @@ Rules (see `equivalence.exprs_equal`, which applies them):
    (short, long or metric), temperature scales (an offset, not a ratio; the scale letter is
    dropped by `normalize`), currencies other than dollars and cents. Such a unit equals only
    itself, so `365 days` for `1 year` is judged wrong.
-5. A single-letter unit symbol outside `\\text{}` (`5m`, `5\\mathrm{m}`) reads as a variable; it
+5. A unit under an exponent that is not a small integer (`cm^{999}`, `m^{x}`) is unreadable and
+   matches no gold unit (`UNREADABLE`); against a gold without a unit rule 2 applies.
+6. A single-letter unit symbol outside `\\text{}` (`5m`, `5\\mathrm{m}`) reads as a variable; it
    is read as the unit only when the other side carries a unit (`symbol_unit`).
 
 The table is this module's own (exact rational factors: 1 in = 2.54 cm, 1 lb = 0.45359237 kg);
@@ -86,6 +88,7 @@ TABLE: dict[str, Unit] = {
     **_names("cent cents", _u(_USD, R(1, 100))),
 }
 _SQUARE = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
+UNREADABLE = Unit((("unreadable", 1),), sympy.Integer(1))  # cm^{999}: no gold's unit
 SYMBOLS = {"m", "g", "s", "h", "l", "L"}  # unit symbols that outside \text{} read as variables
 MAX_POWER = 4
 
@@ -110,7 +113,7 @@ def read(words: list[tuple[str, int]]) -> Unit | None:
             continue
         p = sign * raise_to * power
         if abs(p) > MAX_POWER:
-            return None
+            return UNREADABLE
         for d, k in unit.dims:
             dims[d] = dims.get(d, 0) + k * p
         factor *= unit.factor**p

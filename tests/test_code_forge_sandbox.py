@@ -10,8 +10,10 @@ import re
 import threading
 import time
 
+import gymnasium as gym
 import pytest
 
+import envs  # noqa: F401 - registers rlvr/ environments
 from conftest import require
 from envs.code import fenced
 from sandbox import DockerSandbox, Limits, Status, unavailable_reason
@@ -49,18 +51,15 @@ def assert_innocent_passes(box) -> None:
     assert result.outcome is Outcome.CORRECT and result.score == 1.0, result
 
 
-INODE_FLOOD = """import os
-made = 0
+FLOOD = """import os
 for where in (".", "/tmp", "/dev/shm"):
     try:
         for i in range(100000):  # the inode bound of each tmpfs stops it long before
             os.mkdir(os.path.join(where, f"flood{i}"))
-            made += 1
     except OSError:
         pass
-def add(a, b):
-    return a + b + 1  # wrong: whatever it did to the sandbox, it is scored on its answer
 """
+INODE_FLOOD = FLOOD + "def add(a, b):\n    return a + b + 1\n"  # wrong: scored on its answer
 
 
 def test_empty_directory_flood_is_scored_zero_never_error(box):
@@ -122,6 +121,29 @@ def test_a_deep_directory_chain_left_behind_spares_the_next_program(box, depth):
     result = verdict(box, program)
     assert result.outcome is Outcome.CORRECT, result
     assert_innocent_passes(box)
+
+
+def test_through_code_v0_a_flood_and_a_deep_chain_then_the_reference(box):
+    """The same attacks through the environment a trainer steps: each is the program's 0, and the
+    task's reference solution, next in the same container, still scores 1."""
+    env = gym.make("rlvr/Code-v0", scoring="fraction", timeout_s=2.0, sandbox=box).unwrapped
+    chain = ("import os\n"
+             "try:\n"
+             "    for _ in range(20000):\n"
+             "        os.mkdir('c')\n"
+             "        os.chdir('c')\n"
+             "except OSError:\n"
+             "    pass\n")
+    try:
+        for attack in (FLOOD, chain):
+            env.reset(options={"task_id": "reverse_words"})
+            _, reward, _, _, info = env.step(fenced(attack + "def reverse_words(s):\n    return None\n"))
+            assert reward == 0.0 and info["verdict"].outcome is Outcome.INCORRECT, info["verdict"]
+            env.reset(options={"task_id": "reverse_words"})
+            _, reward, _, _, info = env.step(env.get_task("reverse_words").reference)
+            assert reward == 1.0 and info["verdict"].outcome is Outcome.CORRECT, info["verdict"]
+    finally:
+        env.close()
 
 
 def _sandbox_processes_named(mark: str) -> list[int]:

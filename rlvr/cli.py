@@ -45,12 +45,16 @@ def one_line(exc: BaseException) -> str:
 
 
 def add_cwd_to_path() -> None:
-    """Put the current folder first on `sys.path`, as `python -m rlvr` does, so that the `rlvr`
-    console script (whose `sys.path[0]` is its own bin folder) also imports `module` in
-    `module:namespace/Name-vN` from where it is run."""
+    """Put the current folder LAST on `sys.path`, so that the `rlvr` console script (whose
+    `sys.path[0]` is its own bin folder) imports `module` in `module:namespace/Name-vN` from where it
+    is run, and a file there named like a module of the standard library or of an installed package
+    (a `json.py`, a `yaml.py`) does not shadow it. `python -m rlvr` puts the folder first: its
+    `__main__` moves it last before importing anything else."""
     cwd = os.getcwd()
-    if not any(os.path.abspath(p or os.curdir) == cwd for p in sys.path):
-        sys.path.insert(0, cwd)
+    here = [p for p in sys.path if os.path.abspath(p or os.curdir) == cwd]
+    for p in here:
+        sys.path.remove(p)
+    sys.path.append(cwd)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,10 @@ from sandbox.errors import RlvrError
 LOCK_NAME = "rlvr.lock"
 
 
+class LockError(RlvrError, OSError):
+    """The lock file cannot be made (a read-only or full file system)."""
+
+
 class OutInUse(RlvrError, RuntimeError):
     """Another live run holds the lock on this --out."""
 
@@ -39,7 +43,8 @@ def describe(holder: dict) -> str:
     """'pid 123 on host h (rlvr train, since 2026-01-01 12:00:00)' from a lock file's content."""
     since = holder.get("since")
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if isinstance(since, (int, float)) else "?"
-    return f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')} ({holder.get('command', '?')}, since {when})"
+    pid, host, command = (holder.get(k, "?") for k in ("pid", "host", "command"))
+    return f"pid {pid} on host {host} ({command}, since {when})"
 
 
 def _read(fd: int) -> dict:
@@ -65,9 +70,12 @@ def run_lock(out: str | os.PathLike, command: str) -> Iterator[Path]:
     """Hold the lock on directory `out` (created if needed) for the block; `OutInUse` naming the
     holder if another process holds it. Yields the lock file's path."""
     path = Path(out) / LOCK_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise LockError(f"cannot create the lock file {path}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -84,8 +92,9 @@ def run_lock(out: str | os.PathLike, command: str) -> Iterator[Path]:
     if previous.get("pid") not in (None, os.getpid()):  # a run that ended without removing it (killed)
         print(f"note: took over the lock left by {describe(previous)}, which is no longer running", file=sys.stderr)
     holder = {"pid": os.getpid(), "host": socket.gethostname(), "command": command, "since": time.time()}
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps(holder).encode("utf-8"), 0)
+    with contextlib.suppress(OSError):  # a full disk: the lock holds all the same, only unnamed
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(holder).encode("utf-8"), 0)
     try:
         yield path
     finally:

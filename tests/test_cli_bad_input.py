@@ -26,9 +26,9 @@ TRAIN = ["train", *ENV, "--steps", "1", "--tasks-per-step", "2", "--group-size",
 EVAL = ["eval", *ENV, "--tasks", "2", "--max-tokens", "4", "--sampler", "hf", "--no-progress"]
 
 
-def rlvr(*argv: str, preexec_fn=None) -> subprocess.CompletedProcess:
+def rlvr(*argv: str, preexec_fn=None, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rlvr", *map(str, argv)], capture_output=True, text=True,
-                          cwd=REPO, timeout=300, preexec_fn=preexec_fn)
+                          cwd=cwd, timeout=300, preexec_fn=preexec_fn)
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess, command: str, problem: str) -> str:
@@ -49,6 +49,11 @@ def place(tmp_path_factory):
     shutil.copytree(TINY, no_weights, ignore=shutil.ignore_patterns("*.safetensors"))
     shutil.copytree(TINY, bad_json)
     (bad_json / "config.json").write_text('{"model_type": "qwen2",')  # cut short
+    shutil.copytree(TINY, root / "no_tokenizer", ignore=shutil.ignore_patterns("tokenizer.json"))
+    shutil.copytree(TINY, root / "cut_tokenizer")
+    text = (TINY / "tokenizer.json").read_text()
+    (root / "cut_tokenizer" / "tokenizer.json").write_text(text[: len(text) // 2])
+    shutil.copytree(TINY, root / "no_chat_template", ignore=shutil.ignore_patterns("chat_template.jinja"))
     ro = root / "read_only"
     if os.geteuid() == 0:
         with tmpfs(ro, "64k", "ro"):
@@ -65,7 +70,9 @@ OUT_CASES = {  # --out -> the problem named
     "a_file/run": "which is a file, not a directory",
     "read_only/run": "is read-only",
 }
-MODEL_CASES = {"no_weights": "has no weights", "bad_json": "config.json is not readable JSON"}
+MODEL_CASES = {"no_weights": "has no weights", "bad_json": "config.json is not readable JSON",
+               "no_tokenizer": "has no tokenizer", "cut_tokenizer": "tokenizer.json is not readable JSON",
+               "no_chat_template": "has no chat template"}
 VALUE_CASES = [  # (command, flags, problem)
     ("train", ["--temperature", "inf"], "temperature must be a finite number, got inf"),
     ("train", ["--lr", "inf"], "lr must be a finite number, got inf"),
@@ -144,3 +151,80 @@ def test_file_size_limit_while_checkpointing(one_step_run, tmp_path):
 
     line = resume_to_step_2(tmp_path / "run", preexec_fn=small_files)
     assert "File too large" in line
+
+
+# ---- environments, plugins, config files, the current folder -------------------------------------
+PLUGINS = {  # module file -> (its code, the problem named)
+    "exits_3": ("import sys\nsys.exit(3)\n", "called sys.exit(3)"),
+    "exits_0_at_once": ("import os\nos._exit(0)\n", "os._exit(0) called while importing"),
+}
+OLD_API_MODULE = """
+import gymnasium
+from envs.guess_number import GuessNumberEnv
+
+
+class OldApi(GuessNumberEnv):
+    def respond(self, action):  # the 4-tuple of an earlier README, not a TurnResult
+        r = super().respond(action)
+        return r.reply, r.reward, r.done, r.verdict
+
+
+gymnasium.register(id="old/OldApi-v0", entry_point=OldApi)
+"""
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    """A user's current folder: a json.py that must not shadow the standard library, plugins."""
+    (tmp_path / "json.py").write_text("raise ImportError('the json.py of the current folder was imported')\n")
+    for name, (code, _) in PLUGINS.items():
+        (tmp_path / f"{name}.py").write_text(code)
+    (tmp_path / "old_api.py").write_text(OLD_API_MODULE)
+    (tmp_path / "a_dir").mkdir()
+    (tmp_path / "repeated.yaml").write_text("steps: 2\nlr: 0.001\nsteps: 3\n")
+    return tmp_path
+
+
+FOLDER_CASES = [  # (argv, problem named): each run from `folder`
+    (["check-env", "rlvr/CodeDataset-v0", "--env-arg", "path=missing.jsonl"], "missing.jsonl"),
+    (["check-env", "rlvr/CodeDataset-v0", "--env-arg", "path=a_dir"], "a_dir"),
+    (["check-env", "exits_3:x/Never-v0"], PLUGINS["exits_3"][1]),
+    (["check-env", "exits_0_at_once:x/Never-v0"], PLUGINS["exits_0_at_once"][1]),
+    (["eval", "--env", "exits_3:x/Never-v0", "--out", "run"], PLUGINS["exits_3"][1]),
+    (["train", "--env", "exits_0_at_once:x/Never-v0", "--out", "run"], PLUGINS["exits_0_at_once"][1]),
+    (["train", "--config", "repeated.yaml", "--out", "run"], "'steps' is given twice (lines 1 and 3)"),
+]
+
+
+@pytest.mark.parametrize("argv,problem", FOLDER_CASES, ids=[" ".join(a[:3]) for a, _ in FOLDER_CASES])
+def test_bad_input_from_a_users_folder(folder, argv, problem):
+    assert_one_line_error(rlvr(*argv, cwd=folder), argv[0], problem)
+    assert not (folder / "run").exists()
+
+
+def test_a_json_py_in_the_current_folder_does_not_shadow_the_standard_library(folder):
+    done = rlvr("check-env", "rlvr/Arithmetic-v0", "--seeds", "1", cwd=folder)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    console = Path(sys.executable).parent / "rlvr"  # the console script imports from the folder too
+    if console.exists():
+        done = subprocess.run([str(console), "envs"], capture_output=True, text=True, cwd=folder, timeout=300)
+        assert done.returncode == 0 and "rlvr/Arithmetic-v0" in done.stdout, done.stderr[-3000:]
+
+
+def test_check_env_failures_say_so_on_stderr(folder):
+    done = rlvr("check-env", "old_api:old/OldApi-v0", "--seeds", "1", cwd=folder)
+    assert done.returncode == 1 and "FAIL" in done.stdout and "Traceback" not in done.stderr, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("rlvr check-env: error: old_api:old/OldApi-v0 failed ") and "TurnResult" in line, line
+
+
+# ---- a full disk while `rlvr eval` writes its episodes -------------------------------------------
+def test_disk_full_during_eval(tmp_path):
+    # tmpfs counts pages of 4 KiB: one for run.json, one for the lock, two for a few episode lines of
+    # Arithmetic (~1 KiB each), not for 40 tasks'
+    with tmpfs(tmp_path / "disk", "16k") as disk:
+        done = rlvr(*EVAL, "--env", "rlvr/Arithmetic-v0", "--tasks", "40", "--chunk", "2", "--out", disk / "run")
+        line = assert_one_line_error(done, "eval", "No space left on device")
+        assert "run again with the same --out" in line
+        kept = (disk / "run" / "episodes.jsonl").read_text()
+    assert kept.count("\n") >= 1  # the lines written before are kept, to resume from

@@ -180,7 +180,9 @@ class TrainConfig:
             if not path.is_file():
                 raise ConfigError(f"config file {path} does not exist")
             try:
-                loaded = yaml.safe_load(path.read_text()) or {}
+                loaded = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
+            except _RepeatedKey as exc:
+                raise ConfigError(f"config file {path}: {exc}") from None
             except yaml.YAMLError as exc:
                 raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
             if not isinstance(loaded, dict):
@@ -203,7 +205,8 @@ class TrainConfig:
         """Checks that need nothing but the settings themselves."""
         _finite(self)
         _positive(self, "steps", "tasks_per_step", "group_size", "max_tokens", "keep_last", "save_every")
-        _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "max_error_steps", "weight_decay", "seed", "eval_seed_start")
+        _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "max_error_steps", "weight_decay", "seed",
+                      "eval_seed_start")
         for f in dataclasses.fields(self):
             if "choices" in f.metadata:
                 _one_of(self, f.name, f.metadata["choices"])
@@ -302,6 +305,7 @@ class TrainConfig:
         except Exception as exc:  # the models module's typed error; re-raised as a setting error
             raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
         check_model_dir(path)
+        check_tokenizer_dir(path)
         from trainers.device import resolve_device
 
         resolve_device(self.device)  # a GPU this machine lacks fails now (DeviceError), not after loading
@@ -352,6 +356,33 @@ def check_model_dir(path: str | os.PathLike) -> None:
         raise ConfigError(f"model {path}: config.json must hold a JSON object, got {type(config).__name__}")
     if not any(any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS):
         raise ConfigError(f"model {path} has no weights (no *.safetensors or *.bin file)")
+
+
+TOKENIZER_VOCABULARIES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
+
+
+def check_tokenizer_dir(path: str | os.PathLike) -> None:
+    """A tokenizer that rlvr can use is in directory `path`: a vocabulary file, its JSON files whole
+    (a cut-short tokenizer.json fails here, not as a JSONDecodeError deep in transformers), and a
+    chat template (environments speak in chat messages; without one, transformers fails only at
+    the first prompt, after the model has loaded)."""
+    path = Path(path)
+    if not any((path / name).is_file() for name in TOKENIZER_VOCABULARIES):
+        raise ConfigError(f"model {path} has no tokenizer (none of {', '.join(TOKENIZER_VOCABULARIES)})")
+    parsed: dict[str, Any] = {}
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.json"):
+        if (path / name).is_file():
+            try:
+                parsed[name] = json.loads((path / name).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise ConfigError(f"model {path}: {name} is not readable JSON ({exc})") from None
+            if not isinstance(parsed[name], dict):
+                raise ConfigError(f"model {path}: {name} must hold a JSON object, got {type(parsed[name]).__name__}")
+    templates = [parsed.get(name, {}).get("chat_template") for name in ("tokenizer_config.json", "chat_template.json")]
+    if not any(templates) and not (path / "chat_template.jinja").is_file():
+        raise ConfigError(f"model {path} has no chat template (no chat_template.jinja, and no chat_template in "
+                          "tokenizer_config.json): environments give chat messages, so rlvr needs a chat model's "
+                          "tokenizer (or add the template to it)")
 
 
 def _check_adapter_dir(path: Path) -> None:
@@ -439,6 +470,28 @@ def _flat_ray(values: Mapping[str, Any]) -> Mapping[str, Any]:
     if twice:
         raise ConfigError(f"{', '.join(twice)} given both in the ray section and on its own")
     return {**values, "ray": True, **{RAY_SECTION[k]: v for k, v in section.items()}}
+
+
+class _RepeatedKey(yaml.YAMLError):
+    """A mapping of a YAML file names one key twice."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping: YAML itself keeps the last
+    silently, and a setting written twice in a config file is a mistake, not an override."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise _RepeatedKey(f"{key!r} is given twice (lines {seen[key] + 1} and {line}); keep one")
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
 
 
 def _message(exc: BaseException) -> str:

@@ -16,20 +16,32 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """0: every check passed; 1: the environment failed a check (the report on stdout, one line on
+    stderr naming the first failure); 2: it could not be checked (a bad id, argument or module: one
+    line, from rlvr.cli)."""
     import envs
 
-    if args.seeds < 1:
-        print("error: --seeds must be at least 1", file=sys.stderr)
-        return 2
+    from rlvr.cli import one_line
+    from rlvr.env_loading import make_env
+    from sandbox.errors import RlvrError
+
     try:
-        env = envs.make(args.env_id, **envs.parse_env_args(args.env_arg))
-    except envs.EnvError as e:
-        print(f"error: {e}", file=sys.stderr)
+        if args.seeds < 1:
+            raise envs.EnvArgumentError(f"--seeds must be at least 1, got {args.seeds}")
+        env = make_env(args.env_id, envs.parse_env_args(args.env_arg))
+    except RlvrError as exc:  # as rlvr.cli would print it, also for a caller of run() (the tests)
+        print(f"rlvr check-env: error: {one_line(exc)}", file=sys.stderr)
         return 2
     results = envs.check_env(env, seeds=range(args.seeds), raise_on_failure=False)
     for result in results:
         print(result)
-    failed = sum(not r.ok for r in results)
-    print(f"\n{args.env_id}: {len(results) - failed}/{len(results)} checks passed")
+    failed = [r for r in results if not r.ok]
+    print(f"\n{args.env_id}: {len(results) - len(failed)}/{len(results)} checks passed")
     env.close()
-    return 1 if failed else 0
+    if failed:
+        first = failed[0]
+        detail = f": {' '.join(first.problems[0].split())}" if first.problems else ""  # one line
+        print(f"rlvr check-env: error: {args.env_id} failed {len(failed)} of {len(results)} checks; the first, "
+              f"{first.name}{detail}", file=sys.stderr)
+        return 1
+    return 0

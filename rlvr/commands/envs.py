@@ -17,9 +17,9 @@ def format_table(rows: list[list[str]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import envs
+    from rlvr.env_loading import list_envs
 
-    infos = envs.list_envs()
+    infos = list_envs()
     rows = [["ID", "KIND", "DESCRIPTION"]] + [[i.id, i.kind, i.description] for i in infos]
     print(format_table(rows))
     broken = [i for i in infos if i.error]

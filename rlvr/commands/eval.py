@@ -186,7 +186,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 # The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
 def run(args: argparse.Namespace) -> int:
-    from trainers.config import check_model_dir, check_out_dir
+    from rlvr.env_loading import make_env
+    from trainers.config import check_model_dir, check_out_dir, check_tokenizer_dir
 
     # The checks that need no heavy import first, so that they fail in a blink.
     ks = parse_ks(args.k)
@@ -210,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         from trainers.models import resolve_model
 
     env_args = envs.parse_env_args(args.env_arg)
-    envs.make(args.env, **env_args).close()  # a bad id or argument fails now, before the model loads
+    make_env(args.env, env_args).close()  # a bad id, module or argument fails now, before the model loads
     try:
         sampling = SamplingSettings(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                                     seed=args.seed)
@@ -220,12 +221,15 @@ def run(args: argparse.Namespace) -> int:
     kind, model = sampler_kind(args), model_label(args)
     if not kind.startswith("openai"):
         check_model_dir(resolve_model(args.model))
+    if kind != "openai-chat":  # the prompts are templated here: a tokenizer with a chat template
+        check_tokenizer_dir(resolve_model(args.tokenizer or served_tokenizer_source(args) or args.model))
     out = Path(args.out)
     with run_lock(out, "rlvr eval"):  # one run per --out: a second ends at once, naming this one
         return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model)
 
 
-def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str) -> int:
+def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str,
+                model: str) -> int:
     """The evaluation proper, holding the lock on `out`."""
     from envs.episode_log import append_records, episode_from_record, load_complete_groups
     from envs.evaluate import format_table, summarize

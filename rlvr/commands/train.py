@@ -40,6 +40,9 @@ def run(args: argparse.Namespace) -> int:
 
     quiet.configure(config.verbose)  # before config.check() imports torch: its C++ log level is read then
     with collector_paused():  # the imports (rlvr.startup)
+        from rlvr.env_loading import resolve_env
+
+        resolve_env(config.env)  # its module or plugin imported with exits refused (rlvr.env_loading)
         algo = config.check()
         if args.check:
             print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))

@@ -22,7 +22,7 @@ from .pool import Pool, Unavailable
 from .types import MAX_OUTPUT_BYTES, Limits, Result, Sandbox, Status
 
 MAX_STDIN_BYTES = 64 << 20
-REPLY_GRACE_S = 15.0  # beyond the program's time limit, for setup, killing and cleanup
+REPLY_GRACE_S = 15.0  # beyond the time limit: the runner's setup (5 s), killing (2 s) and cleanup (5 s), and some
 ATTEMPTS = 2  # containers a run may take down before it is charged with them (a healthy engine given)
 PROBE_LIMITS = Limits(timeout_s=5.0, output_bytes=1024)  # the trivial run that tells whether the engine is fine
 

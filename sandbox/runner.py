@@ -45,7 +45,7 @@ PIDS_EVENTS = ("/sys/fs/cgroup/pids/pids.events", "/sys/fs/cgroup/pids.events")
 MEMORY_ERRORS = (b"MemoryError", b"RuntimeError: can't start new thread", b"OSError: [Errno 12]")
 OOM_EVENTS = ("/sys/fs/cgroup/memory/memory.oom_control", "/sys/fs/cgroup/memory.events")
 RUNNER_OOM_SCORE_ADJ = b"-1000"  # OOM_SCORE_ADJ_MIN: never chosen by the OOM killer
-CLEAN_S = 10.0  # to remove a program's directory (its tmpfs holds a bounded number of entries)
+CLEAN_S = 5.0  # to remove a program's directory (a few thousand entries at most: well under a second)
 MAX_DEPTH = 64  # levels of directories below the run's directory a program may leave ...
 MAX_ENTRIES = 4096  # ... and entries, before its container is replaced
 

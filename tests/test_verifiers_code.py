@@ -11,6 +11,7 @@ from conftest import require
 from sandbox.types import Limits, Status
 from verifiers import code
 from verifiers.code import harness as code_harness
+from verifiers.code import values as code_values
 from verifiers.code.compare import grade
 from verifiers.verdict import Outcome, VerifierError
 
@@ -92,8 +93,10 @@ def test_load_tests_reads_every_shape():
         {"test": "assert f(1)"},
         {"kind": "assert", "code": "check(f)"},
         code.IOTest("a", "b"),
+        {"fn": "h", "args": [], "expected": 1, "rel_tol": 1e-6, "abs_tol": 0},
     ])
-    assert [t.kind for t in tests] == ["io", "io", "call", "call", "assert", "assert", "io"]
+    assert [t.kind for t in tests] == ["io", "io", "call", "call", "assert", "assert", "io", "call"]
+    assert (tests[7].rel_tol, tests[7].abs_tol) == (1e-6, 0.0) and tests[2].rel_tol is tests[2].abs_tol is None
     assert tests[1].timeout_s == 2
     # Stored as their JSON round trip: tuples become lists.
     assert tests[2].args == ([1, 2], [3, 4]) and tests[2].expected == [1, 2]
@@ -107,6 +110,12 @@ def test_load_tests_reads_every_shape():
     ({"fn": "not a name", "args": [], "expected": 1}, "function name"),
     ({"fn": "f", "args": [{1, 2}], "expected": 1}, "JSON-serialisable"),
     ({"fn": "f", "args": 5, "expected": 1}, "list or tuple"),
+    ({"fn": "f", "args": [], "expected": {1: 99, "1": 2}}, "both '1' in JSON"),  # keys that collapse
+    ({"fn": "f", "args": [{"a": {True: 1, "true": 2}}], "expected": 1}, "both 'true' in JSON"),
+    ({"fn": "f", "args": [], "expected": 1, "rel_tol": -1}, "rel_tol"),
+    ({"fn": "f", "args": [], "expected": 1, "abs_tol": True}, "abs_tol"),
+    ({"fn": "f", "args": [], "expected": 1, "abs_tol": float("inf")}, "abs_tol"),
+    ({"stdin": "1", "stdout": "1", "rel_tol": 0.1}, "call tests only"),
     ({"assert": "   "}, "empty"),
     ({"stdin": "1", "stdout": "1", "timeout_s": -1}, "timeout_s"),
     ({"kind": "fuzz", "stdin": "1"}, "unknown test kind"),
@@ -126,14 +135,157 @@ def test_load_tests_rejects_non_lists():
 
 
 # ---- judging (pure) --------------------------------------------------------------------------
+FACTORIAL_20 = 2432902008176640000
+FIB_100 = 354224848179261915075
+
+
 @pytest.mark.parametrize("got, expected, equal", [
     (3, 3, True), (3, 3.0, True), (0.1 + 0.2, 0.3, True), (1e-20, 0.0, True), (1.0, 1.001, False),
     (True, 1, False), (1, True, False), (True, True, True), (None, None, True), (None, 0, False),
     ("1", 1, False), ([1, [2, 3]], [1, [2, 3]], True), ([1, 2], [2, 1], False), ([1], [1, 1], False),
-    ({"a": [1.0]}, {"a": [1]}, True), ({"a": 1}, {"b": 1}, False), (float("nan"), float("nan"), True),
-])
+    ({"a": 1}, {"b": 1}, False), (float("nan"), float("nan"), True),
+    # an int expectation is exact: no float passes it, however close (or equal) its value
+    (3.0, 3, False), ({"a": [1.0]}, {"a": [1]}, False), (float(FACTORIAL_20), FACTORIAL_20, False),
+    (FACTORIAL_20 + 10**9, FACTORIAL_20, False), (round(((1 + 5 ** 0.5) / 2) ** 100 / 5 ** 0.5), FIB_100, False),
+    (1e9 + 0.5, 10**9, False), (10**400 + 1, 10**400, False), (10**400, 10**400, True),
+    # admitted values never raise: an int beyond float range against a float, an infinity
+    (10**400, 1.5, False), (1.5, 10**400, False), (10**400, float("inf"), False), (-(10**400), float("-inf"), False),
+    (float("inf"), float("inf"), True), (float("-inf"), float("inf"), False), (float("nan"), 1, False),
+    (10**308 * 2, 1.7e308, False), (2 * 10**308, [1.0], False),
+], ids=lambda v: repr(v)[:24])
 def test_values_equal_worked_examples(got, expected, equal):
     assert code.values_equal(got, expected) is equal
+
+
+@pytest.mark.parametrize("got, expected, tolerance, equal", [
+    (10**9 + 1, 10**9, {"rel_tol": 1e-8}, True),    # an opted-in tolerance covers ints too
+    (1e9 + 0.5, 10**9, {"abs_tol": 1}, True),
+    (1e9 + 2, 10**9, {"abs_tol": 1}, False),
+    (10**400 + 1, 10**400, {"rel_tol": 1e-9}, True),  # compared exactly, beyond float range
+    (10**400, 1e308, {"rel_tol": 0.5}, False),
+    (10**400, float("inf"), {"rel_tol": 1.0}, False),
+    (1.001, 1.0, {"rel_tol": 0.0}, False),          # and a tolerance of 0 is exact
+    ([1.0, {"k": 2.0000001}], [1, {"k": 2}], {"rel_tol": 1e-6}, True),
+    (True, 1, {"abs_tol": 1}, False),
+], ids=lambda v: repr(v)[:24])
+def test_values_equal_with_a_tolerance_the_test_opts_into(got, expected, tolerance, equal):
+    assert code.values_equal(got, expected, **tolerance) is equal
+
+
+def test_call_tests_compare_ints_exactly_unless_they_opt_into_a_tolerance():
+    done = {"status": "done", "exit_code": 0, "time_s": 0.01}
+
+    def status(test, body):
+        return grade(0, test, {**done, "result": {"tag": "values", "body": body}})
+
+    fact = code.CallTest("factorial", (20,), FACTORIAL_20)
+    assert status(fact, f"[{FACTORIAL_20}]").passed
+    for forged in (float(FACTORIAL_20), float(FACTORIAL_20 + 10**9)):
+        outcome = status(fact, f"[{forged!r}]")
+        assert outcome.status == "wrong_answer" and "ints compare exactly" in outcome.detail
+    tolerant = code.CallTest("f", (), 10**9, abs_tol=1)
+    assert status(tolerant, "[1000000000.5]").passed and status(tolerant, "[1000000002.0]").status == "wrong_answer"
+    celsius = code.CallTest("c2f", (36.6,), 97.88)  # a float expectation: the default tolerance
+    assert status(celsius, f"[{36.6 * 9 / 5 + 32!r}]").passed and status(celsius, "[97.9]").status == "wrong_answer"
+    # A value beyond float range where a float is expected: a wrong answer, never an exception.
+    huge = status(celsius, "[1" + "0" * 400 + "]")
+    assert huge.status == "wrong_answer"
+    # Dict keys that collapse in JSON: refused, not merged into whichever value came last.
+    keyed = code.CallTest("f", (), {"1": 2})
+    assert status(keyed, '[{"d":[[1,99],["1",2]]}]').status == "wrong_answer"
+    assert "both '1' in JSON" in status(keyed, '[{"d":[[1,99],["1",2]]}]').detail
+    assert status(keyed, '[{"d":[[1,2]]}]').passed
+
+
+# ---- decoding and host-side checks in linear time ----------------------------------------------
+MERSENNE = 2**61 - 1  # ints hash modulo this prime: all its multiples hash to 0
+
+
+def colliding(kind: str, n: int) -> list:
+    """n distinct values of one type that all share one hash value."""
+    if kind == "int":
+        return [k * MERSENNE for k in range(1, n + 1)]
+    if kind == "float":  # 2**61 is 1 modulo the prime: b * 2**(61 j) all hash to b
+        return [3 * 2.0 ** (61 * j) for j in range(-(n // 2), n - n // 2)]
+    if kind == "tuple":
+        return [(k * MERSENNE, "x") for k in range(1, n + 1)]
+    if kind == "frozenset":
+        return [frozenset({k * MERSENNE}) for k in range(1, n + 1)]
+    return [complex(x, 1.0) for x in colliding("float", n)]
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "tuple", "frozenset", "complex"])
+def test_sets_and_dicts_whose_members_share_a_hash_are_refused(kind):
+    crowd = colliding(kind, 30)
+    assert len(set(crowd)) == 30 and len({hash(x) for x in crowd}) == 1
+    few = crowd[:code_values.MAX_SAME_HASH]
+    assert code_values.decode(code_values.encode(set(few))) == set(few)  # a few collisions: honest data has them
+    assert code_values.decode(code_values.encode(dict.fromkeys(few, 0))) == dict.fromkeys(few, 0)
+    for value in (set(crowd), frozenset(crowd), dict.fromkeys(crowd, 0), [1, {"k": (set(crowd),)}]):
+        with pytest.raises(code_values.HashFlood):
+            code_values.decode(code_values.encode(value))
+
+
+def test_decode_refuses_repeated_members_that_encode_never_writes():
+    for text in ('{"s":[1,1]}', '{"s":[1,true]}', '{"fs":[2,2.0]}', '{"d":[[1,"a"],[1,"b"]]}'):
+        with pytest.raises(code_values.NotPlainData, match="repeated"):
+            code_values.decode(text)
+    nans = code_values.decode(code_values.encode({float("nan"), float("nan")}))  # two NaNs are two members
+    assert len(nans) == 2
+
+
+@pytest.mark.timeout(60)
+def test_decoding_colliding_members_is_linear():
+    ints = colliding("int", 100_000)
+    texts = ['{"s":[' + ",".join(map(str, ints)) + "]}", '{"d":[' + ",".join(f"[{i},0]" for i in ints) + "]}",
+             '{"fs":[' + ",".join(repr(x) for x in colliding("float", 30)) + "]}"]
+    start = time.monotonic()
+    for text in texts:
+        with pytest.raises(code_values.HashFlood):
+            code_values.decode(text)
+    assert time.monotonic() - start < 10  # about 0.5 s; Python's own set() of these takes minutes
+
+
+@pytest.mark.timeout(60)
+def test_host_side_checks_refuse_colliding_values_in_linear_time():
+    from verifiers.code import judged_asserts as ja
+
+    ints = colliding("int", 100_000)
+    start = time.monotonic()
+    for check in ("assert set(f(1)) == {1}", "assert frozenset(f(1)) == frozenset()",
+                  "assert dict(f(1)) == {}", "assert set(f(1)) - set(f(2)) == set()"):
+        judged = ja.convert(check)
+        pairs = [(i, 0) for i in ints]
+        with pytest.raises(code_values.HashFlood):
+            ja.evaluate(judged, [pairs if "dict" in check else ints] * len(judged.calls))
+    assert time.monotonic() - start < 10
+    # Python's semantics otherwise: repeats count once, and a few collisions are fine.
+    ja.evaluate(ja.convert("assert set(f(1)) == {0, %d}" % MERSENNE), [[0] * 1000 + [MERSENNE] * 1000])
+    ja.evaluate(ja.convert("assert len(dict(f(1))) == 8"), [[(i, 0) for i in ints[:8]] * 50])
+    done = {"status": "done", "exit_code": 0, "time_s": 0.01}
+    body = "[[" + ",".join(map(str, ints)) + "]]"
+    outcome = grade(0, code.AssertTest("assert set(f(1)) == {1}"), {**done, "result": {"tag": "values", "body": body}})
+    assert outcome.status == "invalid_value" and "share a hash value" in outcome.detail
+
+
+def test_host_side_checks_stay_bounded_and_raise_only_printable_errors():
+    from verifiers.code import judged_asserts as ja
+
+    start = time.monotonic()
+    ja.evaluate(ja.convert("assert sum(f(1), []) == list(range(200000))"), [[[i] for i in range(200_000)]])
+    ja.evaluate(ja.convert("assert round(f(1), -10**400) == 0"), [5])  # Python would build 10**(10**400)
+    ja.evaluate(ja.convert("assert round(f(1), -1) == 0 and round(f(2), -1) == 20"), [5, 15])
+    with pytest.raises(TypeError, match="concatenate list"):
+        ja.evaluate(ja.convert("assert sum(f(1), []) == []"), [[(1,)]])
+    for check, value in (("x = f(1)\nassert " + " * ".join(["x"] * 20) + " > 0", 10**4000),  # 265,000 bits
+                         ("assert 3 ** f(1) > 0", 10**6)):
+        with pytest.raises(MemoryError):
+            ja.evaluate(ja.convert(check), [value])
+    with pytest.raises(RuntimeError, match="KeyError"):  # its message, an int of 5,000 digits, cannot print
+        ja.evaluate(ja.convert("x = f(1)\nassert {x: 1}[x * 10**1000] == 1"), [10**4000])
+    with pytest.raises(OverflowError):  # as Python raises it; the verdict makes it a runtime error
+        ja.evaluate(ja.convert("import math\nassert math.isclose(f(1), 1.0)"), [10**400])
+    assert time.monotonic() - start < 10
 
 
 def test_normalize_stdout_collapses_whitespace_but_keeps_lines():

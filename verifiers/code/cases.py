@@ -5,7 +5,14 @@
 - `CallTest(fn, args, expected)`: import the program (its `__name__` is "solution", so a
   `if __name__ == "__main__":` block does not run), call `fn(*args, **kwargs)`; the return value
   must equal `expected` after a JSON round trip of both (tuples become lists, dict keys strings;
-  see `compare.values_equal` for floats and bools).
+  see `compare.values_equal` for floats and bools). Args, kwargs and expected are stored as their
+  JSON round trip (`values.json_form`): exactly what the program receives and is compared to.
+  Test data whose dict keys collapse there (`{1: 'a', '1': 'b'}`) is refused (TestSpecError):
+  silently keeping one of the values would test something other than what was written.
+  Numbers: an int expectation is exact (an int equal to it, never a float), a float expectation
+  allows a relative 1e-9 or absolute 1e-12 (see `compare`). A test opts into its own tolerance
+  with `rel_tol` and/or `abs_tol` (non-negative finite numbers; the unset one is 0): every number
+  it compares, ints included, then matches within it. Only call tests take these fields.
 - `AssertTest(code)`: import the program, then run `code` in its namespace (MBPP and HumanEval
   style: `assert f(2) == 4`, or `def check(candidate): ...` followed by `check(f)`); it passes
   when the code runs to its end.
@@ -18,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence, Union
 
+from verifiers.code import values
 from verifiers.verdict import VerifierError
 
 
@@ -29,9 +37,19 @@ class TestSpecError(VerifierError, ValueError):
 
 def json_roundtrip(value: Any, what: str) -> Any:
     try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError) as exc:
+        return values.json_form(value)
+    except values.KeysCollide as exc:
+        raise TestSpecError(f"{what}: {exc}") from None
+    except (TypeError, ValueError, RecursionError) as exc:
         raise TestSpecError(f"{what} must be JSON-serialisable: {exc}") from None
+
+
+def _check_tolerance(tol: Any, name: str) -> float | None:
+    if tol is None:
+        return None
+    if type(tol) not in (int, float) or not 0 <= tol < math.inf:
+        raise TestSpecError(f"{name} must be a non-negative finite number or None, got {tol!r}")
+    return float(tol)
 
 
 def _check_timeout(timeout_s: float | None) -> None:
@@ -64,6 +82,8 @@ class CallTest:
     expected: Any = None
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
+    rel_tol: float | None = None  # set either to compare every number within a tolerance, ints included
+    abs_tol: float | None = None
     kind: ClassVar[str] = "call"
 
     def __post_init__(self) -> None:
@@ -78,6 +98,8 @@ class CallTest:
         object.__setattr__(self, "kwargs", json_roundtrip(dict(self.kwargs), f"CallTest({self.fn}).kwargs"))
         object.__setattr__(self, "expected", json_roundtrip(self.expected, f"CallTest({self.fn}).expected"))
         _check_timeout(self.timeout_s)
+        object.__setattr__(self, "rel_tol", _check_tolerance(self.rel_tol, f"CallTest({self.fn}).rel_tol"))
+        object.__setattr__(self, "abs_tol", _check_tolerance(self.abs_tol, f"CallTest({self.fn}).abs_tol"))
 
 
 @dataclass(frozen=True)
@@ -107,8 +129,8 @@ def _first(d: Mapping[str, Any], *keys: str) -> Any:
 def load_test(d: Mapping[str, Any] | Test) -> Test:
     """One test from a dict. Accepted keys (an explicit "kind": "io" | "call" | "assert" wins):
     io: "stdin"/"input" and "expected_stdout"/"stdout"/"output";
-    call: "fn"/"fn_name"/"function", "args" (or "input"), "kwargs", "expected"/"output";
-    assert: "code"/"assert"/"test". Any of them may add "timeout_s"."""
+    call: "fn"/"fn_name"/"function", "args" (or "input"), "kwargs", "expected"/"output", and
+    optionally "rel_tol", "abs_tol"; assert: "code"/"assert"/"test". Any of them may add "timeout_s"."""
     if isinstance(d, TEST_TYPES):
         return d
     if not isinstance(d, Mapping):
@@ -124,6 +146,8 @@ def load_test(d: Mapping[str, Any] | Test) -> Test:
             kind = "io"
         else:
             raise TestSpecError(f"cannot tell the kind of test from keys {sorted(d)}")
+    if kind != "call" and any(d.get(k) is not None for k in ("rel_tol", "abs_tol")):
+        raise TestSpecError("rel_tol and abs_tol apply to call tests only")
     if kind == "io":
         expected = _first(d, "expected_stdout", "stdout", "output")
         if expected is None:
@@ -135,7 +159,7 @@ def load_test(d: Mapping[str, Any] | Test) -> Test:
         args = _first(d, "args", "input")
         return CallTest(
             _first(d, "fn", "fn_name", "function"), () if args is None else args,
-            _first(d, "expected", "output"), d.get("kwargs") or {}, timeout,
+            _first(d, "expected", "output"), d.get("kwargs") or {}, timeout, d.get("rel_tol"), d.get("abs_tol"),
         )
     if kind == "assert":
         return AssertTest(_first(d, "code", "assert", "test"), timeout)
@@ -163,6 +187,7 @@ def dump_test(test: Test) -> dict[str, Any]:
         d = {"fn": test.fn, "args": list(test.args), "expected": test.expected}
         if test.kwargs:
             d["kwargs"] = dict(test.kwargs)
+        d.update({k: v for k, v in (("rel_tol", test.rel_tol), ("abs_tol", test.abs_tol)) if v is not None})
     else:
         d = {"assert": test.code}
     if test.timeout_s is not None:

@@ -2,11 +2,23 @@
 
 The program's return values arrive as text and are read by `values.decode`, which builds exact
 plain types only; nothing the program defined is ever called here.
-- A call test compares the return value after a JSON round trip of both sides (tuples become
-  lists, dict keys strings; a set, bytes or complex value is not JSON and fails). Then
-  `values_equal` is structural equality where bools equal only bools (`True != 1`), ints and
-  floats compare by value, and floats match within a relative 1e-9 (absolute 1e-12) tolerance;
-  two NaNs are equal.
+- A call test compares the return value after a JSON round trip of both sides
+  (`values.json_form`: tuples become lists, dict keys strings; a set, bytes or complex value is
+  not JSON and fails, and so does a dict whose keys collapse into one there, `{1: 99, '1': 2}`:
+  merging them would let a program pick the surviving value). Then `values_equal` is structural
+  equality with these rules for numbers, and why:
+  - bools equal only bools (`True != 1`): a predicate must say True, not 1;
+  - an int expectation is exact: only an int equal to it passes, never a float (not 3.0 for 3,
+    not a float within 1e-9 of `factorial(20)`, not Binet's float formula for `fib(100)`): ints
+    cross the sandbox wall as exact ints, and a float that is close is a different, wrong answer;
+  - a float expectation accepts an int or a float within a relative 1e-9 or an absolute 1e-12
+    (DEFAULT_REL_TOL, DEFAULT_ABS_TOL): floats carry rounding, and a sum taken in another order
+    is still the right answer; two NaNs are equal, an infinity equals only itself;
+  - a test that sets `rel_tol` or `abs_tol` (`CallTest`) opts into that tolerance for every
+    number it compares, ints included (the one it leaves unset is 0).
+  Comparing never raises on a value the codec admits (an int of 4,000 digits against a float is
+  compared exactly, not converted to a float): a crash in the judge would be an `error`
+  verdict, which a wrong answer must never reach.
 - A converted assert test (`judged_asserts`) evaluates its checks over the values with Python's
   own semantics.
 - Any other assert test ran in the harness's judge (`harness_judge`), a process holding none of
@@ -21,6 +33,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any
 
 from verifiers.code import judged_asserts, values
@@ -70,20 +83,47 @@ class TestOutcome:
         return {**asdict(self), "passed": self.passed}
 
 
-def values_equal(got: Any, expected: Any, rel_tol: float = 1e-9, abs_tol: float = 1e-12) -> bool:
-    if isinstance(expected, bool) or isinstance(got, bool):
+DEFAULT_REL_TOL, DEFAULT_ABS_TOL = 1e-9, 1e-12  # a float expectation's tolerance, unless the test sets one
+
+
+def values_equal(got: Any, expected: Any, rel_tol: float | None = None, abs_tol: float | None = None) -> bool:
+    """Structural equality of JSON-form values with the number rules of the module docstring;
+    `rel_tol`/`abs_tol` (either given) opt every number into that tolerance. Never raises on
+    plain data."""
+    tolerance = None if rel_tol is None and abs_tol is None else (rel_tol or 0.0, abs_tol or 0.0)
+    return _equal(got, expected, tolerance)
+
+
+def _equal(got: Any, expected: Any, tolerance: tuple[float, float] | None) -> bool:
+    if type(expected) is bool or type(got) is bool:
         return type(got) is type(expected) and got == expected
-    if isinstance(expected, (int, float)) and isinstance(got, (int, float)):
-        if isinstance(expected, int) and isinstance(got, int):
-            return got == expected
-        if math.isnan(got) or math.isnan(expected):
-            return math.isnan(got) and math.isnan(expected)
-        return math.isclose(got, expected, rel_tol=rel_tol, abs_tol=abs_tol)
-    if isinstance(expected, list) and isinstance(got, list):
-        return len(got) == len(expected) and all(values_equal(g, e, rel_tol, abs_tol) for g, e in zip(got, expected))
-    if isinstance(expected, dict) and isinstance(got, dict):
-        return got.keys() == expected.keys() and all(values_equal(got[k], expected[k], rel_tol, abs_tol) for k in expected)
+    if type(expected) in (int, float) and type(got) in (int, float):
+        if tolerance is None:
+            if type(expected) is int:
+                return type(got) is int and got == expected
+            tolerance = (DEFAULT_REL_TOL, DEFAULT_ABS_TOL)
+        return _close(got, expected, *tolerance)
+    if type(expected) is list and type(got) is list:
+        return len(got) == len(expected) and all(_equal(g, e, tolerance) for g, e in zip(got, expected))
+    if type(expected) is dict and type(got) is dict:
+        return got.keys() == expected.keys() and all(_equal(got[k], expected[k], tolerance) for k in expected)
     return type(got) is type(expected) and got == expected
+
+
+def _close(a: int | float, b: int | float, rel_tol: float, abs_tol: float) -> bool:
+    """|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol), for any ints and floats: an int too large
+    for a float is compared exactly (as fractions), not converted (OverflowError)."""
+    if a != a or b != b:  # NaN (an int never is)
+        return a != a and b != b
+    if a == b:  # exact; an infinity equals only itself (Python compares ints and floats exactly)
+        return True
+    if (type(a) is float and math.isinf(a)) or (type(b) is float and math.isinf(b)):
+        return False
+    try:
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol)
+    except OverflowError:
+        fa, fb = Fraction(a), Fraction(b)
+        return abs(fa - fb) <= max(Fraction(rel_tol) * max(abs(fa), abs(fb)), Fraction(abs_tol))
 
 
 def _short(text: str) -> str:
@@ -180,12 +220,17 @@ def _grade_call(test: CallTest, got: list[Any]) -> tuple[TestStatus, str]:
     if len(got) != 1:
         return TestStatus.INVALID_VALUE, f"{call}: {len(got)} return values for one call"
     try:  # what the program's value is after a JSON round trip (it is plain data: safe to dump)
-        value = json.loads(json.dumps(got[0]))
+        value = values.json_form(got[0])
+    except values.KeysCollide as exc:
+        return TestStatus.WRONG_ANSWER, f"{call}: the return value is not JSON data: {exc}"
     except (TypeError, ValueError) as exc:
         return TestStatus.WRONG_ANSWER, f"{call}: the return value is not JSON data ({exc})"
-    if values_equal(value, test.expected):
+    if values_equal(value, test.expected, test.rel_tol, test.abs_tol):
         return TestStatus.PASSED, ""
-    return TestStatus.WRONG_ANSWER, f"{call}: expected {_short_json(test.expected)}, got {_short_json(value)}"
+    hint = ""
+    if type(test.expected) is int and type(value) is float and test.rel_tol is None and test.abs_tol is None:
+        hint = " (an int is expected: ints compare exactly)"
+    return TestStatus.WRONG_ANSWER, f"{call}: expected {_short_json(test.expected)}, got {_short_json(value)}{hint}"
 
 
 def _grade_judged(test: AssertTest, got: list[Any]) -> tuple[TestStatus, str]:
@@ -196,6 +241,8 @@ def _grade_judged(test: AssertTest, got: list[Any]) -> tuple[TestStatus, str]:
         judged_asserts.evaluate(judged, got)
     except AssertionError as exc:
         return TestStatus.WRONG_ANSWER, f"AssertionError: {exc}"
+    except values.NotPlainData as exc:  # e.g. returned values built to collide in set(): the program's doing
+        return TestStatus.INVALID_VALUE, f"{type(exc).__name__}: {str(exc)[:SHOW_CHARS]}"
     except Exception as exc:  # noqa: BLE001 - as the test would raise on these values: a runtime error
         return TestStatus.RUNTIME_ERROR, f"{type(exc).__name__}: {str(exc)[:SHOW_CHARS]}"
     return TestStatus.PASSED, ""

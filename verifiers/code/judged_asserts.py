@@ -17,6 +17,18 @@ forge the verdict (frames, gc, patched builtins, objects whose `__eq__` always s
 
 Semantics are Python's: the checks compare exact plain values with Python's operators. All the
 program's calls run, in the order they appear, before any check (no short-circuit between calls).
+
+`evaluate` is bounded in time by the size of the values, whatever the program returned; where
+Python itself would take quadratic or unbounded time it refuses instead, and why:
+- `set(...)`, `frozenset(...)`, `dict(...)` and set or dict displays check their members first
+  (`values.check_hash_spread`, equal members counted once): more than a few distinct members
+  sharing one hash value (100,000 multiples of 2**61 - 1 in a returned list) raise
+  `values.HashFlood`, an `invalid_value` of the program, instead of minutes of probing;
+- `sum(lists, [])` concatenates in linear time (Python's sum copies the partial list each step);
+- an int `*` or `**` may build at most MAX_INT_BITS bits, a sequence `*` or `range` at most
+  MAX_BUILT items, and `round(n, -k)` with k beyond n's digits is 0 without building 10**k;
+- any other failure is the exception Python would raise (its message made printable), which the
+  verdict turns into a runtime error: nothing raised here escapes as a crash of the judge.
 """
 from __future__ import annotations
 
@@ -27,7 +39,10 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
-MAX_BUILT = 10_000_000  # elements or digits a `*`, `**` or `range` in test code may build
+from verifiers.code import values
+
+MAX_BUILT = 10_000_000  # elements a sequence `*` or a `range` in test code may build
+MAX_INT_BITS = 1 << 18  # bits an int `*` or `**` may build (returned ints have at most about 14,000)
 # Helper functions test code may call (on the host), and type names it may name (for isinstance).
 _BUILTINS: dict[str, Any] = {f.__name__: f for f in (
     abs, all, any, bool, float, frozenset, int, isinstance, len, list, max, min, round, set,
@@ -41,7 +56,30 @@ def _range(*args: int) -> range:
     return r
 
 
-_BUILTINS["range"] = _range
+def _sum(items: Any, start: Any = 0, /) -> Any:
+    """Python's sum; a list or tuple start concatenates in linear time, not quadratic."""
+    if type(start) not in (list, tuple):
+        return sum(items, start)
+    out = list(start)
+    for item in items:
+        if type(item) is not type(start):
+            name = type(start).__name__
+            raise TypeError(f'can only concatenate {name} (not "{type(item).__name__}") to {name}')
+        out.extend(item)
+        if len(out) > MAX_BUILT:
+            raise MemoryError("the test builds a sequence that is too large")
+    return type(start)(out)
+
+
+def _round(number: Any, ndigits: Any = None) -> Any:
+    """Python's round; an int rounded at more digits than it has is 0 (Python would first build
+    10**-ndigits: `round(5, -10**400)` never returns)."""
+    if isinstance(number, int) and isinstance(ndigits, int) and -ndigits > number.bit_length() + 1:
+        return 0  # |number| < 2**bits, and 10**-ndigits > 2**(bits + 1): rounds to 0
+    return round(number, ndigits)
+
+
+_BUILTINS.update(range=_range, sum=_sum, round=_round)
 _TYPES = {"int": int, "float": float, "str": str, "list": list, "tuple": tuple, "dict": dict,
           "set": set, "bool": bool, "frozenset": frozenset, "bytes": bytes, "complex": complex}
 _MATH = {name: getattr(math, name) for name in (
@@ -100,11 +138,16 @@ def evaluate(judged: JudgedAssert, results: list[Any]) -> None:
         raise ValueError(f"{len(results)} results for {len(judged.calls)} calls")
     env = {f"{CALL_PREFIX}{i}": v for i, v in enumerate(results)}
     for statement in judged.body:
-        if isinstance(statement, ast.Assert):
-            if not _eval(statement.test, env):
-                raise AssertionError(f"line {statement.lineno}: {statement.msg.value}")
-        else:
-            _assign(statement.targets[0], _eval(statement.value, env), env)
+        try:
+            if isinstance(statement, ast.Assert):
+                holds = bool(_eval(statement.test, env))
+            else:
+                _assign(statement.targets[0], _eval(statement.value, env), env)
+                holds = True
+        except Exception as exc:  # noqa: BLE001 - Python's own exception, with a message that prints
+            raise _printable(exc) from None
+        if not holds:
+            raise AssertionError(f"line {statement.lineno}: {statement.msg.value}")
 
 
 # ---- conversion ---------------------------------------------------------------------------------
@@ -272,9 +315,9 @@ def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
         return _MATH[node.attr]
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         items = [_eval(e, env) for e in node.elts]
-        return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+        return {ast.List: list, ast.Tuple: tuple, ast.Set: _set}[type(node)](items)
     if isinstance(node, ast.Dict):
-        return {_eval(k, env): _eval(v, env) for k, v in zip(node.keys, node.values)}
+        return _dict([(_eval(k, env), _eval(v, env)) for k, v in zip(node.keys, node.values)])
     if isinstance(node, ast.BinOp):
         return _binop(type(node.op), _eval(node.left, env), _eval(node.right, env))
     if isinstance(node, ast.UnaryOp):
@@ -302,6 +345,8 @@ def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
         return slice(*(None if p is None else _eval(p, env) for p in (node.lower, node.upper, node.step)))
     if isinstance(node, ast.Call):
         fn = _eval(node.func, env)
+        if isinstance(fn, type):  # set(...), frozenset(...), dict(...): checked first
+            fn = _CHECKED.get(fn, fn)
         return fn(*(_eval(a, env) for a in node.args), **{k.arg: _eval(k.value, env) for k in node.keywords})
     raise Unsupported(type(node).__name__)  # unreachable after conversion
 
@@ -312,9 +357,58 @@ def _binop(op: type, a: Any, b: Any) -> Any:
         for seq, n in ((a, b), (b, a)):
             if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_BUILT:
                 raise MemoryError("the test builds a sequence that is too large")
+        if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_INT_BITS:
+            raise MemoryError("the test builds a number that is too large")
     if op is ast.Mod and isinstance(a, (str, bytes)):
         raise TypeError("%-formatting is not supported in judged test code")
     if op is ast.Pow and isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 0:
-        if b * a.bit_length() > MAX_BUILT * 3:
+        if b > MAX_INT_BITS or b * math.log2(abs(a)) > MAX_INT_BITS:
             raise MemoryError("the test builds a number that is too large")
     return _BINOPS[op](a, b)
+
+
+def _set(items: list) -> set:
+    values.check_hash_spread(items, distinct=True)
+    return set(items)
+
+
+def _dict(pairs: list[tuple[Any, Any]]) -> dict:
+    values.check_hash_spread([k for k, _ in pairs], distinct=True)
+    return dict(pairs)
+
+
+def _checked(kind: type) -> Any:
+    """`kind(...)` as Python calls it, with the members checked before they are hashed in."""
+    def build(*args: Any) -> Any:
+        if len(args) != 1:
+            return kind(*args)  # kind() is empty; more arguments: Python's TypeError
+        if kind is not dict:
+            members = list(args[0])
+            values.check_hash_spread(members, distinct=True)
+            return kind(members)
+        source = args[0]
+        return _dict(list(source.items()) if type(source) is dict else [_pair(p, i) for i, p in enumerate(source)])
+    return build
+
+
+def _pair(item: Any, index: int) -> tuple[Any, Any]:
+    try:
+        pair = tuple(item)
+    except TypeError:
+        raise TypeError(f"cannot convert dictionary update sequence element #{index} to a sequence") from None
+    if len(pair) != 2:
+        raise ValueError(f"dictionary update sequence element #{index} has length {len(pair)}; 2 is required")
+    return pair
+
+
+_CHECKED = {kind: _checked(kind) for kind in (set, frozenset, dict)}
+
+
+def _printable(exc: Exception) -> Exception:
+    """`exc`, or a RuntimeError naming it when its message cannot be printed (a KeyError of an int
+    beyond Python's 4,300-digit str limit): the verdict quotes the message."""
+    try:
+        str(exc)
+        return exc
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(exc).__name__} (its message cannot be printed)")

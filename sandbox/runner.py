@@ -13,9 +13,10 @@ and cannot signal, trace or read it.
 Rules against a program turning the next verdicts into `error`:
 - The runner sets its own OOM score to -1000: the kernel never picks it. Each program is at 1000
   with a floor of 1000 it cannot lower (runner_child.py), so while any process of the program lives
-  the OOM killer takes one of those. (Both need CAP_SYS_RESOURCE; without it, see container.py.) The container's init stays at 0, the last resort: if memory no
-  process owns ever filled the container, init dies and the container with it (the host then sees
-  the run kill its container), rather than the runner hanging in a fault it can never satisfy.
+  the OOM killer takes one of those (both need CAP_SYS_RESOURCE; without it, see container.py).
+  The container's init stays at 0, the last resort: if memory no process owns ever filled the
+  container, init dies and the container with it (the host then sees the run kill its container),
+  rather than the runner hanging in a fault it can never satisfy.
 - After every run a forked cleaner, as the sandbox user, removes the program's directory
   (runner_child.remove_tree: no recursion, any depth) within CLEAN_S. The container is replaced
   when that fails, or when the tree was deeper than MAX_DEPTH or held more than MAX_ENTRIES

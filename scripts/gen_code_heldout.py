@@ -20,6 +20,7 @@ import argparse
 import ast
 import copy
 import json
+import os
 import random
 import re
 import string
@@ -120,7 +121,8 @@ GENERATORS: dict[str, tuple[list[Any], Gen]] = {
                lambda r: ["".join(r.choice(string.ascii_letters + " ,.") for _ in range(r.randint(1, 12))),
                           r.randint(-60, 60)]),
     "top_words": (["one\n", "a b c d e\n", "Zz zz ZZ yy\n", "x1y2x3\n", "!!!\n"],
-                  lambda r: _spaced(r, r.choices(["red", "blue", "green", "Red", "GREEN", "tan"], k=r.randint(2, 9))) + "\n"),
+                  lambda r: _spaced(r, r.choices(["red", "blue", "green", "Red", "GREEN", "tan"],
+                                                 k=r.randint(2, 9))) + "\n"),
     "is_anagram": ([["a", "a"], ["ab", "ba"], ["aab", "aba "], ["Tom Marvolo Riddle", "I am Lord Voldemort"],
                     ["abc", "abd"], ["", " "]],
                    lambda r: (lambda w: [w, "".join(r.sample(w, len(w))) + r.choice(["", "", "a", "b"])])(
@@ -137,8 +139,10 @@ GENERATORS: dict[str, tuple[list[Any], Gen]] = {
                           lambda r: ["".join(r.choice("()[]{}a") for _ in range(r.randint(1, 10)))]),
     "roman_to_int": ([["I"], ["IV"], ["IX"], ["XC"], ["CD"], ["MMMCMXCIX"], ["LVIII"]],
                      lambda r: [_roman(r.randint(1, 3999))]),
-    "merge_intervals": ([[[[1, 1]]], [[[1, 2], [3, 4]]], [[[3, 4], [1, 3]]], [[[0, 0], [0, 0]]], [[[1, 5], [2, 3], [6, 9], [9, 10]]]],
-                        lambda r: [[(lambda a: [a, a + r.randint(0, 4)])(r.randint(0, 15)) for _ in range(r.randint(1, 5))]]),
+    "merge_intervals": ([[[[1, 1]]], [[[1, 2], [3, 4]]], [[[3, 4], [1, 3]]], [[[0, 0], [0, 0]]],
+                         [[[1, 5], [2, 3], [6, 9], [9, 10]]]],
+                        lambda r: [[(lambda a: [a, a + r.randint(0, 4)])(r.randint(0, 15))
+                                    for _ in range(r.randint(1, 5))]]),
     "to_binary": (["0\n", "2\n", "1024\n", "7\n16\n", "1023\n3\n0\n"],
                   lambda r: "".join(f"{r.randint(0, 5000)}\n" for _ in range(r.randint(1, 4)))),
     "lcs_length": ([["", ""], ["abc", "def"], ["abc", "cba"], ["aaaa", "aa"], ["abcde", "ace"]],
@@ -218,18 +222,21 @@ def _is_revealed(record: dict[str, Any], candidate: Any, revealed: set[str]) -> 
 
 def run_solution(code: str, entry: str | None, inputs: list[Any]) -> list[Any]:
     """The solution's result on each input, run in a child Python (our own code; bounded in time).
-    A call's result is its JSON round trip; a program's is its stdout; a failure is None."""
+    A call's result is its JSON round trip; a program's is its stdout; a failure is None. The hash
+    seed is fixed: a wrong solution's output may depend on set order (`list(set(items))`)."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     if entry:
         script = (f"import json, sys\nns = {{}}\nexec(compile({code!r}, 'solution', 'exec'), ns)\n"
                   "out = []\nfor args in json.loads(sys.stdin.read()):\n"
                   f"    try:\n        out.append(json.loads(json.dumps(ns[{entry!r}](*args))))\n"
                   "    except Exception:\n        out.append({'__failed__': True})\nprint(json.dumps(out))\n")
         done = subprocess.run([sys.executable, "-c", script], input=json.dumps(inputs), capture_output=True,
-                              text=True, timeout=120, check=True)
+                              text=True, timeout=120, check=True, env=env)
         return json.loads(done.stdout)
     results = []
     for stdin in inputs:
-        done = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, text=True, timeout=30)
+        done = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, text=True, timeout=30,
+                              env=env)
         results.append(done.stdout if done.returncode == 0 else None)
     return results
 

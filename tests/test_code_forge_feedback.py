@@ -28,7 +28,8 @@ ENV_ID = "rlvr/CodeFeedback-v0"
 IO_TASK = {"id": "add_io", "prompt": "Read two integers and print their sum. Example: input `1 2` prints 3.",
            "reference": "a, b = map(int, input().split())\nprint(a + b)\n",
            "tests": [{"stdin": s, "stdout": o} for s, o in
-                     [("1 2\n", "3\n"), ("4 5\n", "9\n"), ("10 20\n", "30\n"), ("7 8\n", "15\n"), ("100 1\n", "101\n")]]}
+                     [("1 2\n", "3\n"), ("4 5\n", "9\n"), ("10 20\n", "30\n"), ("7 8\n", "15\n"),
+                      ("100 1\n", "101\n")]]}
 MBPP_TASK = {"task_id": "mbpp_mul", "text": "Write a function to multiply two integers.",
              "code": "def mul(a, b):\n    return a * b\n",
              "test_list": ["assert mul(2, 3) == 6", "assert mul(4, 5) == 20", "assert mul(-7, 6) == -42"]}
@@ -154,7 +155,8 @@ def test_a_feedback_lookup_table_scores_like_a_stub(box):
     jobs = [(t.task_id, p) for t in tasks for p in ("stub", "table", "reference")]
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(zip(jobs, pool.map(lambda job: play(box, *job), jobs)))
-    mean = {p: sum(results[(t.task_id, p)]["reward"] for t in tasks) / len(tasks) for p in ("stub", "table", "reference")}
+    mean = {p: sum(results[(t.task_id, p)]["reward"] for t in tasks) / len(tasks)
+            for p in ("stub", "table", "reference")}
     print(f"\nmean final reward over the 35 built-in tasks at the defaults: stub {mean['stub']:.3f}, "
           f"lookup table {mean['table']:.3f}, reference {mean['reference']:.3f}")
     assert mean["reference"] == 1.0, [t.task_id for t in tasks if results[(t.task_id, "reference")]["reward"] != 1.0]

@@ -130,7 +130,8 @@ def test_functions_differing_beyond_small_points_are_wrong():
     for gold, answer in [("1", "\\lceil x^2/14 \\rceil"), ("x^2", "x^2 + \\lfloor x^2/100 \\rfloor"),
                          ("x^2", "x^2 + \\lfloor x^2/10^{40} \\rfloor"), ("x", "x + \\lfloor x/10^{6} \\rfloor"),
                          ("e^{x}", "e^{x}+e^{-1000}"), ("y=x^2", "y = x^2 + \\lfloor x^2/100 \\rfloor"),
-                         ("2x", "\\max(2x, x^2 - 10^{4})"), ("x", "|x|"), ("\\sqrt{2}", "\\sqrt{2}+e^{-100}")]:
+                         ("2x", "\\max(2x, x^2 - 10^{4})"), ("x", "|x|"), ("\\sqrt{2}", "\\sqrt{2}+e^{-100}"),
+                         ("x^2", "x^2 + (x/100)^{20}"), ("y = x^2", "y = x^2 + (x/100)^{20}")]:
         start = time.perf_counter()
         assert not is_correct(answer, gold), (gold, answer)
         assert time.perf_counter() - start < WORST_S, (gold, answer)

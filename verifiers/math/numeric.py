@@ -146,7 +146,7 @@ def _points(symbols: list[sympy.Symbol], count: int, band: int = 0, rng: random.
 
 
 BANDS = ((0.15, 3.7), (3.7, 40.0), (40.0, 2000.0), (1e4, 1e6))
-WIDE_POINTS = 3  # points drawn at each wider band
+WIDE_POINTS = 2  # points drawn at each wider band
 MAX_PROOF_OPS = 40
 MAX_PROOF_POWER = 12
 _PERIODIC = (sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc)

@@ -64,6 +64,14 @@ def test_one_side_without_a_unit_compares_the_numbers():
            ("5", "5 \\text{ apples}", True), ("9.81", "9.81 \\text{ m/s}^2", True)])
 
 
+def test_mixed_units_are_one_quantity():
+    check([("200 \\text{ minutes}", "3 \\text{ hours and } 20 \\text{ minutes}", True),
+           ("1.2 \\text{ m}", "1 \\text{ m}, 20 \\text{ cm}", True),
+           ("3 \\text{ hours}", "3 \\text{ hours and } 20 \\text{ minutes}", False),
+           ("8 \\text{ m}", "5 \\text{ m and } 3 \\text{ m}", False), ("5 \\text{ m}", "5 \\text{ m and } 3 \\text{ m}", False),
+           ("200", "3 \\text{ hours and } 20 \\text{ minutes}", False)])
+
+
 def test_ambiguous_units_are_refused():
     check([("1 \\text{ year}", "365 \\text{ days}", False), ("2 \\text{ tons}", "4000 \\text{ pounds}", False)])
 

@@ -13,7 +13,9 @@ Rules on kinds of answers (each closes a way to be paid for a wrong answer):
   answer is converted to radians only for a gold written with pi (`\\frac{\\pi}{6}`), never for
   a plain number (`180^\\circ` is not `3.14`, `30^\\circ` is not `0.524`).
 - Units of measure are compared and converted (`units`, `_in_gold_unit`): `500 cm` is `5 m`,
-  `5 km` is not `5 m`, `5 kg` is not `5 m`; one side without a unit compares the numbers.
+  `5 km` is not `5 m`, `5 kg` is not `5 m`; one side without a unit compares the numbers. A
+  quantity in mixed units (`3 hours and 20 minutes`, each unit smaller than the one before) is
+  their sum, for a gold with a unit only (`_mixed_units`).
 - Expressions in variables are equal only by `numeric.functions_equal`: points over many
   magnitudes, and a symbolic proof for steps and kinks (floor, |.|, max).
 - Upright constants: `\\text{e}` and `\\mathrm{e}` (read as a letter) are Euler's number e.
@@ -41,6 +43,8 @@ def same(g: Node, a: Node, o: MathOptions) -> bool:
     g, a = _single(g), _single(a)
     if is_assignment(a) and isinstance(g, (Matrix, Bracket, SetOf, SetExpr)):
         a = a.parts[1]  # A = (matrix), P = (3, 2), S = {1, 2}: the value named
+    if isinstance(a, Listing) and isinstance(g, Expr) and g.measure is not None:
+        a = _mixed_units(a) or a  # 3 hours and 20 minutes for 200 minutes
     if isinstance(a, (SetOf, Listing)) and not isinstance(g, (SetOf, Listing, Bracket)) and len(a.items) <= MAX_MATCH:
         values = _distinct(_values(a), o)  # "1 and 1" is one answer
         a = values[0] if len(values) == 1 else a
@@ -124,6 +128,23 @@ def _in_gold_unit(g: Expr, a: Expr) -> tuple[Expr, Expr] | None:
     k = ten_power(r)
     literal = None if a.literal is None or k is None else (a.literal[0] + k, a.literal[1])
     return g, Expr(a.value * r, a.has_decimal, literal, a.unit)
+
+
+def _mixed_units(a: Listing) -> Expr | None:
+    """`3 hours and 20 minutes`, `1 m, 20 cm`: one quantity in units of one kind, each strictly
+    smaller than the one before, as their sum (in the first unit). Two values in the same unit
+    (`5 m and 3 m`) are two answers, not a sum."""
+    items = a.items
+    if not 2 <= len(items) <= 4 or any(j not in (",", "and") for j in a.joiners):
+        return None
+    if not all(isinstance(x, Expr) and x.measure is not None and x.unit is None for x in items):
+        return None
+    first = items[0].measure
+    if any(x.measure.dims != first.dims for x in items) or any(
+            y.measure.factor >= x.measure.factor for x, y in zip(items, items[1:])):
+        return None
+    total = sum((x.value * (x.measure.factor / first.factor) for x in items), sympy.Integer(0))
+    return Expr(total, any(x.has_decimal for x in items), None, None, first)
 
 
 def _symbol_measure(e: Expr) -> Expr:

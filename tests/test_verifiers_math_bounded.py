@@ -1,6 +1,8 @@
 """verifiers.math is bounded: hostile answers return within 1 s (also from 16 threads at once),
-a grader time-out is an `error` verdict, and a worker that misses its deadline or runs out of
-memory is killed and replaced. Real worker processes, real SymPy."""
+extraction is linear (200,000 characters of every degenerate run after every trigger phrase),
+a *model's* answer that the judge cannot finish in time is `incorrect` ("timeout: ..."), the
+grader's own failures (a pool that is down) are `error`, and a worker that misses its deadline or
+runs out of memory is killed and replaced. Real worker processes, real SymPy."""
 from __future__ import annotations
 
 import math
@@ -87,13 +89,61 @@ def test_hostile_inputs_from_16_threads_at_once():
     assert all(v.outcome is Outcome.CORRECT for v, _ in results[-16:])
 
 
-def test_grader_timeout_is_an_error_not_wrong():
+def test_slow_answer_times_out_into_incorrect_not_error():
+    """A model's answer that the judge cannot finish within the deadline scores 0 as `incorrect`
+    with its reason: an `error` would be left out of training, so being slow would dodge the 0."""
     slow = "\\boxed{" + "+".join(f"{i}x^{{{i}}}" for i in range(1, 150)) + "}"
     verdict = vm.verify(slow, "x", MathOptions(timeout_s=0.01))
-    assert verdict.outcome is Outcome.ERROR and verdict.score == 0.0
-    assert "timed out" in verdict.detail
+    assert (verdict.outcome, verdict.score) == (Outcome.INCORRECT, 0.0) and verdict.detail.startswith("timeout:")
     vm.warm_up()  # the killed worker's replacement is ready again
+    sines = "+".join(f"\\sin(10^{{{9999 - i}}})" for i in range(48))
+    for response in (f"\\boxed{{{sines}}}", f"\\boxed{{\\{{{sines}, {sines}-1, {sines}-2\\}}}}"):
+        start = time.perf_counter()
+        verdict = vm.verify(response, "1")
+        assert time.perf_counter() - start < BOUND_S + 0.5
+        assert verdict.outcome is Outcome.INCORRECT and verdict.score == 0.0, verdict.detail
+        vm.warm_up()
     assert vm.verify("\\boxed{2}", "2.0").outcome is Outcome.CORRECT
+
+
+def test_grader_failure_is_an_error(monkeypatch):
+    """A pool that cannot run the job (here: a real pool, closed) is the grader's failure: `error`."""
+    from verifiers.math import api
+
+    pool = WorkerPool(1, memory_mb=None)
+    pool.close()
+    monkeypatch.setattr(api, "default_pool", lambda: pool)
+    verdict = vm.verify("\\boxed{\\frac{2}{4}}", "\\frac12")
+    assert verdict.outcome is Outcome.ERROR and "grader failed" in verdict.detail
+
+
+TRIGGERS = ["Final answer", "**Final Answer**", "The answer is", "Answer:", "answer", "\\boxed{", "$", "<answer>",
+            "The answer is not", "or", "Wait, no,", "x =", "\\(", "The answer is 2. No,", "it is certainly not"]
+RUNS = [" ", "\t", "\n", " \t\n", "\u00a0", "**", "Final answer", "the answer is ", "$", "\\boxed{", "1,000",
+        "1 000", "1,", "12 345 ", " or ", "not ", "wait ", "(", "\\(", "{", ".", "-", "=", "5 or ", "A1", "$5$ ",
+        "\\boxed{5} ", " is not 5,", "answer: "]
+
+
+@pytest.mark.parametrize("trigger", TRIGGERS)
+def test_extraction_is_linear_on_200k_degenerate_runs(trigger):
+    """200,000 characters of each degenerate run after each trigger phrase (no newline at the end):
+    the answer search in the calling thread takes well under a second of CPU (about 0.1 s on an
+    idle machine; it was 246 s for "Final answer" and 1,000 spaces), and the whole call stays
+    within the deadline."""
+    from verifiers.math.extract import extract
+
+    slow = []
+    for run in RUNS:
+        text = trigger + (run * (200_000 // len(run) + 1))[:200_000]
+        start = time.thread_time()  # CPU time of this thread: what holds the GIL, whatever the load
+        extract(text)
+        if time.thread_time() - start > 0.5:
+            slow.append((run, round(time.thread_time() - start, 2)))
+    assert not slow, slow
+    for run in (" ", "\\boxed{5} ", "1,"):
+        verdict, elapsed = timed(trigger + run * (200_000 // len(run)))
+        assert elapsed < BOUND_S + 0.5, (run, elapsed)
+        assert verdict.outcome is not Outcome.ERROR, verdict.detail
 
 
 def test_pool_kills_and_replaces_a_worker_past_its_deadline():

@@ -1,8 +1,22 @@
 """`verify(response, gold)`: the math verifier's entry point.
 
 Extraction and two fast paths (the same string; two different plain integers) run in the calling
-thread (linear scans, microseconds);
-parsing and SymPy run in a worker process under a hard deadline (see `bounded`).
+thread (linear scans, milliseconds on `max_response_chars`); parsing and SymPy run in a worker
+process under a hard deadline (see `bounded`).
+
+Time: one call takes at most about `timeout_s`. The deadline starts when `verify` is called, so
+the work done in the calling thread (extraction, at most `max_response_chars` characters; string
+clean-up, only of answers within `max_answer_chars`) counts against it, and the worker gets what
+is left. (The first call's worker start-up is not counted; call `warm_up()` to pay it up front.)
+
+Outcomes of a time-out: the judge running past the deadline on a *model's* answer is that
+answer's doing (a box of 48 `\\sin(10^{9999})` terms), so it is `incorrect` with detail
+"timeout: ..." (never `error`, which training leaves out: being slow must not dodge a 0). When
+the grader was the slow part, it is `error`: no worker became free before the deadline, or the
+judge got under half of `timeout_s` to run because waiting for a worker took the rest; so are a
+worker that died, a pool that cannot start, and a judge that crashed (the grader's own failures).
+An answer that the text denies ("the answer is not 5") or that runs out of the worker's memory
+is `incorrect`.
 
 The default worker pool is a module-level cache, created on first use and closed at exit (and
 re-created in a forked child or after `shutdown()`); it is never stored on env objects, which
@@ -16,15 +30,17 @@ import functools
 import os
 import re
 import threading
+import time
 
-from verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
+from verifiers.math.bounded import JobTimeout, PoolError, PoolTimeout, WorkerPool
 from verifiers.math.extract import extract, extract_gold
 from verifiers.math.grade import judge_job
 from verifiers.math.normalize import squash
 from verifiers.math.options import MathOptions, VerifierTypeError
 from verifiers.verdict import Outcome, Verdict, VerifierError
 
-VERSION = "1.1"  # 1.1: no numeric tolerance (see decimals), more answer forms
+VERSION = "1.2"  # 1.1: no numeric tolerance (see decimals), more answer forms; 1.2: denials,
+# retractions, hedges and false statements are wrong, labelled answers, a slow answer is incorrect
 # Digits with an optional sign: an integer however written (-0, 007, +5). At most 30 digits, so
 # int() is cheap; longer ones go to the judge with everything else.
 _DIGITS = re.compile(r"[-+]?[0-9]{1,30}")
@@ -38,6 +54,7 @@ _pool: list[WorkerPool] = []  # the cached default pool (zero or one), see modul
 def _warm() -> None:
     """Run in each new worker: import and exercise SymPy so the first real job is fast."""
     judge_job("\\frac{1}{2}", ("0.5", "x^2 - 1"), MathOptions(isolate=False))
+    judge_job("x^2", ("x^2 + \\lfloor x^2/10^{40} \\rfloor",), MathOptions(isolate=False))  # simplify: slow first call
 
 
 def default_pool() -> WorkerPool:
@@ -92,6 +109,7 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
     if options is not None and not isinstance(options, MathOptions):
         raise VerifierTypeError(f"options must be MathOptions or None, got {type(options).__name__}")
     o = options or DEFAULT_OPTIONS
+    start = time.monotonic()
     if not gold.strip():
         raise VerifierError("gold answer is empty")
     reference, gold_answer = _reference(gold)
@@ -99,9 +117,14 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
     info = {"extracted": [_short(a) for a in found.answers[:4]], "method": found.method, "verifier_version": VERSION}
     if found.too_many:
         return Verdict(0.0, Outcome.INCORRECT, f"hedged: more than {o.max_boxes} different boxed answers", info)
+    if not found.answers and found.denied is not None:
+        return Verdict(0.0, Outcome.INCORRECT, f"denied: the response negates its final answer ({_short(found.denied, 60)!r})", info)
     if not found.answers:
         why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no final answer found"
         return Verdict(0.0, Outcome.FORMAT_ERROR, why, info)
+    too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
+    if too_long:  # before any clean-up: string work in this thread stays within max_answer_chars
+        return Verdict(0.0, Outcome.INCORRECT, f"answer longer than {o.max_answer_chars} characters: not compared", info)
     if len(found.answers) == 1:
         answer = squash(found.answers[0])
         if answer == gold_answer:
@@ -111,15 +134,17 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
             # apply to decimal golds only): no need for SymPy or a worker. Equal values written
             # differently (007 and 7) still go to the judge, which decides them.
             return Verdict(0.0, Outcome.INCORRECT, "a different integer", info)
-    too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
-    if too_long:
-        return Verdict(0.0, Outcome.INCORRECT, f"answer longer than {o.max_answer_chars} characters: not compared", info)
     args = (reference, found.answers, o, found.fallback)
     try:
         if o.isolate:
-            correct, detail = default_pool().run(judge_job, args, o.timeout_s)
+            remaining = o.timeout_s - (time.monotonic() - start)
+            correct, detail = default_pool().run(judge_job, args, max(remaining, 0.001))
         else:  # guarded against hostile input, but without a hard deadline
             correct, detail = judge_job(*args)
+    except JobTimeout as exc:
+        if exc.ran_s >= o.timeout_s / 2:  # the answer had its time: too slow to judge is wrong
+            return Verdict(0.0, Outcome.INCORRECT, f"timeout: the answer took over {exc.ran_s:.2f} s to judge", info)
+        return Verdict(0.0, Outcome.ERROR, f"grader timed out (busy): {exc}", info)
     except PoolTimeout as exc:
         return Verdict(0.0, Outcome.ERROR, f"grader timed out: {exc}", info)
     except PoolError as exc:

@@ -36,6 +36,15 @@ class PoolTimeout(PoolError):
     """The deadline passed before the job finished (or before a worker was free)."""
 
 
+class JobTimeout(PoolTimeout):
+    """The job itself ran past the deadline (its worker was killed); `ran_s` is how long it ran,
+    so a caller can tell a slow job from one that spent its time waiting for a worker."""
+
+    def __init__(self, message: str, ran_s: float):
+        super().__init__(message)
+        self.ran_s = ran_s
+
+
 @dataclass
 class _Worker:
     process: subprocess.Popen
@@ -179,11 +188,12 @@ class WorkerPool:
         if cold:  # first use: the start-up wait does not count against this call's bound
             deadline = max(deadline, time.monotonic() + timeout)
         try:
+            sent = time.monotonic()
             worker.conn.send((func, args))
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not worker.conn.poll(remaining):
                 self._replace(worker)
-                raise PoolTimeout(f"no result within {timeout:.2f} s; worker killed and replaced")
+                raise JobTimeout(f"no result within {timeout:.2f} s; worker killed and replaced", time.monotonic() - sent)
             kind, value = worker.conn.recv()
         except (EOFError, OSError) as exc:
             self._replace(worker)

@@ -1,5 +1,19 @@
 """Judging extracted answers against the gold: the SymPy half of `verify`, which runs inside a
-worker process (see `bounded`). Inputs and outputs are plain strings and tuples."""
+worker process (see `bounded`). Inputs and outputs are plain strings and tuples.
+
+Rules (issue #27), each because RL finds whatever pays without solving:
+- A false statement is no answer: an equation between constants must be true at every `=`
+  (`7 = 5` for gold 5 is wrong; `5 = 5`, `2 + 3 = 5` and `x = 4/2 = 2` state 5, 5 and 2). Two
+  constants agree when `same` accepts them either way round (`\\frac13 = 0.333` is a rounding
+  written as `=`, which is no lie).
+- A denial (`\\text{not } 5`, see `parse.Denied`) is wrong, and no fallback number replaces it.
+- Labels: `|AB| = 1` against `1`, `V_1:V_2 = 11:21` against `\\frac{11}{21}`, and the reverse,
+  compare the values (`parse.split_label`); when both sides carry a label, the labels must be
+  the same (up to `|...|`): `|CD| = 1` is not an answer to `|AB| = 1`.
+- A gold that is a list reads the answer's `1,234` as two items (`parse_answer(thousands=False)`).
+- Slow or huge answers: a judge that runs out of the worker's memory scores the answer wrong (it
+  asked for too much); only an unexpected exception is a grader error (`correct` None).
+"""
 from __future__ import annotations
 
 import re
@@ -10,10 +24,10 @@ from verifiers.math.build import TooLarge
 from verifiers.math.canon import canon
 from verifiers.math.equivalence import same
 from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Bracket, Expr, Listing, Node, SetOf, Text, has_decimal
+from verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetOf, Text, has_decimal
 from verifiers.math.normalize import clean
 from verifiers.math.options import MathOptions
-from verifiers.math.parse import normal_text, parse_answer
+from verifiers.math.parse import Denied, normal_text, parse_answer, split_label
 
 
 @dataclass(frozen=True)
@@ -30,17 +44,65 @@ _OTHER_CHOICE = re.compile(r"\(([A-Za-z])\)|\b(?:or|and)\s+\(?([A-Za-z])\b")
 _CHOICE_PREFIX = re.compile(r"\s*(?:\\text(?:bf|rm)?\s*\{\s*)?\(?([A-Za-z])\)(?:\s*\})?(?:\s|$)")
 
 
+class FalseStatement(ParseError):
+    """An equation between constants that are not equal (`7 = 5`)."""
+
+
+_AGREE = MathOptions()  # constants in one equation agree under the default policy
+
+
 @lru_cache(maxsize=2048)
-def _parse(answer: str) -> Node | ParseError:
+def _parse(answer: str, thousands: bool = True) -> Node | ParseError:
     """Parsed and canonical form; golds repeat across a group of samples, so this is cached."""
     try:
-        return canon(parse_answer(answer))
+        node = parse_answer(answer, thousands)
+        if _false_statement(node):
+            return FalseStatement("a false statement: its two sides are different numbers")
+        return canon(node)
     except TooLarge as exc:
         return exc
     except ParseError as exc:
         return exc
     except RecursionError:
         return ParseError("answer nested too deeply")
+
+
+def _false_statement(node: Node) -> bool:
+    """Whether `node` (before canon: a chain keeps every part) equates two different constants."""
+    if isinstance(node, (Listing, SetOf)):
+        return any(_false_statement(x) for x in node.items)
+    if not isinstance(node, Relation):
+        return False
+    for left, op, right in zip(node.parts, node.ops, node.parts[1:]):
+        if op != "=" or not (_constant(left) and _constant(right)):
+            continue
+        x, y = canon(left), canon(right)
+        if not (same(x, y, _AGREE) or same(y, x, _AGREE)):
+            return True
+    return False
+
+
+def _constant(node: Node) -> bool:
+    return isinstance(node, Expr) and not node.value.free_symbols
+
+
+def _labelled(answer: str, thousands: bool = True) -> tuple[str | None, Node | ParseError]:
+    """(label, value) of `|AB| = 1`-like answers whose value is a constant, else (None, whole)."""
+    split = split_label(answer)
+    if split is not None:
+        value = _parse(split[1], thousands)
+        if isinstance(value, Expr) and not value.value.free_symbols:
+            return split[0], value
+        if isinstance(value, FalseStatement):
+            return split[0], value
+    return None, _parse(answer, thousands)
+
+
+def _same_label(a: str, b: str) -> bool:
+    if "".join(a.split()) == "".join(b.split()):
+        return True
+    x, y = _parse(a.strip("|")), _parse(b.strip("|"))
+    return isinstance(x, Expr) and isinstance(y, Expr) and x.value == y.value
 
 
 def _short(s: str, n: int = 60) -> str:
@@ -55,7 +117,7 @@ def _is_collection(node: Node) -> bool:
 def judge(gold: str, answers: tuple[str, ...], options: MathOptions, fallback: str | None = None) -> Judgement:
     """Whether the extracted `answers` (one, or several boxes) state the `gold` answer;
     `fallback` replaces a single answer that does not read as maths."""
-    g = _parse(gold)
+    g_label, g = _labelled(gold)
     if isinstance(g, ParseError):
         # every answer must match: several different ones are a hedge
         text_match = all(normal_text(clean(gold)) == normal_text(clean(a)) and normal_text(clean(a)) for a in answers)
@@ -69,13 +131,21 @@ def judge(gold: str, answers: tuple[str, ...], options: MathOptions, fallback: s
                 return Judgement(False, "hedged: several choices")
             ok = chosen.group(1).lower() == letter
             return Judgement(ok, f"choice ({chosen.group(1)}) {'is' if ok else 'is not'} the reference ({letter.upper()})")
-    parsed = [_parse(a) for a in answers]
+    thousands = not (_is_collection(g) or isinstance(g, Listing))  # gold `1, 234`: `1,234` is two items
+    labelled = [_labelled(a, thousands) for a in answers]
+    if g_label is not None and any(lab is not None and not _same_label(g_label, lab) for lab, _ in labelled):
+        return Judgement(False, f"the answer names another quantity than the reference ({_short(g_label)})")
+    parsed = [p for _, p in labelled]
     for k, (a, p) in enumerate(zip(answers, parsed)):
         chosen = _CHOICE_PREFIX.match(a)
         if isinstance(p, ParseError) and chosen and a[chosen.end() :].strip():  # "(B) 12" for gold 12
-            parsed[k] = _parse(a[chosen.end() :])
+            parsed[k] = _parse(a[chosen.end() :], thousands)
+    if any(isinstance(p, Denied) for p in parsed):
+        return Judgement(False, f"denied: {next(p for p in parsed if isinstance(p, Denied))}")
+    if any(isinstance(p, FalseStatement) for p in parsed):
+        return Judgement(False, f"answer {_short(' ; '.join(answers))!r} is a false statement")
     if len(parsed) == 1 and isinstance(parsed[0], ParseError) and fallback:
-        answers, parsed = (fallback,), [_parse(fallback)]
+        answers, parsed = (fallback,), [_parse(fallback, thousands)]
     if len(parsed) > 1:
         node = _one_answer(g, parsed, options)
         if node is None:
@@ -126,5 +196,7 @@ def judge_job(
         return j.correct, j.detail
     except RecursionError:
         return False, "answer nested too deeply"
+    except MemoryError:
+        return False, "answer too large: the judge ran out of memory"
     except Exception as exc:  # noqa: BLE001 - any SymPy failure is reported, not raised
         return None, f"grader failed: {type(exc).__name__}: {_short(str(exc), 120)}"

@@ -1,6 +1,13 @@
 """String clean-up of an answer before it is tokenised: LaTeX spacing and sizing commands, a
 `\\boxed` left inside the answer, unicode symbols, thousands separators, degree and percent marks.
-Pure string functions."""
+Pure string functions.
+
+Thousands separators: `10,455`, `10{,}455`, `10\\,455`, `10\\ 455` and `10 455` are the number
+10455 (groups of exactly three digits, the first of one to three digits not starting with 0), as
+real final answers write them; `(10, 455)` (a comma and a space, or brackets) stays a tuple and
+`1,2` a list. When the gold is a list the judge reads `1,234` with `thousands=False`: two items.
+Every pattern here is linear: no nested or adjacent overlapping quantifiers (each run is anchored
+by a look-behind, so a long digit or space run is scanned once)."""
 from __future__ import annotations
 
 import re
@@ -42,8 +49,9 @@ def _repeating(m: re.Match) -> str:
     return f"\\frac{{{num}}}{{{den}}}"
 
 
-def clean(answer: str) -> str:
-    """`answer` with presentation-only LaTeX removed and number formatting made plain."""
+def clean(answer: str, thousands: bool = True) -> str:
+    """`answer` with presentation-only LaTeX removed and number formatting made plain; with
+    `thousands=False` a comma between digits stays a separator of items (`1,234` is 1 and 234)."""
     if _PLAIN_INTEGER.fullmatch(answer):  # the most common answer, which no rule below changes
         return answer
     s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], answer)
@@ -60,7 +68,8 @@ def clean(answer: str) -> str:
     s = _DEGREE.sub(r" \\degree ", s)
     s = _CELSIUS.sub(r"\1", s)  # 25^\circ C: the temperature scale is a unit
     s = s.replace("\\%", "%")
-    s = _COMMA_THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
+    if thousands:
+        s = _COMMA_THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
     s = _SPACE_THOUSANDS.sub(lambda m: m.group(0).replace(" ", ""), s).strip()
     while s.endswith((".", ",", ";")):
         s = s[:-1].rstrip()

@@ -1,5 +1,23 @@
 """Reading an answer string: clean it, recognise the forms that are not formulas (a number in
-a base, a multiple-choice letter, words), and parse the rest with `grammar.Parser`."""
+a base, a multiple-choice letter, words, a ratio), and parse the rest with `grammar.Parser`.
+
+Rules (issue #27):
+- A denial is not an answer: a value right after "not", "never", "except", "other than" inside
+  the answer (`\\text{not } 5`, `anything except 9`) raises `Denied`, which the judge scores
+  wrong without any fallback.
+- A ratio `a:b` of two constants is the number a/b (`11:21` is `\\frac{11}{21}`; `2:4` is `1:2`,
+  the same ratio); a ratio of two names (`A:B`, `V_1:V_2`) is their quotient, so a label
+  `A:B` reads as one; a ratio mixing the two (`1:30 pm`) is no ratio (it stays text).
+- `split_label`: `|AB| = 1`, `\\frac{NO}{BO} = \\frac{1}{\\sqrt6}`, `V_1:V_2 = 11:21` name the
+  quantity on the left (a label: letters, subscripts, bars, fractions and colons only, no
+  digits or operators) and state its value on the right. The judge compares the values; two
+  labels must agree when both sides have one. A plain variable (`x = 3`) is not split here: the
+  equivalence rules compare assignments by their names.
+- A number glued to a word (`COVID19`, `AZYUK2A`: two or more letters, then a digit) is part of
+  that word: the answer is unreadable, never the number (LaTeX commands such as `\\sqrt2` aside).
+- `thousands=False` reads `1,234` as the two items 1 and 234 (the judge's reading when the gold
+  is a list); by default it is the number 1234.
+"""
 from __future__ import annotations
 
 import re
@@ -7,8 +25,8 @@ import re
 import sympy
 
 from verifiers.math.grammar import Parser
-from verifiers.math.lexer import SHORT_WORDS, ParseError, tokenize
-from verifiers.math.nodes import BaseNumber, Expr, Node, Text
+from verifiers.math.lexer import FUNCTIONS, SHORT_WORDS, ParseError, tokenize
+from verifiers.math.nodes import BaseNumber, Expr, Node, Relation, Text
 from verifiers.math.normalize import clean
 
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|emph|textsf|texttt|hbox)\s*\{([^{}]*)\}")
@@ -23,17 +41,32 @@ _NUMBER_WORDS = {
 }
 _SHORT_PROSE = SHORT_WORDS | {"odd", "nor"}
 _MATH_WORDS = {"sqrt", "pi", "sin", "cos", "tan", "log", "ln", "exp", "inf", "infty", "infinity", "oo"}
+_DENIAL = re.compile(r"\b(?:not|never|except|other than|apart from)\b[ ]*(?:(?:equal|equals|to|be|exactly)\b[ ]*)*(?=[-+.\d$\\(])", re.IGNORECASE)
+_SUBSCRIPT = re.compile(r"_\{?\w{1,4}\}?")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_GLUED_WORD = re.compile(r"(?<![A-Za-z\\])[A-Za-z]{2,}\d")  # COVID19, AZYUK2A: not a number
+_PLAIN_NAME = re.compile(r"[A-Za-z](?:_\{?\w{1,4}\}?)?(?:\([A-Za-z]\))?")
+_OPEN, _CLOSE = "{([", "})]"
 
 
-def parse_answer(answer: str) -> Node:
+class Denied(ParseError):
+    """The answer negates a value (`not 5`): it states no answer."""
+
+
+def parse_answer(answer: str, thousands: bool = True) -> Node:
     """The node an answer string denotes; ParseError (or TooLarge) if it cannot be read."""
-    s = clean(answer)
+    s = clean(answer, thousands)
     if not s:
         raise ParseError("empty answer")
     bare = _TEXT_CMD.sub(lambda m: m.group(1), s).strip()
+    if _DENIAL.search(bare):
+        raise Denied(f"the answer denies a value: {bare[:60]!r}")
     base = _BASE.fullmatch(bare)
     if base and int(base.group(2)) >= 2 and _base_digits(base.group(1), int(base.group(2))):
         return BaseNumber(base.group(1).upper(), int(base.group(2)))
+    glued = _GLUED_WORD.search(_COMMAND.sub(" ", bare))
+    if glued and glued.group(0)[:-1].lower() not in FUNCTIONS:  # `sin2x` is sin(2x)
+        raise ParseError(f"a number glued to a word: {bare[:60]!r}")
     choice = _CHOICE.fullmatch(bare)
     if choice or len(bare) == 1 and bare.isalpha() and bare != s:  # (B), \text{B}: a multiple-choice letter
         return Text(bare.strip("()").lower())
@@ -42,7 +75,88 @@ def parse_answer(answer: str) -> Node:
         if text in _NUMBER_WORDS:
             return Expr(sympy.Integer(_NUMBER_WORDS[text]))
         return Text(text)
+    if ":" in s:
+        ratio = _ratio(s)
+        if ratio is not None:
+            return ratio
     return Parser(tokenize(s)).answer()
+
+
+def _top_level(s: str, chars: str) -> list[int]:
+    """Indexes of `chars` outside any bracket or brace (a linear scan)."""
+    out, depth, i = [], 0, 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        elif depth == 0 and ch in chars:
+            out.append(i)
+        i += 1
+    return out
+
+
+def _plain_equals(s: str, k: int) -> bool:
+    """`=` at `k` is an equals sign, not part of `<=`, `>=`, `!=`, `:=`, `==`."""
+    return not (k > 0 and s[k - 1] in "<>!:") and s[k + 1 : k + 2] != "="
+
+
+def _pieces(s: str, cuts: list[int]) -> list[str]:
+    bounds = [-1] + cuts + [len(s)]
+    return [s[a + 1 : b].strip() for a, b in zip(bounds, bounds[1:])]
+
+
+def _ratio(s: str) -> Node | None:
+    """`a:b` (or `L = a:b`, `A:B = 1`) with its ratios read as quotients; None if no ratio applies."""
+    equals = _top_level(s, "=")
+    if any(not _plain_equals(s, k) for k in equals) or len(equals) > 2:
+        return None
+    sides = []
+    for side in _pieces(s, equals):
+        cuts = _top_level(side, ":")
+        if not cuts:
+            node = Parser(tokenize(side)).answer() if side else None
+            if not isinstance(node, Expr):
+                return None
+            sides.append(node)
+            continue
+        if len(cuts) > 1:
+            return None
+        parts = [Parser(tokenize(p)).answer() if p else None for p in _pieces(side, cuts)]
+        if not all(isinstance(p, Expr) and p.unit is None for p in parts):
+            return None
+        constant = [not p.value.free_symbols for p in parts]
+        if constant[0] != constant[1] or parts[1].value == 0:
+            return None  # "1:30 pm" is no ratio
+        sides.append(Expr(parts[0].value / parts[1].value, parts[0].has_decimal or parts[1].has_decimal))
+    if len(sides) == 1:
+        return sides[0]
+    return Relation(("=",) * (len(sides) - 1), tuple(sides))
+
+
+def split_label(answer: str) -> tuple[str, str] | None:
+    """(label, value) for `|AB| = 1`-like answers (see the module docstring), else None."""
+    s = clean(answer)
+    if _top_level(s, ",;") or "\\\\" in s:
+        return None
+    equals = [k for k in _top_level(s, "=") if _plain_equals(s, k)]
+    if not equals:
+        return None
+    label, value = s[: equals[0]].strip(), s[equals[0] + 1 :].strip()
+    return (label, value) if value and is_label(label) else None
+
+
+def is_label(text: str) -> bool:
+    """Letters naming a quantity (`|AB|`, `A:B`, `\\frac{NO}{BO}`, `V_1:V_2`, `\\angle ABC`), not a
+    plain variable (`x`, `x_1`, `f(x)`) and not a formula (no digits outside subscripts, no operators)."""
+    if not text or _PLAIN_NAME.fullmatch(text):
+        return False
+    rest = _COMMAND.sub(" ", _SUBSCRIPT.sub(" ", text))
+    return any(ch.isalpha() for ch in rest) and all(ch.isalpha() or ch in "{}|:() '" for ch in rest)
 
 
 def _base_digits(digits: str, base: int) -> bool:
@@ -74,4 +188,4 @@ def normal_text(s: str) -> str:
     return " ".join(words)
 
 
-__all__ = ["parse_answer", "normal_text", "ParseError"]
+__all__ = ["Denied", "ParseError", "is_label", "normal_text", "parse_answer", "split_label"]

@@ -1,0 +1,149 @@
+"""verifiers.math: what the final answer IS (issue #27). For each class, the wrong answers score 0
+and the right ones 1: negations and retractions, hedges, false statements, numbers glued to
+words, thousands separators, labelled golds and answers. Real SymPy in real worker processes."""
+from __future__ import annotations
+
+import pytest
+
+import verifiers.math as vm
+from verifiers.math.extract import extract
+from verifiers.verdict import Outcome
+
+pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
+
+
+def score(response: str, gold: str) -> float:
+    verdict = vm.verify(response, gold)
+    assert verdict.outcome is not Outcome.ERROR, verdict.detail
+    return verdict.score
+
+
+def all_score(cases: list[tuple[str, str]], expected: float) -> None:
+    wrong = [(gold, response, vm.verify(response, gold).detail) for response, gold in cases if score(response, gold) != expected]
+    assert not wrong, wrong
+
+
+# -- negation and retraction: an answer the text denies or takes back is not the answer
+DENIED = [
+    ("the answer is not 5", "5"), ("The answer is certainly not 7.", "7"), ("it is certainly not 7", "7"),
+    ("The answer isn't 5.", "5"), ("The answer is not equal to 5", "5"), ("\\boxed{\\text{not } 5}", "5"),
+    ("We can rule out $\\boxed{6}$ at once.", "6"), ("so it is impossible for the sum to equal $9$.", "9"),
+    ("There is no way the answer is 6.", "6"), ("the answer is anything except 9", "9"),
+    ("So $-1$ is not a root after all.", "-1"), ("<answer>not 4</answer>", "4"),
+    ("A common mistake is to answer $\\boxed{5}$.", "5"), ("It is $x \\ne 3$.", "3"),
+]
+RETRACTED = [
+    ("The answer is 2. ... no, the final value is 3.", "2"),
+    ("The answer is 2. Wait, that is wrong: it is 3.", "2"),
+    ("So the answer is $\\boxed{12}$. Actually, let me recheck: $4 \\times 4 = 16$, not $12$, so the answer is 16.", "12"),
+    ("**Final Answer**\n\\[\\boxed{9}\\]\nWait, that's not right. So the answer is 8.", "9"),
+    ("<answer>5</answer>\nActually, scratch that: 5 fails. The correct value is 7.", "5"),
+    ("I claimed the answer was 20, but that was wrong.", "20"),
+    ("The final answer is $\\boxed{100}$.\n\nOn reflection, I misread the problem. The final answer is 50.", "100"),
+    ("$\\boxed{8}$... no. That counts the empty set. The answer is $\\boxed{7}$.", "8"),
+]
+STATED = [  # the same texts where they are right, and plain statements that merely mention a "not"
+    ("The answer is 2. ... no, the final value is 3.", "3"),
+    ("So the answer is $\\boxed{12}$. Actually, let me recheck: $4 \\times 4 = 16$, not $12$, so the answer is 16.", "16"),
+    ("<answer>5</answer>\nActually, scratch that: 5 fails. The correct value is 7.", "7"),
+    ("A common mistake is to answer $\\boxed{5}$, but the correct answer is $\\boxed{7}$.", "7"),
+    ("$\\boxed{8}$... no. That counts the empty set. The answer is $\\boxed{7}$.", "7"),
+    ("The answer is 7, not 5.", "7"), ("The answer is not 5 but 6.", "6"),
+    ("It is not hard to see that the answer is 6.", "6"), ("Since 4 is not prime, the answer is $\\boxed{5}$.", "5"),
+    ("x cannot be negative, so x = 5", "5"), ("\\boxed{1} (mistake) \\boxed{2}", "2"),
+    ("The answer is \\boxed{12}. Let me double-check: 3 * 4 = 12. Yes.", "12"),
+    ("Final Answer: The final answer is $12$. I hope it is correct.", "12"),
+]
+
+
+@pytest.mark.parametrize("response,gold", DENIED + RETRACTED)
+def test_denied_or_retracted_answer_scores_0(response, gold):
+    verdict = vm.verify(response, gold)
+    assert verdict.outcome is Outcome.INCORRECT or verdict.outcome is Outcome.FORMAT_ERROR, verdict
+    assert verdict.score == 0.0
+
+
+def test_stated_answer_scores_1():
+    all_score(STATED, 1.0)
+
+
+def test_denial_is_incorrect_with_its_reason():
+    verdict = vm.verify("the answer is not 5", "5")
+    assert verdict.outcome is Outcome.INCORRECT and verdict.detail.startswith("denied")
+
+
+# -- hedges: several different final answers are wrong for each of them
+HEDGES = ["The answer is 2 or 3.", "The answer is either 2 or 3.", "x = 2, or maybe x = 3", "The answer is 2 (or possibly 3).",
+          "It is 2 (or perhaps 3).", "\\boxed{2} and \\boxed{3}", "The answer is $2$ or $3$.", "It is 2, or maybe 3",
+          "\\boxed{2}. The answer is 3."]
+
+
+@pytest.mark.parametrize("response", HEDGES)
+def test_hedge_scores_0_for_each_value(response):
+    assert score(response, "2") == 0.0 and score(response, "3") == 0.0
+
+
+def test_hedge_of_one_value_and_a_list_gold():
+    all_score([("The answer is 2 or 3.", "2, 3"), ("\\boxed{2} \\boxed{2.0}", "2"), ("\\boxed{x = 2 \\text{ or } x = 3}", "\\{2, 3\\}")], 1.0)
+
+
+# -- statements that are false: an equation of two different constants states nothing
+def test_false_statement_scores_0_and_a_true_one_states_its_value():
+    all_score([("\\boxed{7 = 5}", "5"), ("\\boxed{5 = 7}", "5"), ("\\boxed{x = 5 = 7}", "7"), ("\\boxed{2 + 3 = 6}", "6"),
+               ("\\boxed{|AB| = 2 = 3}", "3")], 0.0)
+    all_score([("\\boxed{5 = 5}", "5"), ("\\boxed{x = 5}", "5"), ("\\boxed{2 + 3 = 5}", "5"), ("\\boxed{x = \\frac{4}{2} = 2}", "2"),
+               ("\\boxed{\\frac{1}{3} = 0.333}", "0.333")], 1.0)
+
+
+# -- a digit inside a word is not a number
+def test_number_glued_to_a_word_is_not_that_number():
+    all_score([("so AZYUK2A", "2"), ("\\boxed{AZYUK2A}", "2"), ("The answer is AZYUK2A", "2"), ("<answer>COVID19</answer>", "19"),
+               ("The code is x2", "2"), ("so we get 5x", "5")], 0.0)
+    all_score([("The distance is 5km", "5"), ("It is the 3rd", "3"), ("so the answer is 5 cm", "5"), ("the angle is pi/2", "\\frac{\\pi}{2}"),
+               ("the height is \u221a3", "\\sqrt{3}"), ("\\boxed{\\sin 2x}", "\\sin(2x)")], 1.0)
+
+
+# -- thousands separators in final answers
+def test_thousands_separators_in_a_final_answer():
+    right = ["... the answer is $10,455$", "\\boxed{10{,}455}", "\\boxed{10\\,455}", "The answer is 10,455.", "so the total is 10,455",
+             "Final answer: 10,455", "\\boxed{10\\ 455}", "The answer is 10 455", "$\\boxed{10,455}$ dollars"]
+    all_score([(r, "10455") for r in right], 1.0)
+    all_score([("\\boxed{10455}", "10,455"), ("\\boxed{12,345,678}", "12345678")], 1.0)
+    all_score([("\\boxed{(10, 455)}", "10455"), ("\\boxed{10, 455}", "10455"), ("\\boxed{10,45}", "1045"), ("\\boxed{1,234}", "1234.5")], 0.0)
+
+
+def test_a_list_gold_reads_commas_as_separators():
+    all_score([("\\boxed{1,2}", "1, 2"), ("\\boxed{1,234}", "1, 234"), ("\\boxed{(10, 455)}", "(10, 455)")], 1.0)
+    all_score([("\\boxed{1,234}", "1, 235"), ("\\boxed{10,455}", "(10, 456)")], 0.0)
+
+
+# -- labelled golds and answers
+LABELLED_RIGHT = [
+    ("\\boxed{1}", "|AB|=1"), ("\\boxed{1}", "A:B=1"), ("\\boxed{\\frac{1}{\\sqrt6}}", "\\frac{NO}{BO}=\\frac{1}{\\sqrt6}"),
+    ("\\boxed{11:21}", "V_1:V_2=11:21"), ("\\boxed{\\frac{11}{21}}", "V_1:V_2=11:21"), ("\\boxed{1, 2}", "x_1=1, x_2=2"),
+    ("\\boxed{|AB|=1}", "1"), ("\\boxed{V_1:V_2=11:21}", "11:21"), ("\\boxed{V_1:V_2=22:42}", "V_1:V_2=11:21"),
+    ("\\boxed{\\frac{NO}{BO}=\\frac{\\sqrt6}{6}}", "\\frac{NO}{BO}=\\frac{1}{\\sqrt6}"), ("The answer is $|AB| = 2\\sqrt{3}$.", "2\\sqrt3"),
+    ("\\boxed{x_1 = 1, x_2 = 2}", "1, 2"), ("\\boxed{AB = 3}", "3"), ("\\boxed{2:4}", "1:2"), ("\\boxed{0.5}", "1:2"),
+]
+LABELLED_WRONG = [
+    ("\\boxed{2}", "|AB|=1"), ("\\boxed{|CD|=1}", "|AB|=1"), ("\\boxed{21:11}", "V_1:V_2=11:21"), ("\\boxed{V_2:V_1=11:21}", "V_1:V_2=11:21"),
+    ("\\boxed{\\frac{1}{\\sqrt5}}", "\\frac{NO}{BO}=\\frac{1}{\\sqrt6}"), ("\\boxed{|AB|=2}", "1"), ("\\boxed{x + 1 = 5}", "5"),
+    ("\\boxed{2x = 10}", "10"), ("\\boxed{1, 3}", "x_1=1, x_2=2"), ("\\boxed{11:20}", "11:21"),
+]
+
+
+def test_labelled_answers_compare_their_values():
+    all_score([(r, g) for r, g in LABELLED_RIGHT], 1.0)
+    all_score([(r, g) for r, g in LABELLED_WRONG], 0.0)
+
+
+def test_time_of_day_stays_text():
+    all_score([("\\boxed{1:30 pm}", "1:30 pm")], 1.0)
+    all_score([("\\boxed{2:30 pm}", "1:30 pm")], 0.0)
+
+
+def test_extraction_reports_denials_and_retractions():
+    assert extract("it is certainly not 7").denied == "7" and not extract("it is certainly not 7").answers
+    assert extract("The answer is 2. ... no, the final value is 3.").answers == ("3",)
+    assert extract("x = 2, or maybe x = 3").answers == ("2 \\text{ or } 3",)
+    assert extract("so AZYUK2A").answers == ()

@@ -6,7 +6,32 @@ a retraction such as "wait, that is wrong" comes between them: then only the lat
 else the last "the answer is ..." / "Answer:" phrase; else the tag contents; else the last
 number (or the last `$...$` span that holds it). A box after the `<answer>` tags is a second
 final answer. Text inside `<think>...</think>` is skipped when an answer follows it.
-Every scan here is linear in the response length: no regex that can backtrack badly.
+
+Time: every scan here is linear in the response length. No regex has nested or adjacent
+overlapping quantifiers over unbounded text (the old answer-phrase pattern, `\\s*\\**\\s*:?\\s*`,
+took 246 s on "Final answer" and 1,000 spaces): trigger words are found by a literal pattern and
+what follows them by single-class runs; look-backs and look-aheads use windows of at most a few
+hundred characters; of thousands of numbers or boxes only the last few are examined in Python.
+
+Rules (issue #27: RL finds whatever pays without solving), each with its reason:
+- Denial: an answer the text negates is not the answer. A candidate (box, phrase, last number)
+  in a clause with "not", "n't", "never", "cannot", "impossible", "rule out", "no way", `\\ne`,
+  or after a judgement ("a common mistake is to answer"), or followed by "is not"/"fails", is
+  denied; the verdict is `incorrect` ("denied: ..."), never a fallback to another number. A
+  clause ends at punctuation and linking words (so, but, since, unless, `=` ...); a copula after
+  the negation keeps the candidate ("the number of integers not divisible by 3 is 667"), and so
+  do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6.
+- Retraction: text after the final answer that takes it back ("no,", "wait", "actually",
+  "scratch that", "I misread") followed by a new answer makes that the answer (after a box only
+  an answer phrase counts, since checking work after a box is common); a retraction with no new
+  answer ("... was 20, but that was wrong") leaves none. An answer phrase after the last box
+  with a different value is a second final answer: a hedge.
+- Hedges: "2 or 3", "either 2 or 3", "x = 2, or maybe x = 3", "2 (or possibly 3)" give both
+  values, judged later as several answers (wrong unless the gold is that list). A phrase answer
+  that does not read as maths falls back only to the one number inside it, never to one value of
+  a hedge.
+- A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`): not a number; units and
+  ordinals after it (`5cm`, `3rd`) are allowed; `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0` are taken whole.
 """
 from __future__ import annotations
 
@@ -64,7 +89,13 @@ _NEGATIONS = {
 # in the clause they judge what came before ("\boxed{1} (mistake) \boxed{2}" corrects 1).
 _JUDGEMENTS = {"mistake", "mistakes", "wrong", "incorrect", "erroneous", "false"}
 _RULE = {"rule", "rules", "ruled", "ruling"}  # "rule out"
-_NEG_IDIOMS = {"hard", "difficult", "only", "just", "surprisingly", "obvious", "clear", "too", "much", "exceed"}
+_NEG_IDIOMS = {  # "not hard to see", "not less than": no denial of what follows
+    "hard", "difficult", "only", "just", "surprisingly", "obvious", "clear", "too", "much", "exceed", "exceeding",
+    "less", "more", "greater", "smaller", "larger", "fewer", "below", "above", "counting", "including",
+}
+# A copula after the negation makes the candidate the predicate of a subject that holds the
+# negation ("the number of integers not divisible by 3 is 667"): stated, not denied.
+_COPULAS = {"is", "are", "was", "were", "equals", "equal", "gives", "give", "makes", "becomes"}
 _CLAUSE_BREAKS = {
     ".", ";", ":", "!", "?", ",", "\n", "=", "so", "thus", "hence", "therefore", "but", "then", "because", "since",
     "unless", "except", "if", "when", "where", "which", "and", "giving", "gives", "yields", "get", "obtain", "instead",
@@ -339,7 +370,13 @@ def _denied_before(text: str, start: int) -> bool:
     while k > 0 and tokens[k - 1].lower() not in _CLAUSE_BREAKS:
         k -= 1
     clause = tokens[k:]
-    return any(_is_negation(clause, i) for i in range(len(clause)))
+    for i in range(len(clause)):
+        if _is_negation(clause, i):
+            return clause[i].lower() in _JUDGEMENTS or not any(  # "a mistake is to answer 5": the judgement is the subject
+                clause[j].lower() in _COPULAS and clause[j - 1].lower() not in ("to", "not")
+                for j in range(i + 1, len(clause))
+            )
+    return False
 
 
 def _denied_after(text: str, end: int) -> bool:

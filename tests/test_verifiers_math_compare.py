@@ -19,7 +19,8 @@ WORST_S = 2.0  # generous: a loaded machine; the worker's own deadline is 0.8 s
 
 
 def is_correct(answer: str, gold: str, **options) -> bool:
-    verdict = vm.verify(f"The final answer is $\\boxed{{{answer}}}$.", gold, MathOptions(**options) if options else None)
+    response = f"The final answer is $\\boxed{{{answer}}}$."
+    verdict = vm.verify(response, gold, MathOptions(**options) if options else None)
     assert verdict.outcome is not Outcome.ERROR, verdict.detail
     return verdict.outcome is Outcome.CORRECT
 
@@ -53,7 +54,8 @@ def test_compatible_units_are_converted():
 
 
 def test_converted_units_keep_the_decimal_policy():
-    check([("\\frac{1000}{3} \\text{ m}", "0.3333 \\text{ km}", True), ("\\frac{1000}{3} \\text{ m}", "0.333 \\text{ km}", False),
+    check([("\\frac{1000}{3} \\text{ m}", "0.3333 \\text{ km}", True),
+           ("\\frac{1000}{3} \\text{ m}", "0.333 \\text{ km}", False),
            ("4\\pi \\text{ cm}^2", "12.57 \\text{ cm}^2", True), ("4\\pi \\text{ cm}^2", "12.6 \\text{ cm}^2", False),
            ("5 \\text{ m}", "500.1 \\text{ cm}", False)])
 
@@ -68,7 +70,8 @@ def test_mixed_units_are_one_quantity():
     check([("200 \\text{ minutes}", "3 \\text{ hours and } 20 \\text{ minutes}", True),
            ("1.2 \\text{ m}", "1 \\text{ m}, 20 \\text{ cm}", True),
            ("3 \\text{ hours}", "3 \\text{ hours and } 20 \\text{ minutes}", False),
-           ("8 \\text{ m}", "5 \\text{ m and } 3 \\text{ m}", False), ("5 \\text{ m}", "5 \\text{ m and } 3 \\text{ m}", False),
+           ("8 \\text{ m}", "5 \\text{ m and } 3 \\text{ m}", False),
+           ("5 \\text{ m}", "5 \\text{ m and } 3 \\text{ m}", False),
            ("200", "3 \\text{ hours and } 20 \\text{ minutes}", False)])
 
 
@@ -94,7 +97,8 @@ def test_a_percent_is_not_the_bare_number():
 
 def test_degrees_convert_only_for_a_gold_in_radians():
     check([("3.14", "180^\\circ", False), ("0.524", "30^\\circ", False), ("3.1416", "180^\\circ", False),
-           ("\\pi", "180^\\circ", True), ("\\frac{\\pi}{6}", "30^\\circ", True), ("\\frac{\\pi}{6}", "60^\\circ", False),
+           ("\\pi", "180^\\circ", True), ("\\frac{\\pi}{6}", "30^\\circ", True),
+           ("\\frac{\\pi}{6}", "60^\\circ", False),
            ("90", "90^\\circ", True), ("30^\\circ", "30", True), ("30^\\circ", "\\frac{\\pi}{6}", True),
            ("30^\\circ", "\\frac{\\pi}{3}", False)])
 
@@ -115,7 +119,8 @@ def test_sets_are_not_intervals_or_pairs():
            ("1, 2", "[1,2]", False), ("\\{1,2,3\\}", "(1,2,3)", False),
            ("\\{1,2\\}", "1, 2", True), ("\\{1,2\\}", "\\{2,1\\}", True), ("1, 2", "(1,2)", True),
            ("1, 2", "\\{1, 2\\}", True), ("[1,2]", "1 \\le x \\le 2", True), ("(1,2)", "(1,2)", True),
-           ("[1,2]", "\\{x \\mid 1 \\le x \\le 2\\}", True), ("(3,\\infty)", "\\{x \\in \\mathbb{R} \\mid x > 3\\}", True),
+           ("[1,2]", "\\{x \\mid 1 \\le x \\le 2\\}", True),
+           ("(3,\\infty)", "\\{x \\in \\mathbb{R} \\mid x > 3\\}", True),
            ("(3,\\infty)", "\\{x | x \\ge 3\\}", False), ("\\{1,2\\}", "\\{x \\mid 1 \\le x \\le 2\\}", False)])
 
 
@@ -127,6 +132,8 @@ def test_inequalities_and_intervals_both_ways():
            ("(-\\infty,-1)\\cup(2,\\infty)", "x<-1 \\text{ or } x>2", True),
            ("(-\\infty,-1]\\cup(2,\\infty)", "x \\le -1 \\lor x > 2", True),
            ("(-\\infty,-1)\\cup(2,\\infty)", "x \\in (-\\infty,-1) \\text{ or } x \\in (2,\\infty)", True),
+           ("-3 < x < 3", "|x| < 3", True), ("(-\\infty,-1]\\cup[3,\\infty)", "|x-1| \\ge 2", True),
+           ("(-1,3)", "|1 - x| < 2", True), ("(-3,3)", "|x| \\le 3", False), ("(-3,3)", "|x| > 3", False),
            ("-2 \\le x \\le 7", "[-2,7)", False), ("(0,1)", "0<f(x) \\le 1", False),
            ("(-\\infty,-1)\\cup(2,\\infty)", "x<-1 \\text{ and } x>2", False),
            ("x \\le -1 \\text{ or } x > 2", "(-\\infty,-1)\\cup(2,\\infty)", False),

@@ -1,6 +1,6 @@
 """Canonical forms before comparison: `\\pm` expanded into two answers, `x \\in S` into S,
-one-variable inequalities into intervals (`1 < x <= 2` is `(1, 2]`; also a named quantity:
-`0 < f(x) < 1` is `(0, 1)`, since the answer states the range of f(x)), chains `x = 4/2 = 2`
+one-variable inequalities into intervals (`1 < x <= 2` is `(1, 2]`; `|x - 1| < 2` is `(-1, 3)`;
+also a named quantity: `0 < f(x) < 1` is `(0, 1)`, since the answer states the range of f(x)), chains `x = 4/2 = 2`
 into their ends, lists of inequalities into unions or intersections (`x < -1 \\text{ or } x > 2`
 is `(-\\infty, -1) \\cup (2, \\infty)`; "and" intersects)."""
 from __future__ import annotations
@@ -127,36 +127,79 @@ def _interval(rel: Relation) -> intervals.Pieces | None:
         return None
     x = symbols.pop()
     result = intervals.REALS
-    for left, op, right in zip(parts, rel.ops, parts[1:]):
-        # left op right  <=>  a*x + b op 0  <=>  x op' -b/a (op flipped when a < 0)
-        f = left.value - right.value
-        a = f.diff(x)
-        if a.free_symbols or not a.is_extended_real or a == 0 or (f - a * x).free_symbols:
-            return None
-        bound = -(f - a * x) / a
-        if a.is_negative:
-            op = _FLIP.get(op, op)
-        oo = sympy.oo
-        try:
-            piece = {
-                "<": lambda: intervals.interval(-oo, bound, True, True),
-                "<=": lambda: intervals.interval(-oo, bound, True, False),
-                ">": lambda: intervals.interval(bound, oo, True, True),
-                ">=": lambda: intervals.interval(bound, oo, False, True),
-                "!=": lambda: intervals.complement(intervals.points([bound])),
-            }[op]()
+    try:
+        for left, op, right in zip(parts, rel.ops, parts[1:]):
+            piece = _solve(left.value - right.value, op, x)
+            if piece is None:
+                return None
             result = intervals.intersect(result, piece)
-        except ParseError:  # a bound that is not a real number
-            return None
+    except ParseError:  # a bound that is not a real number
+        return None
     return result
+
+
+def _solve(f: sympy.Basic, op: str, x: sympy.Symbol) -> intervals.Pieces | None:
+    """The reals where `f op 0`, for f linear in x or linear in one `|u|` with u linear in x
+    (`|x| < 3` is `(-3, 3)`, `|x - 1| >= 2` is `(-\\infty, -1] \\cup [3, \\infty)`), else None."""
+    absolutes = f.atoms(sympy.Abs)
+    if not absolutes:
+        return _linear(f, op, x)
+    if len(absolutes) != 1:
+        return None
+    (u_abs,) = absolutes
+    t = sympy.Dummy("t")
+    g = f.xreplace({u_abs: t})
+    k = g.diff(t)
+    if x in g.free_symbols or k.free_symbols or not k.is_extended_real or k == 0:
+        return None
+    c = -(g - k * t) / k  # |u| op c, op flipped when k < 0
+    op = _FLIP.get(op, op) if k.is_negative else op
+    u = u_abs.args[0]
+    sign = 1 if c.is_positive else 0 if c.is_zero else -1 if c.is_negative else None
+    if sign is None:
+        return None
+    if op in ("<", "<="):
+        if sign < 0 or sign == 0 and op == "<":
+            return intervals.EMPTY
+        return _both(_linear(u + c, {"<": ">", "<=": ">="}[op], x), _linear(u - c, op, x), intervals.intersect)
+    if op in (">", ">="):
+        if sign < 0 or sign == 0 and op == ">=":
+            return intervals.REALS
+        return _both(_linear(u - c, op, x), _linear(u + c, {">": "<", ">=": "<="}[op], x), intervals.union)
+    if op == "!=":
+        return intervals.REALS if sign < 0 else _both(_linear(u - c, op, x), _linear(u + c, op, x), intervals.intersect)
+    return None
+
+
+def _both(a: intervals.Pieces | None, b: intervals.Pieces | None, combine) -> intervals.Pieces | None:
+    return None if a is None or b is None else combine(a, b)
+
+
+def _linear(f: sympy.Basic, op: str, x: sympy.Symbol) -> intervals.Pieces | None:
+    """The reals where `f op 0` for f = a*x + b (a real, nonzero): x op' -b/a, op flipped when a < 0."""
+    a = f.diff(x)
+    if a.free_symbols or not a.is_extended_real or a == 0 or (f - a * x).free_symbols:
+        return None
+    bound = -(f - a * x) / a
+    if a.is_negative:
+        op = _FLIP.get(op, op)
+    oo = sympy.oo
+    return {
+        "<": lambda: intervals.interval(-oo, bound, True, True),
+        "<=": lambda: intervals.interval(-oo, bound, True, False),
+        ">": lambda: intervals.interval(bound, oo, True, True),
+        ">=": lambda: intervals.interval(bound, oo, False, True),
+        "!=": lambda: intervals.complement(intervals.points([bound])),
+    }[op]()
 
 
 def _listing(node: Listing) -> Node:
     items = _flatten(node.items)
-    if any(_in_interval(x) for x in node.items) and all(_in_interval(x) or isinstance(c, SetExpr) for x, c in zip(node.items, items)):
+    pairs = list(zip(node.items, items))
+    if any(_in_interval(x) for x in node.items) and all(_in_interval(x) or isinstance(c, SetExpr) for x, c in pairs):
         # x \in (-\infty, -1) or x \in (2, \infty): each item a set, not a pair
         try:
-            items = tuple(SetExpr(as_set(c), has_decimal(c), literals(c)) if _in_interval(x) else c for x, c in zip(node.items, items))
+            items = tuple(SetExpr(as_set(c), has_decimal(c), literals(c)) if _in_interval(x) else c for x, c in pairs)
         except (ParseError, ValueError, TypeError):
             return Listing(items, node.joiners)
     if 1 < len(items) <= intervals.MAX_PIECES and all(isinstance(x, SetExpr) for x in items):
@@ -176,7 +219,9 @@ def _listing(node: Listing) -> Node:
 
 def _in_interval(node: Node) -> bool:
     """`x \\in [1, 2]`: a relation naming a two-ended interval."""
-    return isinstance(node, Relation) and node.ops == ("in",) and isinstance(node.parts[1], Bracket) and len(node.parts[1].items) == 2
+    if not (isinstance(node, Relation) and node.ops == ("in",)):
+        return False
+    return isinstance(node.parts[1], Bracket) and len(node.parts[1].items) == 2
 
 
 def to_set(node: Node) -> intervals.Pieces | None:

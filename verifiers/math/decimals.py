@@ -104,7 +104,8 @@ def _approximates_number(n: int, place: int, exact: sympy.Basic, truncated: bool
         low = int(mpmath.floor(s))
         frac = s - low
         eps = mpmath.mpf(10) ** (-GUARD)
-        return n in _candidates(low, frac > eps, frac < mpmath.mpf(0.5) - eps, abs(frac - mpmath.mpf(0.5)) <= eps, truncated)
+        half = mpmath.mpf(0.5)
+        return n in _candidates(low, frac > eps, frac < half - eps, abs(frac - half) <= eps, truncated)
 
 
 def _on_grid(s: mpmath.mpf) -> bool:

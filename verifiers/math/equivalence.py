@@ -167,7 +167,8 @@ def _readings(g: Expr, a: Expr, o: MathOptions) -> list[tuple[tuple[sympy.Basic,
       angle in radians, so `180^\\circ` is not `3.14`."""
     gold, answer = [(g.value, 0)], [(a.value, 0)]
     if g.unit == "percent" and a.unit != "percent":
-        gold = {"either": gold + [(g.value / 100, -2)], "number": gold, "fraction": [(g.value / 100, -2)]}[o.percent]
+        fraction = [(g.value / 100, -2)]
+        gold = {"either": gold + fraction, "number": gold, "fraction": fraction}[o.percent]
     elif a.unit == "percent" and g.unit != "percent":
         answer = [(a.value / 100, -2)]
     if o.angles == "either" and g.unit == "degree" and a.unit != "degree":

@@ -104,7 +104,8 @@ class Parser(Primaries):
                 self.take()
                 exponent = self.group() if self.at("op", "{") else self.primary() if self.at("num") else None
                 value = exponent.value if isinstance(exponent, Expr) else None
-                power = int(value) if value is not None and value.is_Integer and abs(value) <= units.MAX_POWER else None
+                small = value is not None and value.is_Integer and abs(value) <= units.MAX_POWER
+                power = int(value) if small else None
             unreadable = unreadable or power is None
             words.append((word, 1 if power is None else power))
         # a unit under an exponent that is not a small integer (cm^{999}) is a unit no gold has

@@ -41,7 +41,9 @@ POINTS = 4
 MAX_PREC = 31_000  # evaluation digits: past the longest rational kept (build.MAX_BITS, ~30,100 digits)
 
 
-def approx(expr: sympy.Basic, subs: dict | None = None, prec: int = PREC, strict: bool = False) -> mpmath.mpc | None:
+def approx(
+    expr: sympy.Basic, subs: dict | None = None, prec: int = PREC, strict: bool = False
+) -> mpmath.mpc | None:
     """A `prec`-digit complex value, or None where the expression is not a finite number (or,
     if `strict`, where SymPy cannot reach full accuracy within its working precision)."""
     try:
@@ -212,7 +214,8 @@ def proved_equal(g: sympy.Basic, a: sympy.Basic) -> bool:
         if d == 0:
             return True
         # expand and simplify cost grows fast with size and powers ((x+1)^{1000}): small ones only
-        if sympy.count_ops(d) > MAX_PROOF_OPS or any(abs(p.exp) > MAX_PROOF_POWER for p in d.atoms(sympy.Pow) if p.exp.is_Rational):
+        powers = (abs(p.exp) for p in d.atoms(sympy.Pow) if p.exp.is_Rational)
+        if sympy.count_ops(d) > MAX_PROOF_OPS or any(p > MAX_PROOF_POWER for p in powers):
             return False
         return sympy.expand(d) == 0 or sympy.simplify(d) == 0
     except (ArithmeticError, TypeError, ValueError, AttributeError, RecursionError, NotImplementedError):

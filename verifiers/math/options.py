@@ -27,8 +27,8 @@ class MathOptions:
     min_answer_digits: a decimal answer approximating an exact gold without a finite decimal
         expansion (`0.3333` for `1/3`) must show at least this many significant digits.
     round_to_gold: a decimal gold with at least `round_min_digits` significant digits also accepts
-        an exact answer without a finite expansion that rounds or truncates to it (`3.14` accepts
-        `\\pi`; never another decimal: `3.1416` is not `3.14`).
+        an exact answer without a finite expansion that rounds to it (`3.14` accepts `\\pi`;
+        never another decimal: `3.1416` is not `3.14`; see `decimals`, rule 4).
     hedge: "wrong" (default) scores several different final answers (`\\boxed{3}` ... `\\boxed{4}`)
         as incorrect, unless the text between them retracts the earlier one ("wait", "mistake"):
         then only the boxes after the retraction count; "last" always takes the last one.

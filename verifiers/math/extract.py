@@ -17,7 +17,8 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
 - Denial: an answer the text negates is not the answer. A candidate (box, phrase, last number)
   in a clause with "not", "n't", "never", "cannot", "impossible", "rule out", "no way", `\\ne`,
   or after a judgement ("a common mistake is to answer"), or followed by "is not"/"fails", is
-  denied; the verdict is `incorrect` ("denied: ..."), never a fallback to another number. A
+  denied, and so is one asked as a question ("the answer is 5?"); the verdict is `incorrect`
+  ("denied: ..."), never a fallback to another number. A
   clause ends at punctuation and linking words (so, but, since, unless, `=` ...); a copula after
   the negation keeps the candidate ("the number of integers not divisible by 3 is 667"), and so
   do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6.
@@ -26,7 +27,7 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
   an answer phrase counts, since checking work after a box is common); a retraction with no new
   answer ("... was 20, but that was wrong") leaves none. An answer phrase after the last box
   with a different value is a second final answer: a hedge.
-- Hedges: "2 or 3", "either 2 or 3", "x = 2, or maybe x = 3", "2 (or possibly 3)" give both
+- Hedges: "2 or 3", "either 2 or 3", "x = 2, or maybe x = 3", "2 (or possibly 3)", "2, maybe 3" give both
   values, judged later as several answers (wrong unless the gold is that list). A phrase answer
   that does not read as maths falls back only to the one number inside it, never to one value of
   a hedge.
@@ -70,7 +71,7 @@ _VALUE = r"(-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d+(?:\.\d+)?(?:/\d+)?)"
 _HEDGE_FILLER = r"(?:(?:either|maybe|perhaps|possibly|probably|also|even|it|is|could|might|would|be|equal|equals|to|just)\b[\s,]*)*"
 # "2 or 3", "2, or maybe x = 3", "2 (or possibly 3)": a value, "or", fillers, then the last number
 _HEDGE_TAIL = re.compile(
-    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?or\b[\s(]*" + _HEDGE_FILLER
+    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?(?:or\b[\s(]*|(?=(?:maybe|perhaps|possibly|probably)\b))" + _HEDGE_FILLER
     + r"(?:[A-Za-z](?:_\{?\w{1,3}\}?)?\s*=\s*)?[$(\s]*(?:\\\([$(\s]*)?$",
     re.IGNORECASE,
 )
@@ -121,7 +122,7 @@ _RETRACT_PHRASE = re.compile(
 # Words that take back the final answer even when no new one follows ("... was 20, but that was wrong").
 _RETRACTED = re.compile(
     r"\b(?:(?:was|is|that's|that is|it's|it is|this is)\s(?:wrong|incorrect|not (?:right|correct)|a mistake|an error)|"
-    r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error))\b",
+    r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error)|(?:wrong|incorrect) answer|not the answer)\b",
     re.IGNORECASE,
 )
 # Letters glued to a number that still leave it a number: units and ordinals (5cm, 3rd)
@@ -341,6 +342,8 @@ def _negations(answer: str) -> tuple[str | None, bool]:
         but = _BUT.search(answer, lead.end())
         rest = answer[but.end() :].strip(" ,;:") if but else ""
         return (rest or None), True
+    if answer.rstrip().endswith("?"):  # "the answer is 5?": a question states nothing
+        return None, True
     neg = _NOT_WORD.search(answer)
     if neg and _has_value(answer[: neg.start()]) and _has_value(answer[neg.end() :]):
         head = answer[: neg.start()].rstrip(" ,;(")
@@ -384,7 +387,7 @@ def _denied_after(text: str, end: int) -> bool:
     words = [t.lower() for t in _NEG_TOKEN.findall(text[end : end + 40])[:2]]
     if not words:
         return False
-    return words[0] in _FAILS or len(words) == 2 and words[0] in _NEG_AFTER_VERBS and words[1] in _NEG_AFTER
+    return words[0] in _FAILS or words[0] == "?" or len(words) == 2 and words[0] in _NEG_AFTER_VERBS and words[1] in _NEG_AFTER
 
 
 def _alternative(text: str, start: int) -> str | None:

@@ -13,6 +13,9 @@ Many threads may call `run` at once; each takes an idle worker for one job, and 
 waiting for a worker too. Start-up (an interpreter importing SymPy, about a second) is not counted
 against the deadline while the pool has never been ready: `warm_up()` pays it up front.
 Workers get an address-space limit, so a memory blow-up kills the worker, not the caller.
+A job that runs past its deadline raises `JobTimeout` with how long it ran; a deadline that
+passes while waiting for a worker raises plain `PoolTimeout`: a caller can tell a slow job (the
+input's doing) from a busy pool (the grader's).
 """
 from __future__ import annotations
 
@@ -192,8 +195,9 @@ class WorkerPool:
             worker.conn.send((func, args))
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not worker.conn.poll(remaining):
+                ran_s = time.monotonic() - sent  # before the replacement's start-up, which is the pool's time
                 self._replace(worker)
-                raise JobTimeout(f"no result within {timeout:.2f} s; worker killed and replaced", time.monotonic() - sent)
+                raise JobTimeout(f"no result within {timeout:.2f} s; worker killed and replaced", ran_s)
             kind, value = worker.conn.recv()
         except (EOFError, OSError) as exc:
             self._replace(worker)

@@ -94,35 +94,58 @@ def request_judge(sock: _socket.socket, index: int, timeout_s: float, memory_mb:
 
 
 def serve(sock: _socket.socket, codes: dict[str, str]) -> None:
-    """Fork one judge per request from the worker, until the worker closes its end."""
+    """Keep one spare judge forked ahead: it takes the next request from the worker itself, says
+    so, and the server forks the next spare (forking is off the tests' critical path), one per
+    judged test. Returns early when a spare ends without a request: the worker closed its end
+    (or a program killed the spare: later judged tests then get no verdict and fail)."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # judges are reaped by the kernel
+    for _ in codes:  # one judge per judged test, no more
+        taken_r, taken_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            return  # no verdict comes for later tests: they fail (a fork bomb holds every pid)
+        if pid == 0:
+            try:
+                os.close(taken_r)
+                spare(sock, codes, taken_w)
+            finally:
+                os._exit(0)
+        os.close(taken_w)
+        taken = os.read(taken_r, 1)
+        os.close(taken_r)
+        if not taken:
+            return
+
+
+def spare(sock: _socket.socket, codes: dict[str, str], taken_fd: int) -> None:
+    """A judge waiting for its test: prepared, then one request from the worker, then the test."""
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)  # a signal ends the judge: never an exception in the test code
+    here = os.getcwd()  # where the program can write files: never on the judge's import path
+    sys.path[:] = [p for p in sys.path if os.path.isabs(p) and p != here and not p.startswith(here + os.sep)]
+    os.chdir("/")
     while True:
         try:
             message, ancillary, _, _ = sock.recvmsg(REQUEST_BYTES, _socket.CMSG_SPACE(FDS * 4))
+            break
         except InterruptedError:
             continue
         except OSError:
             return
-        if not message:
-            return
-        fds: list[int] = []
-        for level, kind, data in ancillary:
-            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-                fds += struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4])
+    if not message:
+        return
+    os.write(taken_fd, b"t")
+    os.close(taken_fd)
+    sock.close()
+    fds: list[int] = []
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4])
+    if len(fds) == FDS:  # else the worker sees the report pipe close without a verdict: the test fails
         request = json.loads(message)
-        if len(fds) == FDS:
-            try:
-                pid = os.fork()
-            except OSError:
-                pid = -1  # the worker sees the report pipe close without a verdict: the test fails
-            if pid == 0:
-                try:
-                    sock.close()
-                    judge(codes.get(str(request["i"]), ""), *fds, float(request["timeout_s"]), int(request["memory_mb"]))
-                finally:
-                    os._exit(0)
-        for fd in fds:
-            os.close(fd)
+        judge(codes.get(str(request["i"]), ""), *fds, float(request["timeout_s"]), int(request["memory_mb"]))
 
 
 # ---- one judge ----------------------------------------------------------------------------------
@@ -130,21 +153,17 @@ def judge(code: str, calls_fd: int, replies_fd: int, report_fd: int, timeout_s: 
     """Run one test's code against the program's test child; write the verdict to `report_fd`."""
     os.write(report_fd, f"{os.getpid()}\n".encode())  # the worker kills it when the test is over
     try:
-        os.setsid()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
-            signal.signal(sig, signal.SIG_DFL)  # a signal ends the judge: never an exception in the test code
         child.set_limits(memory_mb, int(timeout_s) + 2)
         signal.alarm(int(timeout_s) + 2)  # never outlives its test, whatever the worker does
-        here = os.getcwd()
-        sys.path[:] = [p for p in sys.path if os.path.isabs(p) and p != here and not p.startswith(here + os.sep)]
-        os.chdir("/")
         tag, detail = Session(calls_fd, replies_fd).run(code)
     except BaseException as exc:  # noqa: BLE001 - e.g. out of memory on a huge value: the test fails
         tag, detail = "error", "the judge failed: " + child._describe(exc)
+    os.close(calls_fd)  # the test child sees the end now and exits while the verdict goes out
     line = f"{tag} {detail}".replace("\n", " ").replace("\r", " ")[:MESSAGE_CHARS]
     data = memoryview((line + "\n").encode("utf-8", "backslashreplace"))
     while data:
         data = data[os.write(report_fd, data):]
+    os.close(report_fd)  # the worker sees the end before this process is torn down
 
 
 class Session:

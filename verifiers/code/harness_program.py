@@ -129,6 +129,12 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
     pipes = [os.pipe() for _ in range(6 if judged else 4)]
     child_fds = (pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]) + ((pipes[4][0],) if judged else ())
     start = time.monotonic()
+    if judged:  # first, so that the judge gets ready while the child starts
+        try:
+            harness_judge.request_judge(judges, index, float(test["timeout_s"]), memory_mb,
+                                        (pipes[4][1], pipes[3][0], pipes[5][1]))
+        except OSError:
+            pass  # the server is gone (the program killed it): no verdict comes, the test fails
     try:
         pid = os.fork()
     except OSError as exc:  # e.g. a previous test's fork bomb still holds every pid
@@ -137,17 +143,10 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
         return {"status": "spawn_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     if pid == 0:
         child.run_child(test, source, token, child_fds, memory_mb)
-    for fd in child_fds:
+    for fd in child_fds + ((pipes[4][1], pipes[3][0], pipes[5][1]) if judged else ()):
         os.close(fd)
     stdin_w, out_r, err_r, res_r = pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
     if judged:
-        judge_fds = (pipes[4][1], pipes[3][0], pipes[5][1])
-        try:
-            harness_judge.request_judge(judges, index, float(test["timeout_s"]), memory_mb, judge_fds)
-        except OSError:
-            pass  # the server is gone (the program killed it): no verdict comes, the test fails
-        for fd in judge_fds:
-            os.close(fd)
         res_r = pipes[5][0]
     pending = {stdin_w: test.get("stdin", "").encode("utf-8")}
     buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}

@@ -208,3 +208,15 @@ def test_values_with_a_few_shared_hashes_still_pass(box):
              code.CallTest("h", (), {str(k): str(k) for k in few})]
     verdict = code.verify(fenced(program), tests, box, scoring="fraction")
     assert verdict.score == 1.0, verdict.info["tests"]
+
+
+def test_colliding_values_in_test_code_the_judge_runs_cost_the_programs_time_only(box):
+    # Test code the host cannot convert (a loop) runs in the harness's judge, in the sandbox: its
+    # set() of colliding values is bounded by the test's own time limit, not the trainer's CPU.
+    program = M_LIST
+    settings = code.RunSettings(output_cap=4 << 20, fail_fast=False, timeout_s=3)
+    start = time.monotonic()
+    verdict = code.verify(fenced(program), [code.AssertTest("for _ in [0]:\n    assert set(f(1)) == {1}")], box,
+                          settings=settings)
+    assert verdict.score == 0.0 and statuses(verdict) == ["timeout"], verdict.info["tests"]
+    assert time.monotonic() - start < 30

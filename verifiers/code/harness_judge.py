@@ -4,13 +4,13 @@ that holds none of the program's code. Standard library only; shipped next to
 `harness_program.py`, `harness_child.py` and `values.py`.
 
 Processes (the outer process and the worker are described in `harness_program.py`):
-- the *judge server* is forked by the outer process once it has read the test code from its
-  stdin. The worker and every test child were forked before that, and the sandbox runner wipes
-  its copy of the request before the harness starts, so no process running the program ever
-  held the test code (and with it the expected values) in its memory. The server gets requests
-  from the worker over a socket pair made before the worker was forked: a test's index and
-  three pipe ends (requests to the program's test child, the child's replies, the report to the
-  worker). For each it forks a *judge*;
+- *judges* are forked by the outer process once it has read the test code from its stdin, one
+  per judged test, each ahead of its test (a spare). The worker and every test child were
+  forked before that, and the sandbox runner wipes its copy of the request before the harness
+  starts, so no process running the program ever held the test code (and with it the expected
+  values) in its memory. A spare takes one request from the worker, over a socket pair made
+  before the worker was forked: a test's index and three pipe ends (requests to the program's
+  test child, the child's replies, the report to the worker);
 - a *judge* runs one test's code. The program's top-level functions are proxies there: a call
   encodes its arguments (`values.encode`), sends them to the test child, which imported the
   program as module `solution` and serves calls (`harness_child._serve`), and rebuilds the
@@ -86,40 +86,17 @@ _FORWARDED = {name: cls for name, cls in vars(builtins).items()
               and not issubclass(cls, (StopIteration, StopAsyncIteration))}
 
 
-# ---- the judge server ---------------------------------------------------------------------------
+# ---- a spare judge, and its request -------------------------------------------------------------
 def request_judge(sock: _socket.socket, index: int, timeout_s: float, memory_mb: int, fds: tuple[int, int, int]) -> None:
-    """In the worker: ask the server for a judge of test `index` (OSError when it is gone)."""
+    """In the worker: ask the waiting spare to judge test `index` (OSError when none is left)."""
     message = json.dumps({"i": index, "timeout_s": timeout_s, "memory_mb": memory_mb}).encode()
     sock.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
 
 
-def serve(sock: _socket.socket, codes: dict[str, str]) -> None:
-    """Keep one spare judge forked ahead: it takes the next request from the worker itself, says
-    so, and the server forks the next spare (forking is off the tests' critical path), one per
-    judged test. Returns early when a spare ends without a request: the worker closed its end
-    (or a program killed the spare: later judged tests then get no verdict and fail)."""
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # judges are reaped by the kernel
-    for _ in codes:  # one judge per judged test, no more
-        taken_r, taken_w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            return  # no verdict comes for later tests: they fail (a fork bomb holds every pid)
-        if pid == 0:
-            try:
-                os.close(taken_r)
-                spare(sock, codes, taken_w)
-            finally:
-                os._exit(0)
-        os.close(taken_w)
-        taken = os.read(taken_r, 1)
-        os.close(taken_r)
-        if not taken:
-            return
-
-
 def spare(sock: _socket.socket, codes: dict[str, str], taken_fd: int) -> None:
-    """A judge waiting for its test: prepared, then one request from the worker, then the test."""
+    """A judge forked ahead by the outer process, waiting for its test: prepared, then one
+    request from the worker (it says so on `taken_fd`, and the outer process forks the next
+    spare: forking is off the tests' critical path), then the test."""
     os.setsid()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGCHLD):
         signal.signal(sig, signal.SIG_DFL)  # a signal ends the judge: never an exception in the test code

@@ -4,9 +4,8 @@
 
 Four kinds of process:
 - the *outer* process makes itself non-dumpable, makes a socket pair, forks the worker, then
-  reads from stdin a random nonce and the code of the judged tests. It forks the judge server
-  (only when there are judged tests) and relays the worker's report lines to stdout as
-  `<nonce> <json>`;
+  reads from stdin a random nonce and the code of the judged tests. It forks the judges, each
+  ahead of its test, and relays the worker's report lines to stdout as `<nonce> <json>`;
 - the *worker* (forked before stdin was read, so its memory never holds the nonce or any test
   code) loads the spec (the program's source and what the tests feed it, never an expected
   output: those stay outside and are compared there), deletes the spec file, and runs each test
@@ -15,9 +14,9 @@ Four kinds of process:
   starts a new session, gets fresh stdin/stdout/stderr pipes, rlimits and its own wall-clock
   limit, and runs the program (as `__main__` for stdin/stdout tests, as module `solution` for
   call and judged tests);
-- the *judge server* and its *judges* (`harness_judge.py`) run the code of the assert tests
-  that `judged_asserts` cannot convert, one judge per test, calling the program's functions in
-  that test's child through pipes.
+- the *judges* (`harness_judge.py`) run the code of the assert tests that `judged_asserts`
+  cannot convert, one judge per test, calling the program's functions in that test's child
+  through pipes.
 
 Why the program under test cannot forge a pass:
 - it never sees the nonce or the test code (the sandbox runner wipes its copy of the request,
@@ -30,7 +29,7 @@ Why the program under test cannot forge a pass:
   judge, over plain data the judge decoded itself. Whatever the program writes, it can at most
   claim a value; it never reports a verdict.
 If a program kills or stops the harness, the verifier charges that test as a runtime error; if
-it kills or stops a judge (or its server), the test fails as a runtime error or timeout.
+it kills or stops a judge, the test fails as a runtime error or timeout.
 
 After every test the worker kills the child's session and every descendant it can find (it is a
 child subreaper, so escaped orphans come back to it): fork bombs, background processes and
@@ -121,8 +120,8 @@ def _kill_leftovers(session: int) -> None:
 
 def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=None, index: int = 0) -> dict:
     """Run one test in a fresh child; return the report (without the expected output). A judged
-    test (kind "judge") also gets a judge from the server on the socket `judges`: the child
-    serves its calls, and its verdict is the result."""
+    test (kind "judge") also gets a judge, asked for on the socket `judges`: the child serves
+    its calls, and the judge's verdict is the result."""
     token = os.urandom(16).hex()
     judged = test["kind"] == "judge"
     # stdin, stdout, stderr, result (a judged test: replies to the judge), [requests, verdict]
@@ -134,7 +133,7 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
             harness_judge.request_judge(judges, index, float(test["timeout_s"]), memory_mb,
                                         (pipes[4][1], pipes[3][0], pipes[5][1]))
         except OSError:
-            pass  # the server is gone (the program killed it): no verdict comes, the test fails
+            pass  # no judge is left (the program killed them): no verdict comes, the test fails
     try:
         pid = os.fork()
     except OSError as exc:  # e.g. a previous test's fork bomb still holds every pid
@@ -345,28 +344,71 @@ def main(argv: list[str]) -> int:
         print("harness: no nonce on stdin", file=sys.stderr)
         return 2
     codes = json.loads(sys.stdin.readline() or "{}")  # the judged tests' code, by index in the spec
-    server = os.fork() if codes else 0
-    if codes and server == 0:  # the judge server: it never writes to the sandbox's stdout
-        try:
-            null = os.open(os.devnull, os.O_RDWR)
-            os.dup2(null, 0)
-            os.dup2(null, 1)
-            os.close(null)
-            os.close(read_end)
-            harness_judge.serve(server_end, codes)
-        finally:
-            os._exit(0)
-    server_end.close()
-    with os.fdopen(read_end, "r", encoding="utf-8", errors="replace") as lines:
-        for line in lines:  # only the worker holds the other end
-            sys.stdout.write(f"{nonce} {line.rstrip()}\n")
-            sys.stdout.flush()
-    _, raw = os.waitpid(pid, 0)
-    if server:  # done when the worker is; it must not keep the sandbox call open if it was stopped
-        os.kill(server, signal.SIGKILL)
-        os.waitpid(server, 0)
-    return os.waitstatus_to_exitcode(raw) & 0xFF
+    spares: list[int] = []  # judges forked ahead, one per judged test (see harness_judge)
 
+    def fork_spare() -> int | None:
+        """A spare judge; the read end of the pipe on which it says it took its request."""
+        taken_r, taken_w = os.pipe()
+        try:
+            spare = os.fork()
+        except OSError:  # no pid left (a fork bomb): later judged tests get no verdict and fail
+            os.close(taken_r)
+            os.close(taken_w)
+            return None
+        if spare == 0:
+            try:  # it never writes to the sandbox's stdout nor reads the worker's lines
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 0)
+                os.dup2(null, 1)
+                for fd in (null, read_end, taken_r):
+                    os.close(fd)
+                harness_judge.spare(server_end, codes, taken_w)
+            finally:
+                os._exit(0)
+        os.close(taken_w)
+        spares.append(spare)
+        return taken_r
+
+    taken = fork_spare() if codes else None
+    sel = selectors.DefaultSelector()
+    sel.register(read_end, selectors.EVENT_READ)
+    if taken is not None:
+        sel.register(taken, selectors.EVENT_READ)
+    pending = b""
+    while read_end is not None:
+        for key, _ in sel.select():
+            if key.fd == taken:  # the spare took a request: the next one is forked ahead
+                took = os.read(taken, 1)
+                sel.unregister(taken)
+                os.close(taken)
+                taken = fork_spare() if took and len(spares) < len(codes) else None
+                if taken is not None:
+                    sel.register(taken, selectors.EVENT_READ)
+                continue
+            chunk = os.read(read_end, READ_CHUNK)  # only the worker holds the other end
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            if not chunk and pending:
+                lines.append(pending)
+            for line in lines:
+                sys.stdout.write(f"{nonce} {line.decode('utf-8', 'replace').rstrip()}\n")
+            sys.stdout.flush()
+            if not chunk:
+                sel.close()
+                os.close(read_end)
+                read_end = None
+                break
+    server_end.close()
+    _, raw = os.waitpid(pid, 0)
+    for spare in spares:  # done when the worker is; a spare must not keep the sandbox call open
+        try:
+            os.kill(spare, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(spare, 0)
+    if taken is not None:
+        os.close(taken)
+    return os.waitstatus_to_exitcode(raw) & 0xFF
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -123,7 +123,8 @@ def test_clean_leaves_a_plain_integer_as_it_is():
 
     for answer in ["0", "7", "-5", "+5", "007", "-00", "1000", "1" * 40]:
         assert clean(answer) == clean(" " + answer) == answer
-    assert clean("1,000") == "1000" and clean("\\$5") == "5" and clean("5.") == "5"  # not plain: cleaned
+    assert clean("1,000") == "1000" and clean("5.") == "5" and clean("\\$ ") == ""  # not plain: cleaned
+    assert clean("\\$5") == "5 \\text{ dollars}"  # a dollar amount keeps its unit (20 cents is not \$20)
 
 
 def test_misuse_is_a_typed_error():

@@ -147,3 +147,25 @@ def test_extraction_reports_denials_and_retractions():
     assert extract("The answer is 2. ... no, the final value is 3.").answers == ("3",)
     assert extract("x = 2, or maybe x = 3").answers == ("2 \\text{ or } 3",)
     assert extract("so AZYUK2A").answers == ()
+
+
+# -- more denials: struck out, counterfactual, judged in place, qualified, "≠"
+def test_struck_counterfactual_judged_and_qualified_answers_score_0():
+    all_score([("Counting again, the answer is ~~5~~ 6.", "5"), ("The answer is \\sout{5} 6.", "5"),
+               ("If the answer were 3, the triangle would be degenerate, which is impossible.", "3"),
+               ("The answer would be 9 if the die were fair, but it is not.", "9"),
+               ("Final answer: 4 (incorrect, see below).\n\nI mis-added the last column. Corrected: 5", "4"),
+               ("The answer is a multiple of 12, such as 24.", "12"), ("The answer is at least 5.", "5"),
+               ("\\boxed{\\text{more than } 5}", "5"), ("The answer is \u2260 5.", "5"), ("The answer is 5?", "5")], 0.0)
+    all_score([("Counting again, the answer is ~~5~~ 6.", "6"),
+               ("Final answer: 4 (incorrect, see below).\n\nI mis-added the last column. Corrected: 5", "5"),
+               ("If we add them, we get 12.", "12"), ("The answer is approximately 3.14.", "3.14")], 1.0)
+
+
+# -- plain-text forms and units around the last number, dollar amounts
+def test_last_number_keeps_its_constant_and_unit():
+    all_score([("The sum of the series times six is pi^2.", "\\pi^2"), ("The diagonal is 3 sqrt(2).", "3\\sqrt{2}"),
+               ("The ladder reaches 500 cm.", "5 \\text{ m}"), ("\\boxed{\\$0.20}", "20 \\text{ cents}"),
+               ("\\boxed{\\tan\\alpha = 2}", "2"), ("\\boxed{2}", "\\tan\\alpha = 2")], 1.0)
+    all_score([("The ladder reaches 5 km.", "5 \\text{ m}"), ("The price is $20 \\text{ cents}$.", "\\$20"),
+               ("\\boxed{\\pi = 3.15}", "3.15")], 0.0)

@@ -32,7 +32,12 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
   that does not read as maths falls back only to the one number inside it, never to one value of
   a hedge.
 - A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`): not a number; units and
-  ordinals after it (`5cm`, `3rd`) are allowed; `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0` are taken whole.
+  ordinals after it (`5cm`, `3rd`) are allowed; `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0`, `pi^2`,
+  `3 sqrt(2)` are taken whole, and so is a unit word after the last number (`5 km`), which the
+  judge then compares (see `units`).
+- Struck-out text (`~~5~~ 6`, `\\sout{5}`, `\\cancel{5}`) is retracted: removed before the search.
+- A counterfactual the sentence denies ("if the answer were 3, ... which is impossible") and a
+  phrase answer judged in place ("4 (incorrect, see below)") are denials.
 """
 from __future__ import annotations
 
@@ -40,8 +45,11 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from verifiers.math.units import TABLE as UNIT_TABLE
+
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _BRACE = re.compile(r"[{}\\]")
+_STRUCK = re.compile(r"~~[^~\n]{1,200}~~|\\(?:sout|st|cancel|xcancel|bcancel)\{[^{}]{0,200}\}")
 # The words that open an answer phrase; what must follow them ("is", ":", a heading's newline)
 # is checked by a plain scan (`_phrase_end`), never by nested whitespace quantifiers.
 _TRIGGER = re.compile(r"answers?|option|choice", re.IGNORECASE)
@@ -103,12 +111,15 @@ _CLAUSE_BREAKS = {
 }
 _NEG_AFTER_VERBS = {"is", "was", "does", "did", "will", "would", "can", "could"}
 _NEG_AFTER = {"not", "never", "wrong", "incorrect", "impossible"}
+_CONDITIONS = {"if", "suppose", "supposing", "assume", "assuming", "were"}
+_DENIALS_AFTER = {"contradiction", "absurd", "false", "degenerate"}
 _FAILS = {"fails", "failed", "isn't", "wasn't", "doesn't", "didn't", "cannot", "can't", "won't"}
 _LEADING_NEGATION = re.compile(
     r"(?:(?:certainly|definitely|surely|clearly|obviously|actually|really|probably|absolutely|simply)\s+)?"
-    r"(?:not|never|no\s+longer)\b",
+    r"(?:not\b|never\b|no\s+longer\b|\\neq?(?![A-Za-z])|\u2260|!=)",
     re.IGNORECASE,
 )
+_JUDGED = re.compile(r"\b(?:incorrect|wrong|not (?:correct|right)|mistaken)\b", re.IGNORECASE)  # "4 (incorrect, see below)"
 _NOT_WORD = re.compile(r"\b(?:not|never)\b", re.IGNORECASE)
 _BUT = re.compile(r"\bbut\b(?:\s+(?:rather|instead|it\s+is|it's))?", re.IGNORECASE)
 _OR_WORD = re.compile(r"\bor\b", re.IGNORECASE)
@@ -116,7 +127,7 @@ _OR_WORD = re.compile(r"\bor\b", re.IGNORECASE)
 # than `_RETRACT`, since checking work after an answer ("let me recheck: 2*3 = 6") is common.
 _RETRACT_PHRASE = re.compile(
     r"\b(?:wait|actually|oops|mistakes?|mistaken|wrong|incorrect|correction|scratch that|on second thought|"
-    r"on reflection|misread\w*|miscount\w*|miscalculat\w*|not (?:right|correct)|instead)\b|\bno[,.;!]",
+    r"on reflection|misread\w*|mis-\w+|miscount\w*|miscalculat\w*|corrected|not (?:right|correct)|instead)\b|\bno[,.;!]",
     re.IGNORECASE,
 )
 # Words that take back the final answer even when no new one follows ("... was 20, but that was wrong").
@@ -272,6 +283,8 @@ def _math_span_at(text: str, start: int) -> tuple[str, int] | None:
     for open_, close in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
         if text.startswith(open_, start):
             stop = text.find(close, start + len(open_))
+            while close == "$" and stop > 0 and text[stop - 1] == "\\":  # `$\$0.20$`: an escaped dollar
+                stop = text.find(close, stop + 1)
             if stop > start + len(open_):
                 return text[start + len(open_) : stop], stop + len(close)
     return None
@@ -313,7 +326,7 @@ def _phrase_answer(text: str) -> tuple[str, int, int] | None:
             last, trigger = end, m.start()
     if last is None:
         return None
-    if _denied_before(text, trigger):
+    if _denied_before(text, trigger) or _counterfactual(text, trigger, last):
         return "", last, last
     i = _SKIP_HEADING.match(text, last).end()
     span = _math_span_at(text, i)
@@ -342,7 +355,7 @@ def _negations(answer: str) -> tuple[str | None, bool]:
         but = _BUT.search(answer, lead.end())
         rest = answer[but.end() :].strip(" ,;:") if but else ""
         return (rest or None), True
-    if answer.rstrip().endswith("?"):  # "the answer is 5?": a question states nothing
+    if answer.rstrip().endswith("?") or _JUDGED.search(answer):  # "5?", "4 (incorrect)": not stated
         return None, True
     neg = _NOT_WORD.search(answer)
     if neg and _has_value(answer[: neg.start()]) and _has_value(answer[neg.end() :]):
@@ -380,6 +393,25 @@ def _denied_before(text: str, start: int) -> bool:
                 for j in range(i + 1, len(clause))
             )
     return False
+
+
+def _counterfactual(text: str, start: int, end: int) -> bool:
+    """A candidate in a condition that the same sentence then denies: "If the answer were 3, the
+    triangle would be degenerate, which is impossible", "It would be 9 if the die were fair, but
+    it is not"."""
+    before = _NEG_TOKEN.findall(text[max(0, start - 100) : start])
+    k = len(before)
+    while k > 0 and before[k - 1] not in ".;!?\n":
+        k -= 1
+    after = []
+    for token in _NEG_TOKEN.findall(text[end : end + 200]):
+        if token in ".;!?\n":
+            break
+        after.append(token.lower())
+    words = [t.lower() for t in before[k:]] + after
+    if not _CONDITIONS.intersection(words):
+        return False
+    return any(w in _NEGATIONS or w in _DENIALS_AFTER or w.endswith(("n't", "n\u2019t")) for w in after)
 
 
 def _denied_after(text: str, end: int) -> bool:
@@ -431,19 +463,27 @@ def _glued(text: str, m: re.Match) -> bool:
     return j > e and text[e:j].lower() not in _UNIT_SUFFIXES
 
 
-_PI_OVER = re.compile(r"(?:\\pi|pi|\u03c0)\s?/\s?$|(?:\u221a|\\sqrt)\s?$", re.IGNORECASE)
+_PI_OVER = re.compile(  # before a number: `pi/`, `pi^`, `3 sqrt(`, `\u221a` (a window of 20 characters)
+    r"(?:\d{1,6}\s?)?(?:(?:\\pi|pi|\u03c0)\s?[/^]|(?:\u221a|\\sqrt|sqrt)\s?\(?)\s?$", re.IGNORECASE
+)
+_UNIT_WORD = re.compile(r" ([A-Za-z]{2,12})(?![A-Za-z])")
 _TIMES_PI = re.compile(r"\s?(?:\\pi|pi|\u03c0)(?![A-Za-z])(?:\s?/\s?\d{1,6})?", re.IGNORECASE)
 
 
 def _widened(text: str, m: re.Match) -> tuple[str, int, int]:
     """The number at `m` with a plain-text constant around it: `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0`, `3pi/2`."""
     start, end = m.start(), m.end()
-    before = _PI_OVER.search(text[max(0, start - 8) : start])
+    before = _PI_OVER.search(text[max(0, start - 20) : start])
     if before:
         start -= len(before.group(0))
+        if before.group(0).rstrip().endswith("(") and text[end : end + 1] == ")":
+            end += 1
     after = _TIMES_PI.match(text, end)
     if after:
         end = after.end()
+    unit = _UNIT_WORD.match(text, end)
+    if unit and len(unit.group(1)) > 1 and unit.group(1).lower() in UNIT_TABLE:  # "5 km": the unit is compared
+        end = unit.end()
     return text[start:end], start, end
 
 
@@ -461,7 +501,7 @@ def _last_number(text: str) -> tuple[str | None, str | None, int]:
             break
     span = _last_math_span(text)
     if span is not None and span[0].strip() and (last is None or span[2] >= last.end()):
-        if _denied_before(text, span[1]) or _denied_after(text, span[2]):
+        if _denied_before(text, span[1]) or _denied_after(text, span[2]) or _counterfactual(text, span[1], span[2]):
             return None, span[0].strip(), span[2]
         hedge = _SPAN_HEDGE.search(text[max(0, span[2] - 300) : span[2]])
         if hedge:  # judged as a hedge later
@@ -470,7 +510,7 @@ def _last_number(text: str) -> tuple[str | None, str | None, int]:
     if last is None:
         return None, None, len(text)
     number, start, end = _widened(text, last)
-    if _denied_before(text, start) or _denied_after(text, end):
+    if _denied_before(text, start) or _denied_after(text, end) or _counterfactual(text, start, end):
         return None, number, end
     hedge = _HEDGE_TAIL.search(text[max(0, start - 120) : start])
     if hedge:  # "it is 5 or 6": both numbers are the answer, judged as a hedge later
@@ -489,7 +529,7 @@ def _only_number(answer: str) -> str | None:
 
 def extract(response: str, max_boxes: int = 16) -> Extraction:
     """The final answer(s) of `response`; an empty `answers` means no answer was found."""
-    text = _after_think(response)
+    text = _STRUCK.sub(" ", _after_think(response))  # struck-out text (`~~5~~ 6`, `\\sout{5}`) is retracted
     tag = _answer_tag(text)
     found = _extract_from(text if tag is None else tag[0], tag is not None, max_boxes)
     if tag is not None and found.answers and not found.too_many:
@@ -528,12 +568,12 @@ def _extract_from(region: str, tagged: bool, max_boxes: int) -> Extraction:
     if phrase is not None and not phrase[0]:
         return Extraction((), "phrase", denied=region[max(0, phrase[1] - 60) : phrase[1]].strip())
     if phrase:
-        answer, denied = _negations(phrase[0])
-        if answer is None:
-            return Extraction((), "phrase", denied=phrase[0])
         later = _after_answer(region[phrase[2] :], boxed=False)
         if later is not None:
             return later
+        answer, denied = _negations(phrase[0])
+        if answer is None:
+            return Extraction((), "phrase", denied=phrase[0])
         alternative = _alternative(region, phrase[2])  # judged like two boxes: a hedge unless equal
         answers = (answer,) if alternative is None else (answer, alternative)
         return Extraction(answers, "phrase", fallback=None if denied else _only_number(answer))
@@ -557,7 +597,7 @@ def _stated(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int
         key = "".join(content.split())
         if key in kept or denied.get(key, 0) >= 3:
             continue
-        if _denied_before(text, start) or _denied_after(text, end):
+        if _denied_before(text, start) or _denied_after(text, end) or _counterfactual(text, start, end):
             denied[key] = denied.get(key, 0) + 1
         else:
             kept.add(key)

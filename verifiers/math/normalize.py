@@ -6,6 +6,7 @@ Thousands separators: `10,455`, `10{,}455`, `10\\,455`, `10\\ 455` and `10 455` 
 10455 (groups of exactly three digits, the first of one to three digits not starting with 0), as
 real final answers write them; `(10, 455)` (a comma and a space, or brackets) stays a tuple and
 `1,2` a list. When the gold is a list the judge reads `1,234` with `thousands=False`: two items.
+A dollar sign before an amount is the unit dollars (`\\$0.20` is `0.20 \\text{ dollars}`, 20 cents).
 Every pattern here is linear: no nested or adjacent overlapping quantifiers (each run is anchored
 by a look-behind, so a long digit or space run is scanned once)."""
 from __future__ import annotations
@@ -35,6 +36,7 @@ _COMMA_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)")
 # 7 425 000: groups of exactly three digits after a space; not after a decimal point or in an
 # exponent (x^2 100), not before `/` (the mixed number 3 500/999)
 _SPACE_THOUSANDS = re.compile(r"(?<![\w.^])[1-9]\d{0,2}(?: \d{3})+(?![\d/])")
+_DOLLARS = re.compile(r"\\\$\s?(-?\d[\d,]*(?:\.\d+)?)")
 _PLAIN_INTEGER = re.compile(r"[-+]?[0-9]+")
 _REPEATING = re.compile(r"(?<!\d)(\d*)\.(\d*)\\overline\{(\d{1,20})\}")
 _TIMES_X = re.compile(r"(?<=\d)\s*[xX]\s*(?=10\^)")
@@ -55,6 +57,7 @@ def clean(answer: str, thousands: bool = True) -> str:
     if _PLAIN_INTEGER.fullmatch(answer):  # the most common answer, which no rule below changes
         return answer
     s = _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], answer)
+    s = _DOLLARS.sub(r"\1 \\text{ dollars}", s)  # \$20 is 20 dollars: a unit the judge compares (20 cents is not)
     s = s.replace("\\$", " ").replace("\\#", " ")
     s = _DROP.sub("", s)
     s = _REPEATING.sub(_repeating, s)

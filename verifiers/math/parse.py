@@ -13,6 +13,8 @@ Rules (issue #27):
   digits or operators) and state its value on the right. The judge compares the values; two
   labels must agree when both sides have one. A plain variable (`x = 3`) is not split here: the
   equivalence rules compare assignments by their names.
+- A value qualified by words that change the claim (`a multiple of 12`, `at least 5`, `more than
+  5`, `between 2 and 3`, `such as 24`) raises `Denied` too: it is not the value.
 - A number glued to a word (`COVID19`, `AZYUK2A`: two or more letters, then a digit) is part of
   that word: the answer is unreadable, never the number (LaTeX commands such as `\\sqrt2` aside).
 - `thousands=False` reads `1,234` as the two items 1 and 234 (the judge's reading when the gold
@@ -49,8 +51,13 @@ _PLAIN_NAME = re.compile(r"[A-Za-z](?:_\{?\w{1,4}\}?)?(?:\([A-Za-z]\))?")
 _OPEN, _CLOSE = "{([", "})]"
 
 
+_QUALIFIED = re.compile(  # words that turn a value into a different claim: "a multiple of 12", "at least 5"
+    r"\b(?:multiples?|factors?|divisors?|least|most|than|between|such|some|any|every|except)\b", re.IGNORECASE
+)
+
+
 class Denied(ParseError):
-    """The answer negates a value (`not 5`): it states no answer."""
+    """The answer negates or qualifies a value (`not 5`, `a multiple of 12`): it states no answer."""
 
 
 def parse_answer(answer: str, thousands: bool = True) -> Node:
@@ -59,8 +66,10 @@ def parse_answer(answer: str, thousands: bool = True) -> Node:
     if not s:
         raise ParseError("empty answer")
     bare = _TEXT_CMD.sub(lambda m: m.group(1), s).strip()
-    if _DENIAL.search(bare):
+    if _DENIAL.search(bare) or bare.startswith(("\\ne", "\u2260", "!=")):
         raise Denied(f"the answer denies a value: {bare[:60]!r}")
+    if any(ch.isdigit() for ch in bare) and _QUALIFIED.search(_COMMAND.sub(" ", bare)):
+        raise Denied(f"the answer qualifies a value: {bare[:60]!r}")
     base = _BASE.fullmatch(bare)
     if base and int(base.group(2)) >= 2 and _base_digits(base.group(1), int(base.group(2))):
         return BaseNumber(base.group(1).upper(), int(base.group(2)))
@@ -151,12 +160,21 @@ def split_label(answer: str) -> tuple[str, str] | None:
 
 
 def is_label(text: str) -> bool:
-    """Letters naming a quantity (`|AB|`, `A:B`, `\\frac{NO}{BO}`, `V_1:V_2`, `\\angle ABC`), not a
-    plain variable (`x`, `x_1`, `f(x)`) and not a formula (no digits outside subscripts, no operators)."""
+    """Letters naming a quantity (`|AB|`, `A:B`, `\\frac{NO}{BO}`, `V_1:V_2`, `\\angle ABC`,
+    `\\tan\\alpha`), not a plain variable (`x`, `x_1`, `f(x)`), not a constant (`\\pi`) and not a
+    formula (no digits outside subscripts, no operators)."""
     if not text or _PLAIN_NAME.fullmatch(text):
         return False
     rest = _COMMAND.sub(" ", _SUBSCRIPT.sub(" ", text))
-    return any(ch.isalpha() for ch in rest) and all(ch.isalpha() or ch in "{}|:() '" for ch in rest)
+    if not all(ch.isalpha() or ch in "{}|:() '" for ch in rest):
+        return False
+    if any(ch.isalpha() for ch in rest):
+        return True
+    try:  # commands only (`\\tan\\alpha`): a label if it names something variable
+        node = Parser(tokenize(text)).answer()
+    except (ParseError, RecursionError):
+        return False
+    return isinstance(node, Expr) and bool(node.value.free_symbols)
 
 
 def _base_digits(digits: str, base: int) -> bool:

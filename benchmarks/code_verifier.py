@@ -1,6 +1,8 @@
 """Code verifier speed: how many tests per second `verifiers.code.verify` gets through the warm
 sandbox pool, batched (many tests in one sandbox call, the default) against one test per call,
-and the whole rlvr/Code-v0 reference sweep from several threads. One run prints one table.
+a HumanEval-shaped test that only the harness's judge can run (its `check` has a loop, a helper
+and a comprehension: 17 calls of the program by proxy), and the whole rlvr/Code-v0 reference
+sweep from several threads. One run prints one table.
 
     python benchmarks/code_verifier.py [--repeats 20] [--threads 4]
 

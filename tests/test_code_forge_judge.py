@@ -248,10 +248,10 @@ FORGES = [
      "def decode_shift(s):\n    return s\n"),
     ("the module bound to a builtin's name", "Judge/secret",
      "import os as all\nimport sys as map\ndef secret(x):\n    return -1\n"),
-    ("kill the judge and its server", "Judge/secret",
+    ("kill the judge and the spare judges", "Judge/secret",
      OTHERS + "def secret(x):\n    for pid in _others():\n        try:\n            os.kill(pid, signal.SIGKILL)\n"
               "        except OSError:\n            pass\n    return -1\n"),
-    ("stop the judge and its server", "Judge/secret",
+    ("stop the judge and the spare judges", "Judge/secret",
      OTHERS + "def secret(x):\n    for pid in _others():\n        try:\n            os.kill(pid, signal.SIGSTOP)\n"
               "        except OSError:\n            pass\n    return -1\n"),
     ("kill the parent (the worker)", "Judge/secret",

@@ -159,7 +159,8 @@ def test_struck_counterfactual_judged_and_qualified_answers_score_0():
                ("\\boxed{\\text{more than } 5}", "5"), ("The answer is \u2260 5.", "5"), ("The answer is 5?", "5")], 0.0)
     all_score([("Counting again, the answer is ~~5~~ 6.", "6"),
                ("Final answer: 4 (incorrect, see below).\n\nI mis-added the last column. Corrected: 5", "5"),
-               ("If we add them, we get 12.", "12"), ("The answer is approximately 3.14.", "3.14")], 1.0)
+               ("If we add them, we get 12.", "12"), ("The answer is approximately 3.14.", "3.14"),
+               ("The answer is 12 (the least common multiple).", "12"), ("The answer is 5 (not 6).", "5")], 1.0)
 
 
 # -- plain-text forms and units around the last number, dollar amounts

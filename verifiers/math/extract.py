@@ -21,7 +21,8 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
   ("denied: ..."), never a fallback to another number. A
   clause ends at punctuation and linking words (so, but, since, unless, `=` ...); a copula after
   the negation keeps the candidate ("the number of integers not divisible by 3 is 667"), and so
-  do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6.
+  do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6; a trailing
+  remark in words is dropped ("12 (the least common multiple)" is 12).
 - Retraction: text after the final answer that takes it back ("no,", "wait", "actually",
   "scratch that", "I misread") followed by a new answer makes that the answer (after a box only
   an answer phrase counts, since checking work after a box is common); a retraction with no new
@@ -357,6 +358,7 @@ def _negations(answer: str) -> tuple[str | None, bool]:
         return (rest or None), True
     if answer.rstrip().endswith("?") or _JUDGED.search(answer):  # "5?", "4 (incorrect)": not stated
         return None, True
+    answer = _drop_remark(answer)
     neg = _NOT_WORD.search(answer)
     if neg and _has_value(answer[: neg.start()]) and _has_value(answer[neg.end() :]):
         head = answer[: neg.start()].rstrip(" ,;(")
@@ -365,6 +367,20 @@ def _negations(answer: str) -> tuple[str | None, bool]:
                 head = head[: -len(joiner)].rstrip(" ,;(")
         return head, True
     return answer, False
+
+
+def _drop_remark(answer: str) -> str:
+    """`12 (the least common multiple)`: a trailing remark in words (no value, no "or", no unit) is
+    no part of the answer; `2 (or possibly 3)` and `(1, 2)` are kept whole."""
+    stripped = answer.rstrip()
+    open_ = stripped.rfind("(")
+    if not stripped.endswith(")") or open_ <= 0 or not _has_value(stripped[:open_]):
+        return answer
+    inside = stripped[open_ + 1 : -1]
+    words = re.findall(r"[A-Za-z]+", inside)
+    if not words or _has_value(inside) or "(" in inside or any(w.lower() in ("or", "and") or w.lower() in UNIT_TABLE for w in words):
+        return answer
+    return stripped[:open_].rstrip()
 
 
 def _has_value(s: str) -> bool:

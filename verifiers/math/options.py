@@ -32,7 +32,9 @@ class MathOptions:
     hedge: "wrong" (default) scores several different final answers (`\\boxed{3}` ... `\\boxed{4}`)
         as incorrect, unless the text between them retracts the earlier one ("wait", "mistake"):
         then only the boxes after the retraction count; "last" always takes the last one.
-    timeout_s: wall-clock bound of one call, waiting for a worker included.
+    timeout_s: wall-clock bound of one call, the extraction in the calling thread and waiting for a
+        worker included. A judge that runs past it on the model's answer scores it `incorrect`
+        ("timeout: ..."); a pool too busy to give the judge half of it is an `error` (see `api`).
     isolate: run SymPy in worker processes that are killed on the deadline (default). False runs
         in the calling thread, guarded against hostile input but without a hard deadline.
     max_response_chars: only the last this many characters of a response are searched for the

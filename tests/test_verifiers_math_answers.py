@@ -75,7 +75,7 @@ def test_denial_is_incorrect_with_its_reason():
 # -- hedges: several different final answers are wrong for each of them
 HEDGES = ["The answer is 2 or 3.", "The answer is either 2 or 3.", "x = 2, or maybe x = 3", "The answer is 2 (or possibly 3).",
           "It is 2 (or perhaps 3).", "\\boxed{2} and \\boxed{3}", "The answer is $2$ or $3$.", "It is 2, or maybe 3",
-          "\\boxed{2}. The answer is 3."]
+          "\\boxed{2}. The answer is 3.", "I think 2 but maybe 3", "2 or 3 (not sure)"]
 
 
 @pytest.mark.parametrize("response", HEDGES)

@@ -80,7 +80,7 @@ _VALUE = r"(-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d+(?:\.\d+)?(?:/\d+)?)"
 _HEDGE_FILLER = r"(?:(?:either|maybe|perhaps|possibly|probably|also|even|it|is|could|might|would|be|equal|equals|to|just)\b[\s,]*)*"
 # "2 or 3", "2, or maybe x = 3", "2 (or possibly 3)": a value, "or", fillers, then the last number
 _HEDGE_TAIL = re.compile(
-    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?(?:or\b[\s(]*|(?=(?:maybe|perhaps|possibly|probably)\b))" + _HEDGE_FILLER
+    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?(?:or\b[\s(]*|(?:but\s|and\s)?(?=(?:maybe|perhaps|possibly|probably)\b))" + _HEDGE_FILLER
     + r"(?:[A-Za-z](?:_\{?\w{1,3}\}?)?\s*=\s*)?[$(\s]*(?:\\\([$(\s]*)?$",
     re.IGNORECASE,
 )

@@ -64,7 +64,8 @@ MBPP = {
 # APPS call-based: emitted as plain calls judged on the host.
 APPS = {
     "problem_id": 903, "question": "Write `add_pairs(a, b)` returning [a + b, a - b].",
-    "input_output": {"fn_name": "add_pairs", "inputs": [[1, 2], [10, -3], [0, 0]], "outputs": [[[3, -1]], [7, 13], [[0, 0]]]},
+    "input_output": {"fn_name": "add_pairs", "inputs": [[1, 2], [10, -3], [0, 0]],
+                     "outputs": [[[3, -1]], [7, 13], [[0, 0]]]},
     "solutions": json.dumps(["def add_pairs(a, b):\n    return [a + b, a - b]\n"]),
 }
 # rlvr shape: the test expects an exception of the program's.
@@ -339,7 +340,8 @@ def test_wrong_programs_fail_with_the_test_line(env):
     reward, verdict = submit(env, "Judge/root", ROOT["wrong"])
     assert reward == 0.0 and verdict.info["tests"][0]["status"] == "wrong_answer"
     assert "no ValueError for -1" in verdict.detail
-    reward, verdict = submit(env, "903", "def add_pairs(a, b):\n    return (a + b, a - b)\n")  # a tuple counts as a list
+    # as in APPS, a tuple counts as a list
+    reward, verdict = submit(env, "903", "def add_pairs(a, b):\n    return (a + b, a - b)\n")
     assert reward == 1.0, verdict.detail
 
 
@@ -368,8 +370,8 @@ def test_a_program_cannot_read_its_own_request_from_memory(box):
 
 
 def test_a_test_that_never_calls_the_program_does_not_pass(box):
-    verdict = code.verify(fenced("def f(x):\n    return x\n"), [code.AssertTest("for i in range(3):\n    assert i >= 0\n")],
-                          sandbox=box)
+    test = code.AssertTest("for i in range(3):\n    assert i >= 0\n")
+    verdict = code.verify(fenced("def f(x):\n    return x\n"), [test], sandbox=box)
     assert verdict.score == 0.0 and verdict.info["tests"][0]["status"] == "runtime_error"
     assert "never called the program" in verdict.detail
 

@@ -87,7 +87,8 @@ _FORWARDED = {name: cls for name, cls in vars(builtins).items()
 
 
 # ---- a spare judge, and its request -------------------------------------------------------------
-def request_judge(sock: _socket.socket, index: int, timeout_s: float, memory_mb: int, fds: tuple[int, int, int]) -> None:
+def request_judge(sock: _socket.socket, index: int, timeout_s: float, memory_mb: int,
+                  fds: tuple[int, int, int]) -> None:
     """In the worker: ask the waiting spare to judge test `index` (OSError when none is left)."""
     message = json.dumps({"i": index, "timeout_s": timeout_s, "memory_mb": memory_mb}).encode()
     sock.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])

@@ -272,7 +272,8 @@ def _verdict(data: bytes) -> dict:
             os.kill(int(lines[0]), signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    return {"tag": "error", "body": "no verdict from the judge: the program killed or stopped it, or it ran out of time"}
+    return {"tag": "error",
+            "body": "no verdict from the judge: the program killed or stopped it, or it ran out of time"}
 
 
 def definitely_failed(test: dict, report: dict) -> bool:

@@ -118,13 +118,15 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
     if found.too_many:
         return Verdict(0.0, Outcome.INCORRECT, f"hedged: more than {o.max_boxes} different boxed answers", info)
     if not found.answers and found.denied is not None:
-        return Verdict(0.0, Outcome.INCORRECT, f"denied: the response negates its final answer ({_short(found.denied, 60)!r})", info)
+        why = f"denied: the response negates its final answer ({_short(found.denied, 60)!r})"
+        return Verdict(0.0, Outcome.INCORRECT, why, info)
     if not found.answers:
         why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no final answer found"
         return Verdict(0.0, Outcome.FORMAT_ERROR, why, info)
     too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
     if too_long:  # before any clean-up: string work in this thread stays within max_answer_chars
-        return Verdict(0.0, Outcome.INCORRECT, f"answer longer than {o.max_answer_chars} characters: not compared", info)
+        why = f"answer longer than {o.max_answer_chars} characters: not compared"
+        return Verdict(0.0, Outcome.INCORRECT, why, info)
     if len(found.answers) == 1:
         answer = squash(found.answers[0])
         if answer == gold_answer:

@@ -86,7 +86,9 @@ def _worker_main(fd: int, memory_mb: int) -> None:
             return
 
 
-_WORKER_CMD = "import sys; from verifiers.math.bounded import _worker_main; _worker_main(int(sys.argv[1]), int(sys.argv[2]))"
+_WORKER_CMD = (
+    "import sys; from verifiers.math.bounded import _worker_main; _worker_main(int(sys.argv[1]), int(sys.argv[2]))"
+)
 
 
 def _pythonpath() -> str:

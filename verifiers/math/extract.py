@@ -59,7 +59,8 @@ _SKIP_HEADING = re.compile(r"[\s*:]*")
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|where|so that|as)\s|;|\bI hope\b", re.IGNORECASE)
 _NUMBER = re.compile(  # also "7 425 000" (thousands grouped by spaces) and ".4" (no leading zero)
     r"-?\\[dt]?frac\{-?\d+\}\{\d+\}"
-    r"|-?(?<![A-Za-z])(?:[1-9]\d{0,2}(?: \d{3})+(?![\d/])|\d+(?:,\d{3})*|(?<![\w.])(?=\.\d))(?:\.\d+)?(?:[eE][-+]?\d+)?(?:/\d+)?(?:\\?%)?"
+    r"|-?(?<![A-Za-z])(?:[1-9]\d{0,2}(?: \d{3})+(?![\d/])|\d+(?:,\d{3})*|(?<![\w.])(?=\.\d))"
+    r"(?:\.\d+)?(?:[eE][-+]?\d+)?(?:/\d+)?(?:\\?%)?"
 )
 # Words that retract an earlier boxed answer (a self-correction), searched between two boxes.
 _RETRACT = re.compile(
@@ -77,10 +78,13 @@ _ALTERNATIVE = re.compile(
 # Rules below run on windows of at most a few hundred characters before or after a candidate,
 # so even their backtracking is bounded by a constant per response.
 _VALUE = r"(-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d+(?:\.\d+)?(?:/\d+)?)"
-_HEDGE_FILLER = r"(?:(?:either|maybe|perhaps|possibly|probably|also|even|it|is|could|might|would|be|equal|equals|to|just)\b[\s,]*)*"
+_HEDGE_FILLER = (
+    r"(?:(?:either|maybe|perhaps|possibly|probably|also|even|it|is|could|might|would|be|equal|equals|to|just)\b[\s,]*)*"
+)
 # "2 or 3", "2, or maybe x = 3", "2 (or possibly 3)": a value, "or", fillers, then the last number
 _HEDGE_TAIL = re.compile(
-    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?(?:or\b[\s(]*|(?:but\s|and\s)?(?=(?:maybe|perhaps|possibly|probably)\b))" + _HEDGE_FILLER
+    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?"
+    + r"(?:or\b[\s(]*|(?:but\s|and\s)?(?=(?:maybe|perhaps|possibly|probably)\b))" + _HEDGE_FILLER
     + r"(?:[A-Za-z](?:_\{?\w{1,3}\}?)?\s*=\s*)?[$(\s]*(?:\\\([$(\s]*)?$",
     re.IGNORECASE,
 )
@@ -120,7 +124,8 @@ _LEADING_NEGATION = re.compile(
     r"(?:not\b|never\b|no\s+longer\b|\\neq?(?![A-Za-z])|\u2260|!=)",
     re.IGNORECASE,
 )
-_JUDGED = re.compile(r"\b(?:incorrect|wrong|not (?:correct|right)|mistaken)\b", re.IGNORECASE)  # "4 (incorrect, see below)"
+# "4 (incorrect, see below)": an answer judged in place
+_JUDGED = re.compile(r"\b(?:incorrect|wrong|not (?:correct|right)|mistaken)\b", re.IGNORECASE)
 _NOT_WORD = re.compile(r"\b(?:not|never)\b", re.IGNORECASE)
 _BUT = re.compile(r"\bbut\b(?:\s+(?:rather|instead|it\s+is|it's))?", re.IGNORECASE)
 _OR_WORD = re.compile(r"\bor\b", re.IGNORECASE)
@@ -128,7 +133,8 @@ _OR_WORD = re.compile(r"\bor\b", re.IGNORECASE)
 # than `_RETRACT`, since checking work after an answer ("let me recheck: 2*3 = 6") is common.
 _RETRACT_PHRASE = re.compile(
     r"\b(?:wait|actually|oops|mistakes?|mistaken|wrong|incorrect|correction|scratch that|on second thought|"
-    r"on reflection|misread\w*|mis-\w+|miscount\w*|miscalculat\w*|corrected|not (?:right|correct)|instead)\b|\bno[,.;!]",
+    r"on reflection|misread\w*|mis-\w+|miscount\w*|miscalculat\w*|corrected|not (?:right|correct)|instead)\b"
+    r"|\bno[,.;!]",
     re.IGNORECASE,
 )
 # Words that take back the final answer even when no new one follows ("... was 20, but that was wrong").
@@ -378,7 +384,9 @@ def _drop_remark(answer: str) -> str:
         return answer
     inside = stripped[open_ + 1 : -1]
     words = re.findall(r"[A-Za-z]+", inside)
-    if not words or _has_value(inside) or "(" in inside or any(w.lower() in ("or", "and") or w.lower() in UNIT_TABLE for w in words):
+    if not words or _has_value(inside) or "(" in inside:
+        return answer
+    if any(w.lower() in ("or", "and") or w.lower() in UNIT_TABLE for w in words):
         return answer
     return stripped[:open_].rstrip()
 
@@ -404,7 +412,8 @@ def _denied_before(text: str, start: int) -> bool:
     clause = tokens[k:]
     for i in range(len(clause)):
         if _is_negation(clause, i):
-            return clause[i].lower() in _JUDGEMENTS or not any(  # "a mistake is to answer 5": the judgement is the subject
+            # "a mistake is to answer 5": the judgement is the subject, the copula does not help
+            return clause[i].lower() in _JUDGEMENTS or not any(
                 clause[j].lower() in _COPULAS and clause[j - 1].lower() not in ("to", "not")
                 for j in range(i + 1, len(clause))
             )
@@ -435,7 +444,9 @@ def _denied_after(text: str, end: int) -> bool:
     words = [t.lower() for t in _NEG_TOKEN.findall(text[end : end + 40])[:2]]
     if not words:
         return False
-    return words[0] in _FAILS or words[0] == "?" or len(words) == 2 and words[0] in _NEG_AFTER_VERBS and words[1] in _NEG_AFTER
+    if words[0] in _FAILS or words[0] == "?":
+        return True
+    return len(words) == 2 and words[0] in _NEG_AFTER_VERBS and words[1] in _NEG_AFTER
 
 
 def _alternative(text: str, start: int) -> str | None:
@@ -511,8 +522,9 @@ def _last_number(text: str) -> tuple[str | None, str | None, int]:
     """The last number (or the last math span, if it ends after it): (answer, None, its end), or
     (None, what was denied, its end) when the text negates it ("it is certainly not 7")."""
     last = None
-    for m in reversed(deque(_NUMBER.finditer(text), maxlen=64)):  # the last few (a C-level pass): a run of words glued to
-        if _TIMES_PI.match(text, m.end()) or not _glued(text, m):  # digits has no number in it
+    # the last few numbers, kept by a C-level pass: a run of words glued to digits has no number
+    for m in reversed(deque(_NUMBER.finditer(text), maxlen=64)):
+        if _TIMES_PI.match(text, m.end()) or not _glued(text, m):
             last = m
             break
     span = _last_math_span(text)

@@ -130,7 +130,8 @@ def judge(gold: str, answers: tuple[str, ...], options: MathOptions, fallback: s
             if others - {chosen.group(1).lower()}:  # "(B) or (C)"
                 return Judgement(False, "hedged: several choices")
             ok = chosen.group(1).lower() == letter
-            return Judgement(ok, f"choice ({chosen.group(1)}) {'is' if ok else 'is not'} the reference ({letter.upper()})")
+            verb = "is" if ok else "is not"
+            return Judgement(ok, f"choice ({chosen.group(1)}) {verb} the reference ({letter.upper()})")
     thousands = not (_is_collection(g) or isinstance(g, Listing))  # gold `1, 234`: `1,234` is two items
     labelled = [_labelled(a, thousands) for a in answers]
     if g_label is not None and any(lab is not None and not _same_label(g_label, lab) for lab, _ in labelled):

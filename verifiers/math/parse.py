@@ -43,7 +43,10 @@ _NUMBER_WORDS = {
 }
 _SHORT_PROSE = SHORT_WORDS | {"odd", "nor"}
 _MATH_WORDS = {"sqrt", "pi", "sin", "cos", "tan", "log", "ln", "exp", "inf", "infty", "infinity", "oo"}
-_DENIAL = re.compile(r"\b(?:not|never|except|other than|apart from)\b[ ]*(?:(?:equal|equals|to|be|exactly)\b[ ]*)*(?=[-+.\d$\\(])", re.IGNORECASE)
+_DENIAL = re.compile(
+    r"\b(?:not|never|except|other than|apart from)\b[ ]*(?:(?:equal|equals|to|be|exactly)\b[ ]*)*(?=[-+.\d$\\(])",
+    re.IGNORECASE,
+)
 _SUBSCRIPT = re.compile(r"_\{?\w{1,4}\}?")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _GLUED_WORD = re.compile(r"(?<![A-Za-z\\])[A-Za-z]{2,}\d")  # COVID19, AZYUK2A: not a number

@@ -4,7 +4,8 @@ degree markers, truncation for a decimal gold, sets vs intervals, functions that
 digits in words, padding, sign, off-by-one, swapped order, wrong variable, dropped plus/minus) and
 right answers in the forms real datasets use (`tp_*`: thousands separators, inequalities vs
 intervals, labelled golds, plain-text constants, compatible units, LaTeX variants, equivalent forms).
-The corpus was written before the verifier ran on it. Rules checked:
+Each of its three batches (lines 1-258, 259-394, 395-484) was written and committed before the
+verifier ran on it. Rules checked:
 - no false positive at all: a reward for a wrong answer is what an RL policy learns to produce;
 - recall on the right answers at least RECALL_FLOOR (the level reached when the corpus was added;
   raise it as the verifier improves, never lower it to make a change pass);
@@ -23,7 +24,8 @@ import verifiers.math as vm
 from verifiers.verdict import Outcome
 
 CORPUS = Path(__file__).parent / "data" / "math_near_miss.jsonl"
-RECALL_FLOOR = 0.0  # set to the verifier's recall at the end of the issue-27 work, rounded down
+RECALL_FLOOR = 1.0  # recall reached when the issue-27 work ended (d03ca2f: 187 of 187); a call takes <= 15 ms
+#                     against the 0.8 s deadline, so a slow machine does not turn a right answer into a time-out
 WORST_CALL_S = 5.0  # generous: a call takes milliseconds; this catches a stall, not a slow machine
 WHOLE_CORPUS_S = 60.0
 

@@ -21,6 +21,19 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(scope="module")
+def box():
+    """The shared Docker sandbox (`sandbox.shared_sandbox()`), probed once per module: a test that
+    needs it is skipped locally (failed under CI) when the engine or the image is missing."""
+    import sandbox
+    from sandbox.types import Limits, Status
+
+    shared = sandbox.shared_sandbox()
+    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
+    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
+    return shared
+
+
 # The shipped default model (trainers/assets/tiny), per test module. Imports are deferred so
 # that collecting tests which never touch a model stays light.
 @pytest.fixture(scope="module")

@@ -14,12 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium as gym
-import pytest
 
 import envs  # noqa: F401 - registers rlvr/ environments
-from conftest import require
 from envs.code import builtin_tasks, fenced
-from sandbox.types import Limits, Status
 from verifiers.code import CallTest, IOTest
 from verifiers.verdict import Outcome
 
@@ -33,16 +30,6 @@ IO_TASK = {"id": "add_io", "prompt": "Read two integers and print their sum. Exa
 MBPP_TASK = {"task_id": "mbpp_mul", "text": "Write a function to multiply two integers.",
              "code": "def mul(a, b):\n    return a * b\n",
              "test_list": ["assert mul(2, 3) == 6", "assert mul(4, 5) == 20", "assert mul(-7, 6) == -42"]}
-
-
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
 
 
 # --- the policy: read the feedback, write a table ------------------------------------------------

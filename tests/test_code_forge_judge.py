@@ -14,7 +14,6 @@ import gymnasium as gym
 import pytest
 
 import envs  # noqa: F401 - registers rlvr/ environments
-from conftest import require
 from envs.code import fenced
 from sandbox.types import Limits, Status
 from verifiers import code
@@ -274,16 +273,6 @@ FORGES = [
     ("the wrong exception", "Judge/root",
      "import math\ndef int_root(v):\n    if v < 0:\n        raise TypeError(v)\n    return math.isqrt(v)\n"),
 ]
-
-
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
 
 
 @pytest.fixture(scope="module")

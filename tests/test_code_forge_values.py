@@ -16,9 +16,7 @@ import gymnasium as gym
 import pytest
 
 import envs  # noqa: F401 - registers rlvr/ environments
-from conftest import require
 from envs.code import fenced
-from sandbox.types import Limits, Status
 from verifiers import code
 from verifiers.verdict import Outcome
 
@@ -44,16 +42,6 @@ def flood(fn: str, kind: str, n: int) -> str:
     tag = "s" if kind == "set" else "d"
     return (FORGE_REPORT + f"def {fn}(*args):\n"
             f"    _report('{{\"{tag}\":[' + ','.join({member} for k in range(1, {n + 1})) + ']}}')\n")
-
-
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
 
 
 @pytest.fixture(scope="module")

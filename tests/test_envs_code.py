@@ -11,19 +11,7 @@ import pytest
 import envs
 from conftest import require
 from envs.code import CodeEnv, TaskRecordError, builtin_records, task_from_record
-from sandbox.types import Limits, Status
 from verifiers.verdict import Outcome
-
-
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    require(hasattr(sandbox, "shared_sandbox"), "sandbox.shared_sandbox is not available")
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
 
 
 def test_task_set_is_graded_and_complete():

@@ -10,7 +10,6 @@ import envs
 from conftest import require
 from envs.code import TaskRecordError
 from envs.code_dataset import CodeDatasetEnv, load_dataset
-from sandbox.types import Limits, Status
 from verifiers.verdict import Outcome
 
 MBPP = {
@@ -60,17 +59,6 @@ def dataset(tmp_path):
     path = tmp_path / "tasks.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n\n")
     return path
-
-
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    require(hasattr(sandbox, "shared_sandbox"), "sandbox.shared_sandbox is not available")
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
 
 
 def test_every_shape_is_read(dataset):

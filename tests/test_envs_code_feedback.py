@@ -11,7 +11,6 @@ from conftest import require
 from envs.code import task_from_record
 from envs.code_dataset import normalise_record
 from envs.code_feedback import HIDDEN_FAILED, NOTHING_SHOWN, CodeFeedbackEnv, split_tests
-from sandbox.types import Limits, Status
 from verifiers.verdict import Outcome
 
 # leap_year's shown tests: 2024 YES, 2023 NO, 1900 NO, 2000 YES; its held-out ones: 2100 NO, 2400 YES,
@@ -19,17 +18,6 @@ from verifiers.verdict import Outcome
 ALMOST = "```python\ny = int(input())\nprint('YES' if y % 4 == 0 else 'NO')\n```"
 # Right on the four shown years only.
 TABLE = "```python\ny = int(input())\nprint({2024: 'YES', 2023: 'NO', 1900: 'NO', 2000: 'YES'}.get(y, 'NO'))\n```"
-
-
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    require(hasattr(sandbox, "shared_sandbox"), "sandbox.shared_sandbox is not available")
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
 
 
 def test_feedback_then_fix_gets_the_final_reward(box):

@@ -14,17 +14,6 @@ from sandbox.types import Limits, Status
 from verifiers.verdict import Outcome
 
 
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    require(hasattr(sandbox, "shared_sandbox"), "sandbox.shared_sandbox is not available")
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
-
-
 def test_answer_helpers_worked_numbers():
     assert sum(_primes(100)) == 24133
     assert _fib_mod(100, 1000) == 75  # F(100) = 354224848179261915075

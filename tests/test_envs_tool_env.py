@@ -33,7 +33,6 @@ from envs.tools import (
     get_parser,
     minimal_errors,
 )
-from sandbox.types import Limits, Status
 from verifiers.verdict import Outcome, Verdict
 
 ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
@@ -371,16 +370,6 @@ def test_a_vllm_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer, mo
 
 
 # ---- PythonTool-v0 ----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
-
-
 @pytest.mark.docker
 def test_python_tool_in_the_hermes_format(box, tokenizer):
     env = PythonToolEnv(sandbox=box, tool_format="hermes")

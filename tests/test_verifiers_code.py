@@ -357,17 +357,6 @@ def test_verify_rejects_misuse_and_reports_format_errors_without_a_sandbox():
 
 
 # ---- against the real sandbox ----------------------------------------------------------------
-@pytest.fixture(scope="module")
-def box():
-    import sandbox
-
-    require(hasattr(sandbox, "shared_sandbox"), "sandbox.shared_sandbox is not available")
-    shared = sandbox.shared_sandbox()
-    probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
-    require(probe.status is not Status.UNAVAILABLE, f"the Docker sandbox is unavailable: {probe.detail}")
-    return shared
-
-
 def test_all_three_kinds_pass_in_one_sandbox_call(box):
     counting = CountingSandbox(box)
     verdict = code.verify(fence(ADD_PROGRAM), ADD_TESTS, sandbox=counting)

@@ -187,3 +187,14 @@ def test_last_number_keeps_its_constant_and_unit():
                ("\\boxed{\\tan\\alpha = 2}", "2"), ("\\boxed{2}", "\\tan\\alpha = 2")], 1.0)
     all_score([("The ladder reaches 5 km.", "5 \\text{ m}"), ("The price is $20 \\text{ cents}$.", "\\$20"),
                ("\\boxed{\\pi = 3.15}", "3.15")], 0.0)
+
+
+# -- another's claim, suppositions, "had we ..." counterfactuals; evaluated labels; plain-text formulas
+def test_claims_suppositions_and_counterfactuals_score_0():
+    all_score([("The textbook says 15, which is a typo.", "15"),
+               ("Suppose the answer is 5. Then the sum would be 26, a contradiction.", "5"),
+               ("Had we counted each pair twice, we would get 12.", "12")], 0.0)
+    all_score([("Assuming the die is fair, the answer is 6.", "6"), ("<answer>7</answer>", "f(2) = 7"),
+               ("\\boxed{f(2) = 7}", "7"), ("The sine of 60 degrees is sqrt(3)/2.", "\\sqrt{3}/2"),
+               ("The area of the disc is pi*r^2.", "\\pi r^2")], 1.0)
+    all_score([("\\boxed{f(3) = 7}", "f(2) = 7")], 0.0)

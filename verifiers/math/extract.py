@@ -37,8 +37,10 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
   `3 sqrt(2)` are taken whole, and so is a unit word after the last number (`5 km`), which the
   judge then compares (see `units`).
 - Struck-out text (`~~5~~ 6`, `\\sout{5}`, `\\cancel{5}`) is retracted: removed before the search.
-- A counterfactual the sentence denies ("if the answer were 3, ... which is impossible") and a
-  phrase answer judged in place ("4 (incorrect, see below)") are denials.
+- A counterfactual the sentence denies ("if the answer were 3, ... which is impossible", "had we
+  counted twice, we would get 12"), an answer phrase inside a supposition ("Suppose the answer is
+  5. Then ... a contradiction"), another's claim judged wrong ("the textbook says 15, which is a
+  typo") and a phrase answer judged in place ("4 (incorrect, see below)") are denials.
 """
 from __future__ import annotations
 
@@ -116,6 +118,7 @@ _CLAUSE_BREAKS = {
 }
 _NEG_AFTER_VERBS = {"is", "was", "does", "did", "will", "would", "can", "could"}
 _NEG_AFTER = {"not", "never", "wrong", "incorrect", "impossible"}
+_SUPPOSITIONS = {"suppose", "supposing", "assume", "assuming", "if", "hypothetically", "whether"}
 _CONDITIONS = {"if", "suppose", "supposing", "assume", "assuming", "were"}
 _DENIALS_AFTER = {"contradiction", "absurd", "false", "degenerate"}
 _FAILS = {"fails", "failed", "isn't", "wasn't", "doesn't", "didn't", "cannot", "can't", "won't"}
@@ -140,7 +143,8 @@ _RETRACT_PHRASE = re.compile(
 # Words that take back the final answer even when no new one follows ("... was 20, but that was wrong").
 _RETRACTED = re.compile(
     r"\b(?:(?:was|is|that's|that is|it's|it is|this is)\s(?:wrong|incorrect|not (?:right|correct)|a mistake|an error)|"
-    r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error)|(?:wrong|incorrect) answer|not the answer)\b",
+    r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error)|(?:wrong|incorrect) answer|not the answer|"
+    r"which is (?:a typo|wrong|incorrect|false|a mistake|an error)|typo)\b",
     re.IGNORECASE,
 )
 # Letters glued to a number that still leave it a number: units and ordinals (5cm, 3rd)
@@ -333,7 +337,7 @@ def _phrase_answer(text: str) -> tuple[str, int, int] | None:
             last, trigger = end, m.start()
     if last is None:
         return None
-    if _denied_before(text, trigger) or _counterfactual(text, trigger, last):
+    if _denied_before(text, trigger) or _counterfactual(text, trigger, last) or _supposed(text, trigger):
         return "", last, last
     i = _SKIP_HEADING.match(text, last).end()
     span = _math_span_at(text, i)
@@ -434,9 +438,21 @@ def _counterfactual(text: str, start: int, end: int) -> bool:
             break
         after.append(token.lower())
     words = [t.lower() for t in before[k:]] + after
+    if words and words[0] in ("had", "were") and "would" in words:  # "Had we counted twice, we would get 12"
+        return True
     if not _CONDITIONS.intersection(words):
         return False
     return any(w in _NEGATIONS or w in _DENIALS_AFTER or w.endswith(("n't", "n\u2019t")) for w in after)
+
+
+def _supposed(text: str, start: int) -> bool:
+    """An answer phrase inside a supposition ("Suppose the answer is 5. Then ... a contradiction"):
+    a step of a proof by contradiction, not a final answer."""
+    tokens = _NEG_TOKEN.findall(text[max(0, start - 60) : start])
+    k = len(tokens)
+    while k > 0 and tokens[k - 1].lower() not in _CLAUSE_BREAKS:
+        k -= 1
+    return any(t.lower() in _SUPPOSITIONS for t in tokens[k:])
 
 
 def _denied_after(text: str, end: int) -> bool:
@@ -490,8 +506,11 @@ def _glued(text: str, m: re.Match) -> bool:
     return j > e and text[e:j].lower() not in _UNIT_SUFFIXES
 
 
-_PI_OVER = re.compile(  # before a number: `pi/`, `pi^`, `3 sqrt(`, `\u221a` (a window of 20 characters)
-    r"(?:\d{1,6}\s?)?(?:(?:\\pi|pi|\u03c0)\s?[/^]|(?:\u221a|\\sqrt|sqrt)\s?\(?)\s?$", re.IGNORECASE
+_PI_OVER = re.compile(  # before a number: `pi/`, `pi*r^`, `3 sqrt(`, `sqrt(3)/`, `\u221a` (a window of 20 characters)
+    r"(?:\d{1,6}\s?)?(?:(?:\\pi|pi|\u03c0)\s?[/^]|(?:\u221a|\\sqrt|sqrt)\s?\(?)\s?$"
+    r"|(?:\d{1,6}\s?)?(?:\u221a|\\sqrt|sqrt)\s?[({]?\d{1,6}[)}]?\s?/\s?$"
+    r"|(?:(?:\\pi|pi|\u03c0)\s?\*?\s?)[A-Za-z]\s?\^\s?$",
+    re.IGNORECASE,
 )
 _UNIT_WORD = re.compile(r" ([A-Za-z]{2,12})(?![A-Za-z])")
 _TIMES_PI = re.compile(r"\s?(?:\\pi|pi|\u03c0)(?![A-Za-z])(?:\s?/\s?\d{1,6})?", re.IGNORECASE)

@@ -10,7 +10,8 @@ Rules (issue #27):
   `A:B` reads as one; a ratio mixing the two (`1:30 pm`) is no ratio (it stays text).
 - `split_label`: `|AB| = 1`, `\\frac{NO}{BO} = \\frac{1}{\\sqrt6}`, `V_1:V_2 = 11:21` name the
   quantity on the left (a label: letters, subscripts, bars, fractions and colons only, no
-  digits or operators) and state its value on the right. The judge compares the values; two
+  digits or operators; or a function at constants, `f(2) = 7`; or commands naming a variable
+  quantity, `\\tan\\alpha = 2`) and state its value on the right. The judge compares the values; two
   labels must agree when both sides have one. A plain variable (`x = 3`) is not split here: the
   equivalence rules compare assignments by their names.
 - A value qualified by words that change the claim (`a multiple of 12`, `at least 5`, `more than
@@ -50,6 +51,7 @@ _DENIAL = re.compile(
 _SUBSCRIPT = re.compile(r"_\{?\w{1,4}\}?")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _GLUED_WORD = re.compile(r"(?<![A-Za-z\\])[A-Za-z]{2,}\d")  # COVID19, AZYUK2A: not a number
+_EVALUATED = re.compile(r"[A-Za-z](?:_\{?\w{1,4}\}?)?\(\s?-?[\d.,/ ]{1,20}\)")  # f(2), g_1(0.5): a value named
 _PLAIN_NAME = re.compile(r"[A-Za-z](?:_\{?\w{1,4}\}?)?(?:\([A-Za-z]\))?")
 _OPEN, _CLOSE = "{([", "})]"
 
@@ -168,6 +170,8 @@ def is_label(text: str) -> bool:
     formula (no digits outside subscripts, no operators)."""
     if not text or _PLAIN_NAME.fullmatch(text):
         return False
+    if _EVALUATED.fullmatch(text):
+        return True
     rest = _COMMAND.sub(" ", _SUBSCRIPT.sub(" ", text))
     if not all(ch.isalpha() or ch in "{}|:() '" for ch in rest):
         return False

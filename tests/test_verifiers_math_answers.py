@@ -198,3 +198,13 @@ def test_claims_suppositions_and_counterfactuals_score_0():
                ("\\boxed{f(2) = 7}", "7"), ("The sine of 60 degrees is sqrt(3)/2.", "\\sqrt{3}/2"),
                ("The area of the disc is pi*r^2.", "\\pi r^2")], 1.0)
     all_score([("\\boxed{f(3) = 7}", "f(2) = 7")], 0.0)
+
+
+def test_judged_claims_and_corrections_in_place():
+    all_score([("The claim that the answer is 9 is false.", "9"), ("Answer 11 was rejected by the checker.", "11"),
+               ("Many students answer 20; they are mistaken.", "20"),
+               ("Even if we ignored the constraint we would only get 14.", "14"),
+               ("The answer isn't 2 \u2014 it's 3.", "2"), ("Answer: 8? No \u2014 9.", "8")], 0.0)
+    all_score([("The answer isn't 2 \u2014 it's 3.", "3"), ("Answer: 8? No \u2014 9.", "9"),
+               ("So the volume is 4/3*pi*r^3.", "\\frac{4}{3}\\pi r^3"),
+               ("The vertex is at x = -b/(2a).", "-\\frac{b}{2a}")], 1.0)

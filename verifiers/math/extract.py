@@ -96,7 +96,7 @@ _SPAN_HEDGE = re.compile(  # "either $3$ or $4$" at the end: both spans are the 
 # Negation: a candidate in a clause that negates ("it is certainly not 7", "we can rule out 6",
 # "impossible for the sum to equal 9", "x \ne 7") is denied, not stated; so is one followed by
 # "is not", "fails" ("$-1$ is not a root"). Clauses end at punctuation and at linking words.
-_NEG_TOKEN = re.compile(r"\\neq?(?![A-Za-z])|\u2260|!=|=|[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[.;:!?,\n]")
+_NEG_TOKEN = re.compile(r"\\neq?(?![A-Za-z])|\u2260|!=|=|[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[.;:!?,\n\u2014\u2013]")
 _NEGATIONS = {
     "not", "never", "cannot", "neither", "nor", "impossible", "exclude", "excludes", "excluded", "eliminate",
     "eliminates", "eliminated", "discard", "discarded", "reject", "rejected", "\\ne", "\\neq", "\u2260", "!=",
@@ -113,11 +113,12 @@ _NEG_IDIOMS = {  # "not hard to see", "not less than": no denial of what follows
 # negation ("the number of integers not divisible by 3 is 667"): stated, not denied.
 _COPULAS = {"is", "are", "was", "were", "equals", "equal", "gives", "give", "makes", "becomes"}
 _CLAUSE_BREAKS = {
-    ".", ";", ":", "!", "?", ",", "\n", "=", "so", "thus", "hence", "therefore", "but", "then", "because", "since",
+    ".", ";", ":", "!", "?", ",", "\n", "\u2014", "\u2013", "=", "so", "thus", "hence", "therefore", "but", "then",
+    "because", "since",
     "unless", "except", "if", "when", "where", "which", "and", "giving", "gives", "yields", "get", "obtain", "instead",
 }
 _NEG_AFTER_VERBS = {"is", "was", "does", "did", "will", "would", "can", "could"}
-_NEG_AFTER = {"not", "never", "wrong", "incorrect", "impossible"}
+_NEG_AFTER = {"not", "never", "wrong", "incorrect", "impossible", "rejected", "false", "mistaken"}
 _SUPPOSITIONS = {"suppose", "supposing", "assume", "assuming", "if", "hypothetically", "whether"}
 _CONDITIONS = {"if", "suppose", "supposing", "assume", "assuming", "were"}
 _DENIALS_AFTER = {"contradiction", "absurd", "false", "degenerate"}
@@ -128,7 +129,8 @@ _LEADING_NEGATION = re.compile(
     re.IGNORECASE,
 )
 # "4 (incorrect, see below)": an answer judged in place
-_JUDGED = re.compile(r"\b(?:incorrect|wrong|not (?:correct|right)|mistaken)\b", re.IGNORECASE)
+_JUDGED = re.compile(r"\b(?:incorrect|wrong|not (?:correct|right)|mistaken|false|rejected|a typo)\b", re.IGNORECASE)
+_NO_THEN = re.compile(r"\?\s*no\b[\s,:\u2014\u2013-]*", re.IGNORECASE)  # "8? No \u2014 9": the answer after the "no"
 _NOT_WORD = re.compile(r"\b(?:not|never)\b", re.IGNORECASE)
 _BUT = re.compile(r"\bbut\b(?:\s+(?:rather|instead|it\s+is|it's))?", re.IGNORECASE)
 _OR_WORD = re.compile(r"\bor\b", re.IGNORECASE)
@@ -144,7 +146,8 @@ _RETRACT_PHRASE = re.compile(
 _RETRACTED = re.compile(
     r"\b(?:(?:was|is|that's|that is|it's|it is|this is)\s(?:wrong|incorrect|not (?:right|correct)|a mistake|an error)|"
     r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error)|(?:wrong|incorrect) answer|not the answer|"
-    r"which is (?:a typo|wrong|incorrect|false|a mistake|an error)|typo)\b",
+    r"which is (?:a typo|wrong|incorrect|false|a mistake|an error)|typo|"
+    r"(?:is|are|was|were) (?:mistaken|false|rejected))\b",
     re.IGNORECASE,
 )
 # Letters glued to a number that still leave it a number: units and ordinals (5cm, 3rd)
@@ -366,6 +369,9 @@ def _negations(answer: str) -> tuple[str | None, bool]:
         but = _BUT.search(answer, lead.end())
         rest = answer[but.end() :].strip(" ,;:") if but else ""
         return (rest or None), True
+    no_then = _NO_THEN.search(answer)
+    if no_then and no_then.end() < len(answer):
+        answer = answer[no_then.end() :].strip()
     if answer.rstrip().endswith("?") or _JUDGED.search(answer):  # "5?", "4 (incorrect)": not stated
         return None, True
     answer = _drop_remark(answer)
@@ -440,6 +446,8 @@ def _counterfactual(text: str, start: int, end: int) -> bool:
     words = [t.lower() for t in before[k:]] + after
     if words and words[0] in ("had", "were") and "would" in words:  # "Had we counted twice, we would get 12"
         return True
+    if "would" in words[: len(words) - len(after)] and _CONDITIONS.intersection(words):
+        return True  # "if we ignored the constraint we would only get 14"
     if not _CONDITIONS.intersection(words):
         return False
     return any(w in _NEGATIONS or w in _DENIALS_AFTER or w.endswith(("n't", "n\u2019t")) for w in after)
@@ -503,13 +511,16 @@ def _glued(text: str, m: re.Match) -> bool:
     j = e
     while j < len(text) and j - e <= 4 and text[j].isalpha():
         j += 1
+    if j == e + 1 and text[j : j + 1] == ")" and _OVER_PAREN.search(text[max(0, s - 12) : s]):
+        return False  # `-b/(2a)`: a coefficient of a letter in a plain-text formula, taken whole by `_widened`
     return j > e and text[e:j].lower() not in _UNIT_SUFFIXES
 
 
+_OVER_PAREN = re.compile(r"-?[A-Za-z]\s?/\s?\($")  # `-b/(` before `2a)`
 _PI_OVER = re.compile(  # before a number: `pi/`, `pi*r^`, `3 sqrt(`, `sqrt(3)/`, `\u221a` (a window of 20 characters)
     r"(?:\d{1,6}\s?)?(?:(?:\\pi|pi|\u03c0)\s?[/^]|(?:\u221a|\\sqrt|sqrt)\s?\(?)\s?$"
     r"|(?:\d{1,6}\s?)?(?:\u221a|\\sqrt|sqrt)\s?[({]?\d{1,6}[)}]?\s?/\s?$"
-    r"|(?:(?:\\pi|pi|\u03c0)\s?\*?\s?)[A-Za-z]\s?\^\s?$",
+    r"|(?:\d{1,6}(?:/\d{1,6})?\s?\*?\s?)?(?:(?:\\pi|pi|\u03c0)\s?\*?\s?)[A-Za-z]\s?\^\s?$",
     re.IGNORECASE,
 )
 _UNIT_WORD = re.compile(r" ([A-Za-z]{2,12})(?![A-Za-z])")
@@ -519,6 +530,9 @@ _TIMES_PI = re.compile(r"\s?(?:\\pi|pi|\u03c0)(?![A-Za-z])(?:\s?/\s?\d{1,6})?", 
 def _widened(text: str, m: re.Match) -> tuple[str, int, int]:
     """The number at `m` with a plain-text constant around it: `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0`, `3pi/2`."""
     start, end = m.start(), m.end()
+    over = _OVER_PAREN.search(text[max(0, start - 12) : start])
+    if over and text[end : end + 1].isalpha() and text[end + 1 : end + 2] == ")":
+        return text[start - len(over.group(0)) : end + 2], start - len(over.group(0)), end + 2  # -b/(2a)
     before = _PI_OVER.search(text[max(0, start - 20) : start])
     if before:
         start -= len(before.group(0))

@@ -40,7 +40,9 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
 - A counterfactual the sentence denies ("if the answer were 3, ... which is impossible", "had we
   counted twice, we would get 12"), an answer phrase inside a supposition ("Suppose the answer is
   5. Then ... a contradiction"), another's claim judged wrong ("the textbook says 15, which is a
-  typo") and a phrase answer judged in place ("4 (incorrect, see below)") are denials.
+  typo", "answer 11 was rejected", "many students answer 20; they are mistaken") and a phrase
+  answer judged in place ("4 (incorrect, see below)", "the claim that the answer is 9 is false")
+  are denials; "if ... we would get 14" is a hypothetical, not an answer. "8? No \u2014 9" is 9.
 """
 from __future__ import annotations
 

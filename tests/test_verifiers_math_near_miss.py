@@ -24,8 +24,9 @@ import verifiers.math as vm
 from verifiers.verdict import Outcome
 
 CORPUS = Path(__file__).parent / "data" / "math_near_miss.jsonl"
-RECALL_FLOOR = 1.0  # recall reached when the issue-27 work ended (d03ca2f: 187 of 187); a call takes <= 15 ms
-#                     against the 0.8 s deadline, so a slow machine does not turn a right answer into a time-out
+RECALL_FLOOR = 0.99  # recall when the issue-27 work ended (46158c2: 225 of 226; the miss, line 592, is gold 0.57
+#                      for 4/7, which decimals.py rule 4 refuses: a gold under 3 significant digits is not rounded).
+#                      A call takes <= 15 ms against the 0.8 s deadline: a slow machine costs no right answer.
 WORST_CALL_S = 5.0  # generous: a call takes milliseconds; this catches a stall, not a slow machine
 WHOLE_CORPUS_S = 60.0
 

@@ -9,6 +9,8 @@ import copy
 import pytest
 import torch
 
+from conftest import float32_bound
+
 from trainers.algorithms import get_algorithm
 from trainers.batch import collate
 from trainers.components import Models
@@ -80,6 +82,12 @@ def masked_diff(a, b, mask):
     return float(((a - b) * mask).abs().max())
 
 
+def bound(model, *tensors) -> float:
+    """float32 rounding of the model's forward, at the size of the values compared (conftest)."""
+    magnitude = max(float(t.abs().max()) for t in tensors)
+    return float32_bound(model.config.hidden_size, magnitude, layers=model.config.num_hidden_layers + 1)
+
+
 def test_packed_forward_equals_padded(real):
     model, batch = real
     head = ValueHead(model.config.hidden_size)
@@ -92,8 +100,8 @@ def test_packed_forward_equals_padded(real):
         whole = forward(model, micro_batch(batch, torch.arange(len(batch)), True), 0.7)  # all in one sequence
     mask = batch.loss_mask
     for name, a, b in zip(("logprobs", "entropy", "values"), (padded.logprobs, padded.entropy, padded.values), packed):
-        assert masked_diff(a, b, mask) < 1e-5, name
-    assert masked_diff(padded.logprobs, whole.logprobs, mask) < 1e-5
+        assert masked_diff(a, b, mask) < bound(model, a), name
+    assert masked_diff(padded.logprobs, whole.logprobs, mask) < bound(model, padded.logprobs)
     assert float(padded.logprobs.abs().mul(mask).sum()) > 0
     # padding-free also under the eager attention (the mask is built differently there)
     eager = copy.deepcopy(model)
@@ -101,7 +109,7 @@ def test_packed_forward_equals_padded(real):
     with torch.no_grad():
         (eager_lp,) = per_micro_batch(batch, len(batch), lambda mb: (forward(eager, mb, 0.7).logprobs,), BUDGET)
         eager_padded = forward(eager, batch, 0.7).logprobs  # eager vs sdpa kernels differ by ~2e-5 on their own
-    assert masked_diff(eager_padded, eager_lp, mask) < 1e-5
+    assert masked_diff(eager_padded, eager_lp, mask) < bound(model, eager_padded)
 
 
 def test_critic_values_packed_equal_padded(real):
@@ -111,7 +119,7 @@ def test_critic_values_packed_equal_padded(real):
     with torch.no_grad():
         padded = critic(batch)
         (packed,) = per_micro_batch(batch, len(batch), lambda mb: (critic(mb),), tokens=BUDGET)
-    assert masked_diff(padded, packed, batch.loss_mask) < 1e-5
+    assert masked_diff(padded, packed, batch.loss_mask) < bound(model, padded)
 
 
 def grads(models, algo, cfg, t, rows):

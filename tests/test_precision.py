@@ -211,3 +211,32 @@ def test_bf16_run_saves_and_resumes(tmp_path):
     for (name, p), q in zip(resumed.policy.named_parameters(), first.policy.parameters()):
         assert p.dtype == torch.bfloat16 and torch.equal(p, q), name
     assert resumed.train()["steps"] == 2
+
+
+def test_bf16_instructions_are_read_from_cpuinfo():
+    from trainers.precision import bf16_in_cpuinfo
+
+    amd = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n"
+    sapphire = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
+    graviton = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
+    assert not bf16_in_cpuinfo(amd)
+    assert bf16_in_cpuinfo(sapphire) and bf16_in_cpuinfo(graviton)
+    assert not bf16_in_cpuinfo("model name\t: bf16 lookalike in a name\nflags\t: sse2\n")
+
+
+def test_rlvr_train_takes_float32_on_a_cpu_without_bf16(tmp_path):
+    """`--dtype bfloat16` on a CPU without bf16 instructions would run ~40x slower: float32, said in one line."""
+    import json
+    import subprocess
+    import sys
+
+    from trainers.precision import cpu_has_bf16
+
+    done = subprocess.run([sys.executable, "-m", "rlvr", "train", "--dtype", "bfloat16", "--device", "cpu",
+                           "--out", str(tmp_path / "run"), "--check"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    dtype = json.loads(done.stdout)["config"]["dtype"]
+    if cpu_has_bf16():
+        assert dtype == "bfloat16" and "no bfloat16 instructions" not in done.stderr
+    else:
+        assert dtype == "float32" and "this CPU has no bfloat16 instructions" in done.stderr

@@ -11,23 +11,12 @@ import time
 import pytest
 
 import verifiers.math as vm
-from verifiers.math import MathOptions, units
+from verifiers.math import units
+from test_verifiers_math_policy import check, is_correct  # one boxed-answer helper for both
 from verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 WORST_S = 2.0  # generous: a loaded machine; the worker's own deadline is 0.8 s
-
-
-def is_correct(answer: str, gold: str, **options) -> bool:
-    response = f"The final answer is $\\boxed{{{answer}}}$."
-    verdict = vm.verify(response, gold, MathOptions(**options) if options else None)
-    assert verdict.outcome is not Outcome.ERROR, verdict.detail
-    return verdict.outcome is Outcome.CORRECT
-
-
-def check(cases):
-    wrong = [(g, a, e) for g, a, e in cases if is_correct(a, g) is not e]
-    assert not wrong, wrong
 
 
 # -- units of measure

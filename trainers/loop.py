@@ -235,14 +235,18 @@ class Trainer:
         """`train_step` and every episode it sampled; when the producer failed, first save the last
         finished step, to resume from."""
         try:
-            return self.train_step(with_episodes=True)
+            return self.step_with_episodes()
         except ProducerError:
             if self.step and self._saved_step != self.step:
                 self.save()
             raise
 
-    def train_step(self, with_episodes: bool = False):
-        """One step: its metrics (and, `with_episodes`, every episode it sampled)."""
+    def train_step(self) -> dict[str, Any]:
+        """One step: its metrics."""
+        return self.step_with_episodes()[0]
+
+    def step_with_episodes(self) -> tuple[dict[str, Any], list]:
+        """One step: its metrics, and every episode it sampled (errors included)."""
         started = time.perf_counter()
         if self.producer is not None:
             rollout = self.producer.get(self.step)
@@ -267,7 +271,7 @@ class Trainer:
         metrics["time_step"] = elapsed
         metrics["tokens_per_second"] = metrics["tokens_generated"] / max(elapsed, 1e-9)
         metrics["lr"] = self.scheduler.get_last_lr()[0]
-        return (metrics, rollout.all_episodes) if with_episodes else metrics
+        return metrics, rollout.all_episodes
 
     # ---- phases ----------------------------------------------------------------------------
     def rollout(self, step: int) -> Rollout:

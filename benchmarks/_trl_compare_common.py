@@ -88,8 +88,8 @@ def lr_factor(warmup_steps: int):
 def step_seeds(settings: Settings, step: int) -> list[int]:
     """The environment reset seeds rlvr's loop trains on at `step` (never a held-out one), so
     that TRL, fed the same tasks in order, trains on exactly rlvr's tasks."""
-    from trainers.config import TrainConfig
-    from trainers.loop import training_seeds
+    from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.loop import training_seeds
 
     return training_seeds(TrainConfig(seed=settings.seed, tasks_per_step=settings.tasks_per_step,
                                       eval_tasks=settings.held_out_tasks), step)
@@ -113,7 +113,7 @@ class EnvReward:
 
     def _env(self):
         if not hasattr(self._local, "env"):
-            from envs import make
+            from rlvr.envs import make
 
             self._local.env = make(self.env_id, **self.env_args)
         return self._local.env

@@ -43,7 +43,7 @@ def per_task_pass_rates(episodes_jsonl: Path) -> dict[int, float]:
 
 def paired_difference(a: dict[int, float], b: dict[int, float], seed: int = 0) -> dict[str, float]:
     """Mean over shared tasks of b - a, with its 95% percentile-bootstrap interval over tasks."""
-    from envs.evaluate import bootstrap_ci
+    from rlvr.envs.evaluate import bootstrap_ci
 
     tasks = sorted(set(a) & set(b))
     if not tasks:

@@ -21,7 +21,7 @@ PHASES = ("time_sampling", "time_scoring", "time_training", "time_syncing")
 
 
 def train_config(settings: Settings, out_dir: Path):
-    from trainers.config import TrainConfig
+    from rlvr.trainers.config import TrainConfig
 
     return TrainConfig.from_dict({
         "model": settings.model, "env": settings.env, "env_args": dict(settings.env_args), "algo": "grpo",
@@ -37,7 +37,7 @@ def train_config(settings: Settings, out_dir: Path):
 
 
 def run(settings: Settings, out_dir: Path) -> dict:
-    from trainers.loop import Trainer
+    from rlvr.trainers.loop import Trainer
 
     trainer = Trainer(train_config(settings, out_dir))
     seconds, cpu_seconds, wait_seconds, rewards, lrs, phases = [], [], [], [], [], []

@@ -105,7 +105,7 @@ def step_timer():
 def run(settings: Settings, out_dir: Path) -> dict:
     import torch
 
-    from trainers.models import load_tokenizer
+    from rlvr.trainers.models import load_tokenizer
 
     if settings.threads:
         torch.set_num_threads(settings.threads)

@@ -17,10 +17,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import sandbox
-from envs.code import CodeEnv
-from verifiers import code
-from verifiers.verdict import Outcome
+from rlvr import sandbox
+from rlvr.envs.code import CodeEnv
+from rlvr.verifiers import code
+from rlvr.verifiers.verdict import Outcome
 
 PROGRAM = "```python\nimport sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n" \
           "    print(add(*map(int, sys.stdin.read().split())))\n```"

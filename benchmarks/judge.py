@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from verifiers.judge import Judge, JudgeItem
+from rlvr.verifiers.judge import Judge, JudgeItem
 
 QUESTIONS = [("What is the capital of France?", "Paris"), ("Compute 17 + 25.", "42"),
              ("Name the largest planet of the solar system.", "Jupiter"), ("What is 9 * 8?", "72")]
@@ -27,8 +27,8 @@ ANSWERS = ["Paris.", "It is 42, since 17 + 25 = 42.", "Saturn", "72", "I am not 
 
 @contextlib.contextmanager
 def tiny_server():
-    from trainers.models import resolve_model
-    from trainers.samplers.vllm_server import serve
+    from rlvr.trainers.models import resolve_model
+    from rlvr.trainers.samplers.vllm_server import serve
 
     log = tempfile.NamedTemporaryFile(prefix="judge-bench-", suffix=".log", delete=False)
     log.close()

@@ -33,11 +33,11 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 
 import torch  # noqa: E402
 
-from envs.sampler import SamplingSettings  # noqa: E402
-from trainers import lora  # noqa: E402
-from trainers.models import load_causal_lm, load_tokenizer, resolve_model  # noqa: E402
-from trainers.policy import token_logprobs  # noqa: E402
-from trainers.samplers import VLLMSampler  # noqa: E402
+from rlvr.envs.sampler import SamplingSettings  # noqa: E402
+from rlvr.trainers import lora  # noqa: E402
+from rlvr.trainers.models import load_causal_lm, load_tokenizer, resolve_model  # noqa: E402
+from rlvr.trainers.policy import token_logprobs  # noqa: E402
+from rlvr.trainers.samplers import VLLMSampler  # noqa: E402
 
 
 def perturb(policy: torch.nn.Module, gen: torch.Generator, size: float) -> None:
@@ -98,7 +98,7 @@ def run(mode: str, args: argparse.Namespace) -> dict[str, float]:
         if mode == "vllm-lora":
             from vllm.inputs import TokensPrompt
 
-            from trainers.samplers.vllm_sampler import _to_sample
+            from rlvr.trainers.samplers.vllm_sampler import _to_sample
 
             params = [sampler.sampling_params(args.samples, sampling, sampling.seed + j * args.samples)
                       for j in range(len(prompts))]

@@ -24,7 +24,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import verifiers.math as vm
+import rlvr.verifiers.math as vm
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 DEFAULT_CORPORA = [DATA / "math_corpus.jsonl", DATA / "math_corpus_heldout.jsonl", DATA / "math_near_miss.jsonl"]
@@ -134,7 +134,7 @@ def main() -> None:
     corpora = args.corpus or DEFAULT_CORPORA
 
     vm.warm_up()
-    systems = {"verifiers.math": ours}
+    systems = {"rlvr.verifiers.math": ours}
     other = None if args.no_math_verify else math_verify_fn()
     if other is not None:
         other(load(corpora[0])[0])  # its first call imports and compiles its grammar

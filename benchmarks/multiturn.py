@@ -18,7 +18,7 @@ import zlib
 
 import gymnasium as gym
 
-from envs.guess_number import GuessNumberEnv
+from rlvr.envs.guess_number import GuessNumberEnv
 
 TARGET = 1.5
 ENV_ID = "rlvr-bench/SlowGuessNumber-v0"
@@ -47,10 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="timed runs of each (the median is reported)")
     args = p.parse_args(argv)
 
-    from envs.rollout import rollout
-    from envs.sampler import SamplingSettings
-    from trainers.models import load_tokenizer, resolve_model
-    from trainers.samplers import VLLMSampler
+    from rlvr.envs.rollout import rollout
+    from rlvr.envs.sampler import SamplingSettings
+    from rlvr.trainers.models import load_tokenizer, resolve_model
+    from rlvr.trainers.samplers import VLLMSampler
 
     gym.register(ENV_ID, entry_point=SlowGuessNumberEnv)
     model = resolve_model(args.model)

@@ -37,8 +37,8 @@ MODES = ("load", "padded", "packed")
 def episodes(args, vocab: int):
     import torch
 
-    from envs.episode import Episode
-    from verifiers.verdict import Outcome
+    from rlvr.envs.episode import Episode
+    from rlvr.verifiers.verdict import Outcome
 
     g = torch.Generator().manual_seed(args.seed)
     out = []
@@ -56,13 +56,13 @@ def child(args) -> None:
     """One mode, in this process; writes its numbers as JSON to `args.result`."""
     import torch
 
-    from trainers.algorithms import get_algorithm
-    from trainers.batch import collate
-    from trainers.components import Models
-    from trainers.config import TrainConfig
-    from trainers.models import load_causal_lm
-    from trainers.packing import split_rows
-    from trainers.phases import StepTensors, UpdateSums, accumulate_gradients, compute_advantages
+    from rlvr.trainers.algorithms import get_algorithm
+    from rlvr.trainers.batch import collate
+    from rlvr.trainers.components import Models
+    from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.models import load_causal_lm
+    from rlvr.trainers.packing import split_rows
+    from rlvr.trainers.phases import StepTensors, UpdateSums, accumulate_gradients, compute_advantages
 
     torch.set_num_threads(args.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         child(args)
         return 0
     if args.tokens is None:
-        from trainers.models import load_causal_lm
+        from rlvr.trainers.models import load_causal_lm
 
         vocab = load_causal_lm(args.model).config.vocab_size
         lengths = [len(e.prompt_ids) + len(e.completion_ids) for e in episodes(args, vocab)]

@@ -73,8 +73,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 # ---- the child: one configuration ------------------------------------------------------------------
 def run_child(settings_path: str, result_path: str) -> int:
-    from trainers.config import TrainConfig
-    from trainers.loop import Trainer
+    from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.loop import Trainer
 
     settings = json.loads(Path(settings_path).read_text())
     steps = settings.pop("steps")
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         return run_child(*args.child)
-    from trainers.models import ModelError, resolve_model
+    from rlvr.trainers.models import ModelError, resolve_model
 
     configs = configurations(args.micro_batch_tokens)
     unknown = [name for name in args.only if name not in configs]

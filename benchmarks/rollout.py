@@ -31,13 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each (the median is reported)")
     args = p.parse_args(argv)
 
-    import envs
-    from envs.chat_template import template_ids
-    from envs.rollout import rollout
-    from envs.sampler import SamplingSettings
-    from trainers.components import timed
-    from trainers.models import load_tokenizer, resolve_model
-    from trainers.samplers import VLLMSampler
+    from rlvr import envs
+    from rlvr.envs.chat_template import template_ids
+    from rlvr.envs.rollout import rollout
+    from rlvr.envs.sampler import SamplingSettings
+    from rlvr.trainers.components import timed
+    from rlvr.trainers.models import load_tokenizer, resolve_model
+    from rlvr.trainers.samplers import VLLMSampler
 
     env_id, env_args = "rlvr/Arithmetic-v0", envs.parse_env_args(args.env_arg)
     model = resolve_model(args.model)

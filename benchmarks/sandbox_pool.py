@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import docker
 
-from sandbox import DockerSandbox, Limits, ensure_image
-from sandbox.container import Settings, Shape, hardening
-from sandbox.owner import LABEL, OWNER_LABEL, owner_token
+from rlvr.sandbox import DockerSandbox, Limits, ensure_image
+from rlvr.sandbox.container import Settings, Shape, hardening
+from rlvr.sandbox.owner import LABEL, OWNER_LABEL, owner_token
 
 PROGRAM = "print(sum(range(10)))"
 EXPECTED = "45\n"

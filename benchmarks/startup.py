@@ -30,10 +30,10 @@ block = collector_paused if policy else contextlib.nullcontext
 if policy:
     no_collection_at_exit()
 with block():
-    from trainers.config import TrainConfig
+    from rlvr.trainers.config import TrainConfig
     config = TrainConfig.load(None, {"steps": 1, "eval_tasks": 0, "progress": False, "out": sys.argv[2]})
     algo = config.check()
-    from trainers.loop import Trainer
+    from rlvr.trainers.loop import Trainer
 with block():
     trainer = Trainer(config, algo)
 built = time.perf_counter() - t0

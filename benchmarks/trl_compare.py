@@ -35,8 +35,8 @@ from _trl_compare_report import paired_difference, per_task_pass_rates, schedule
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from trainers.algorithms import get_algorithm
-    from trainers.config import TrainConfig
+    from rlvr.trainers.algorithms import get_algorithm
+    from rlvr.trainers.config import TrainConfig
 
     grpo, rlvr = get_algorithm("grpo"), TrainConfig()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -78,7 +78,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def settings_from(args: argparse.Namespace, model_dir: Path) -> Settings:
-    from envs import parse_env_args
+    from rlvr.envs import parse_env_args
 
     return Settings(
         model=str(model_dir), env_args=parse_env_args(args.env_arg), steps=args.steps,
@@ -149,8 +149,8 @@ def phases_line(rlvr: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from envs import EnvError, make
-    from trainers.models import ModelError, resolve_model
+    from rlvr.envs import EnvError, make
+    from rlvr.trainers.models import ModelError, resolve_model
 
     try:  # bad settings fail here, in a second, before anything trains
         if args.eval_tasks < 0 or args.eval_samples < 1 or args.kv_cache_gib < 0 or args.timeout <= 0:

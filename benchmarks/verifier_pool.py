@@ -21,9 +21,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from envs.code import CodeEnv
-from sandbox import DockerSandbox, RaySandbox, Sandbox
-from verifiers.verdict import Outcome
+from rlvr.envs.code import CodeEnv
+from rlvr.sandbox import DockerSandbox, RaySandbox, Sandbox
+from rlvr.verifiers.verdict import Outcome
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ Importing `envs` registers the built-in `rlvr/` environments with Gymnasium's re
 third-party ones declared under the `rlvr.envs` entry point (a plugin that fails to load is a
 warning, not an error), so that plain `gymnasium.make("ns/Name-v0")` finds both; `envs.make` also
 loads plugins installed later."""
-from envs.checker import CheckResult, EnvCheckError, check_env
-from envs.core import (
+from rlvr.envs.checker import CheckResult, EnvCheckError, check_env
+from rlvr.envs.core import (
     EnvError,
     Message,
     MultiTurnEnv,
@@ -17,8 +17,8 @@ from envs.core import (
     TextEnv,
     TurnResult,
 )
-from envs.episode import Episode, TruncationReason
-from envs.registry import (
+from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.envs.registry import (
     EnvArgumentError,
     EnvInfo,
     PluginFailure,
@@ -29,9 +29,9 @@ from envs.registry import (
     parse_env_args,
     register_builtins,
 )
-from envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
-from envs.tool_env import ToolEnv
-from envs.tools import Tool, ToolCall, ToolCallParser, ToolOutput, ToolSpecError, ToolUnavailableError
+from rlvr.envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
+from rlvr.envs.tool_env import ToolEnv
+from rlvr.envs.tools import Tool, ToolCall, ToolCallParser, ToolOutput, ToolSpecError, ToolUnavailableError
 
 register_builtins()
 load_plugins(warn=True)  # last: a plugin may itself `from envs import SingleTurnEnv`

@@ -13,9 +13,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from envs.core import ProceduralTasks, SingleTurnEnv, Task
-from verifiers import math as math_verifier
-from verifiers.verdict import Verdict
+from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.verifiers import math as math_verifier
+from rlvr.verifiers.verdict import Verdict
 
 PROMPT = "Compute {expr}. Give the final answer as \\boxed{{answer}}."
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from envs.core import EnvError, Message
-from envs.sampler import Tokenizer
+from rlvr.envs.core import EnvError, Message
+from rlvr.envs.sampler import Tokenizer
 
 
 class TemplateError(EnvError, ValueError):

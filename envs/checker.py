@@ -20,8 +20,8 @@ import gymnasium as gym
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from gymnasium.utils.env_checker import data_equivalence
 
-from envs.core import EnvError, TextEnv
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import EnvError, TextEnv
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 # Gymnasium warnings that say nothing about the environment itself.
 _BENIGN_WARNINGS = (

@@ -19,9 +19,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from envs.core import EnvError, Message, SingleTurnEnv, Task, TaskNotFoundError
-from verifiers import code as code_verifier
-from verifiers.verdict import Verdict
+from rlvr.envs.core import EnvError, Message, SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.verifiers import code as code_verifier
+from rlvr.verifiers.verdict import Verdict
 
 TASKS_RESOURCE = ("envs", "data/code_tasks.jsonl")
 FUNCTION_INSTRUCTIONS = (
@@ -119,7 +119,7 @@ class SandboxUser:
     def get_sandbox(self) -> Any:
         if self.sandbox is not None:
             return self.sandbox
-        import sandbox  # at step time: building an env needs no Docker
+        from rlvr import sandbox  # at step time: building an env needs no Docker
 
         return sandbox.shared_sandbox()
 

@@ -30,9 +30,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from envs.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
-from envs.core import SingleTurnEnv, Task
-from verifiers.verdict import Verdict
+from rlvr.envs.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
+from rlvr.envs.core import SingleTurnEnv, Task
+from rlvr.verifiers.verdict import Verdict
 
 PYTHON3 = 3  # CodeContests' language code for Python 3
 _CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:set\(|sorted\(|math\.isclose\()?\s*([A-Za-z_]\w*)\s*\(")

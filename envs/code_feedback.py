@@ -42,11 +42,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from envs.code import CodeTaskSource, builtin_tasks
-from envs.code_dataset import load_dataset
-from envs.core import MultiTurnEnv, Task, TurnResult
-from verifiers.code import AssertTest, CallTest, IOTest, Test
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.code import CodeTaskSource, builtin_tasks
+from rlvr.envs.code_dataset import load_dataset
+from rlvr.envs.core import MultiTurnEnv, Task, TurnResult
+from rlvr.verifiers.code import AssertTest, CallTest, IOTest, Test
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 REWARD_MODES = ("final", "per_turn")
 SHOW_FAILURES = 3  # failing shown tests quoted per reply

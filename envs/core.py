@@ -21,8 +21,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 
-from sandbox.errors import RlvrError
-from verifiers.verdict import Outcome, Verdict
+from rlvr.errors import RlvrError
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant" | "tool", "content": str}
 

@@ -5,8 +5,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from envs.sampler import FinishReason
-from verifiers.verdict import Outcome
+from rlvr.envs.sampler import FinishReason
+from rlvr.verifiers.verdict import Outcome
 
 
 class TruncationReason(StrEnum):

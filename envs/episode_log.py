@@ -14,8 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from envs.core import EnvError
-from envs.episode import Episode
+from rlvr.envs.core import EnvError
+from rlvr.envs.episode import Episode
 
 _FIELDS = {f.name for f in dataclasses.fields(Episode)}
 

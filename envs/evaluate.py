@@ -17,8 +17,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from envs.episode import Episode, TruncationReason
-from verifiers.verdict import Outcome
+from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.verifiers.verdict import Outcome
 
 CONFIDENCE = 0.95
 CONTEXT_CUT_WARN_RATE = 0.2  # warn when more than this share of episodes is cut by the context

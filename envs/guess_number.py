@@ -17,8 +17,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 PROMPT = (
     "I am thinking of an integer between 1 and {n}. Guess it in at most {turns} turns. "

@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envs.core import EnvError, SingleTurnEnv, Task, TaskNotFoundError
-from verifiers import math as math_verifier
-from verifiers.verdict import Verdict
+from rlvr.envs.core import EnvError, SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.verifiers import math as math_verifier
+from rlvr.verifiers.verdict import Verdict
 
 DEFAULT_TEMPLATE = "{question}\n\nGive the final answer as \\boxed{answer}."
 FORMATS = ("raw", "gsm8k", "boxed")

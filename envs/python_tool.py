@@ -24,13 +24,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from envs.code import SandboxUser
-from envs.core import ProceduralTasks, Task
-from envs.tool_env import ToolEnv
-from envs.tools import Tool, ToolOutput, ToolUnavailableError
-from sandbox.types import Limits, Status
-from verifiers import math as math_verifier
-from verifiers.verdict import Verdict
+from rlvr.envs.code import SandboxUser
+from rlvr.envs.core import ProceduralTasks, Task
+from rlvr.envs.tool_env import ToolEnv
+from rlvr.envs.tools import Tool, ToolOutput, ToolUnavailableError
+from rlvr.sandbox.types import Limits, Status
+from rlvr.verifiers import math as math_verifier
+from rlvr.verifiers.verdict import Verdict
 
 PROMPT = (
     "{question}\n\n"

@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from envs.core import SingleTurnEnv, Task, TaskNotFoundError
-from verifiers import math as math_verifier
-from verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.verifiers import math as math_verifier
+from rlvr.verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 SCORERS = ("reasoning_gym", "rlvr")
 _MAX_ANSWER_CHARS = 20_000  # longer answers are not scored at all

@@ -25,21 +25,21 @@ import gymnasium as gym
 import yaml
 from gymnasium.envs.registration import EnvSpec, load_env_creator, parse_env_id
 
-from envs.core import EnvError, TextEnv
+from rlvr.envs.core import EnvError, TextEnv
 
 NAMESPACE = "rlvr"
 PLUGIN_GROUP = "rlvr.envs"
 
 BUILTIN_ENVS: dict[str, str] = {
-    "rlvr/Arithmetic-v0": "envs.arithmetic:ArithmeticEnv",
-    "rlvr/SymbolicMath-v0": "envs.symbolic_math:SymbolicMathEnv",
-    "rlvr/MathDataset-v0": "envs.math_dataset:MathDatasetEnv",
-    "rlvr/ReasoningGym-v0": "envs.reasoning_gym_env:ReasoningGymEnv",
-    "rlvr/GuessNumber-v0": "envs.guess_number:GuessNumberEnv",
-    "rlvr/Code-v0": "envs.code:CodeEnv",
-    "rlvr/CodeDataset-v0": "envs.code_dataset:CodeDatasetEnv",
-    "rlvr/CodeFeedback-v0": "envs.code_feedback:CodeFeedbackEnv",
-    "rlvr/PythonTool-v0": "envs.python_tool:PythonToolEnv",
+    "rlvr/Arithmetic-v0": "rlvr.envs.arithmetic:ArithmeticEnv",
+    "rlvr/SymbolicMath-v0": "rlvr.envs.symbolic_math:SymbolicMathEnv",
+    "rlvr/MathDataset-v0": "rlvr.envs.math_dataset:MathDatasetEnv",
+    "rlvr/ReasoningGym-v0": "rlvr.envs.reasoning_gym_env:ReasoningGymEnv",
+    "rlvr/GuessNumber-v0": "rlvr.envs.guess_number:GuessNumberEnv",
+    "rlvr/Code-v0": "rlvr.envs.code:CodeEnv",
+    "rlvr/CodeDataset-v0": "rlvr.envs.code_dataset:CodeDatasetEnv",
+    "rlvr/CodeFeedback-v0": "rlvr.envs.code_feedback:CodeFeedbackEnv",
+    "rlvr/PythonTool-v0": "rlvr.envs.python_tool:PythonToolEnv",
 }
 
 # Keyword arguments that `gymnasium.make` itself consumes rather than the environment.

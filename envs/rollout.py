@@ -65,12 +65,12 @@ from typing import Any, Callable, Sequence
 import gymnasium as gym
 from tqdm.auto import tqdm
 
-from envs.chat_template import TemplateError, reply_ids, template_ids
-from envs.core import EnvError, Message, SingleTurnEnv, Task, TextEnv, copy_messages
-from envs.episode import Episode, TruncationReason
-from envs.registry import make
-from envs.sampler import FinishReason, RequestSampler, Sample, Sampler, SamplingSettings, Tokenizer
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
+from rlvr.envs.core import EnvError, Message, SingleTurnEnv, Task, TextEnv, copy_messages
+from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.envs.registry import make
+from rlvr.envs.sampler import FinishReason, RequestSampler, Sample, Sampler, SamplingSettings, Tokenizer
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 TURN_SEED_STRIDE = 1_000_003
 # Per-episode schedule (module docstring): the engine waits for a round of quick steps at most

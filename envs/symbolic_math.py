@@ -21,9 +21,9 @@ from typing import ClassVar
 import numpy as np
 import sympy as sp
 
-from envs.core import ProceduralTasks, SingleTurnEnv, Task
-from verifiers import math as math_verifier
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.verifiers import math as math_verifier
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 KINDS = ("expand", "factor", "simplify", "diff", "integrate", "solve")
 X = sp.Symbol("x")
@@ -193,9 +193,9 @@ FORM_CHECKS = {"expand": (is_expanded, "not expanded"), "factor": (is_factored, 
 def check_form(kind: str, response: str) -> str:
     """Why the final answer of `response` is not in the form `kind` asks for ("" if it is).
     Called only after `verifiers.math` judged the answer equivalent to the (small) reference."""
-    from verifiers.math.extract import extract
-    from verifiers.math.nodes import Expr, Relation
-    from verifiers.math.parse import parse_answer
+    from rlvr.verifiers.math.extract import extract
+    from rlvr.verifiers.math.nodes import Expr, Relation
+    from rlvr.verifiers.math.parse import parse_answer
 
     answers = extract(response).answers
     try:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
-from envs.core import MultiTurnEnv, TurnResult
-from envs.tools import ParsedCall, Tool, ToolCall, ToolCallParser, argument_errors, call_tool, get_parser
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import MultiTurnEnv, TurnResult
+from rlvr.envs.tools import ParsedCall, Tool, ToolCall, ToolCallParser, argument_errors, call_tool, get_parser
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 
 _CUT = "\n[... output truncated ...]\n"

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
-from envs.core import EnvError
+from rlvr.envs.core import EnvError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 
@@ -163,7 +163,7 @@ class MarkdownPythonParser(ToolCallParser):
     syntax = "a ```python tool call"
 
     def parse(self, text: str) -> list[ParsedCall]:
-        from verifiers.code import extract_program
+        from rlvr.verifiers.code import extract_program
 
         code = extract_program(text)
         return [] if code is None else [ParsedCall(ToolCall("python", {"code": code}), text=code)]

@@ -13,7 +13,7 @@ import os
 import sys
 
 from rlvr.startup import no_collection_at_exit
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
 

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class EnvLoadError(RlvrError, RuntimeError):
@@ -51,7 +51,7 @@ def exits_refused(what: str) -> Iterator[None]:
 def resolve_env(env_id: str) -> None:
     """Import what `env_id` needs (its `module:` part, or the plugins) with exits refused; a bad id
     raises the registry's typed error (`UnknownEnvError`), one line."""
-    from envs.registry import resolve
+    from rlvr.envs.registry import resolve
 
     with exits_refused(f"environment {env_id!r}"):
         resolve(env_id)
@@ -59,7 +59,7 @@ def resolve_env(env_id: str) -> None:
 
 def list_envs() -> list:
     """`envs.list_envs()`, every plugin imported with exits refused."""
-    import envs
+    from rlvr import envs
 
     with exits_refused("an environment plugin"):
         return envs.list_envs()
@@ -67,7 +67,7 @@ def list_envs() -> list:
 
 def make_env(env_id: str, env_args: dict[str, Any]):
     """`envs.make(env_id, **env_args)` after `resolve_env`, a missing or unreadable file one line."""
-    import envs
+    from rlvr import envs
 
     resolve_env(env_id)
     try:

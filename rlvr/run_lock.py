@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 LOCK_NAME = "rlvr.lock"
 

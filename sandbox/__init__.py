@@ -12,16 +12,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import RlvrError, SandboxError
+from .errors import SandboxError
 from .types import Limits, Result, Sandbox, Status
 
-# The Docker parts load on first use: `import sandbox` (for its error root) stays cheap.
+# The Docker parts load on first use: `import rlvr.sandbox` stays cheap.
 _LAZY = {"DockerSandbox": "docker_sandbox", "shared_sandbox": "docker_sandbox", "unavailable_reason": "docker_sandbox",
          "use_shared_sandbox": "docker_sandbox", "ensure_image": "image", "image_tag": "image",
          "ImageBuildError": "image", "RaySandbox": "ray_pool", "RayPoolError": "ray_pool"}
 
 __all__ = ["DockerSandbox", "shared_sandbox", "use_shared_sandbox", "unavailable_reason", "RaySandbox", "RayPoolError",
-           "Limits", "Result", "Sandbox", "Status", "ensure_image", "image_tag", "ImageBuildError", "RlvrError",
+           "Limits", "Result", "Sandbox", "Status", "ensure_image", "image_tag", "ImageBuildError",
            "SandboxError"]
 
 

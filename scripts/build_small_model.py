@@ -14,7 +14,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from trainers.small_model import SmallSpec, build, small_model_dir
+from rlvr.trainers.small_model import SmallSpec, build, small_model_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     sha = hashlib.sha256(weights.read_bytes()).hexdigest()
     from transformers import AutoConfig
 
-    from trainers.small_model import parameter_count
+    from rlvr.trainers.small_model import parameter_count
 
     parameters = parameter_count(spec, AutoConfig.from_pretrained(out).vocab_size)
     print(f"{out}: {parameters:,} parameters, {weights.stat().st_size / 2**20:.0f} MiB, "

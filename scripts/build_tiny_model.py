@@ -13,8 +13,8 @@ import argparse
 import hashlib
 from pathlib import Path
 
-from trainers.models import TINY_DIR, load_causal_lm, load_tokenizer
-from trainers.tiny_model import EVAL_SEED_START, TinySpec, accuracy, build
+from rlvr.trainers.models import TINY_DIR, load_causal_lm, load_tokenizer
+from rlvr.trainers.tiny_model import EVAL_SEED_START, TinySpec, accuracy, build
 
 CARD = """# tiny: rlvr's built-in default model
 

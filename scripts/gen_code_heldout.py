@@ -272,9 +272,9 @@ def heldout_for(record: dict[str, Any]) -> list[dict[str, Any]]:
 def check_in_sandbox(records: list[dict[str, Any]]) -> list[str]:
     """The reference passes every test and the wrong solution fails a held-out test, in the real sandbox."""
     sys.path.insert(0, str(ROOT))
-    import sandbox
-    from envs.code import fenced
-    from verifiers import code as code_verifier
+    from rlvr import sandbox
+    from rlvr.envs.code import fenced
+    from rlvr.verifiers import code as code_verifier
 
     box, problems = sandbox.shared_sandbox(), []
     for r in records:

@@ -51,8 +51,8 @@ def assert_adam_runs_agree(a, b, *, lr: float, steps: int, atol: float = 1e-5, s
 def box():
     """The shared Docker sandbox (`sandbox.shared_sandbox()`), probed once per module: a test that
     needs it is skipped locally (failed under CI) when the engine or the image is missing."""
-    import sandbox
-    from sandbox.types import Limits, Status
+    from rlvr import sandbox
+    from rlvr.sandbox.types import Limits, Status
 
     shared = sandbox.shared_sandbox()
     probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())
@@ -65,7 +65,7 @@ def box():
 @pytest.fixture(scope="module")
 def math_pool():
     """The math verifier's worker pool: started before a module's tests, shut down after them."""
-    import verifiers.math as vm
+    import rlvr.verifiers.math as vm
 
     vm.warm_up()
     yield
@@ -74,21 +74,21 @@ def math_pool():
 
 @pytest.fixture(scope="module")
 def model_dir():
-    from trainers.models import resolve_model
+    from rlvr.trainers.models import resolve_model
 
     return resolve_model("tiny")
 
 
 @pytest.fixture(scope="module")
 def tokenizer(model_dir):
-    from trainers.models import load_tokenizer
+    from rlvr.trainers.models import load_tokenizer
 
     return load_tokenizer(model_dir)
 
 
 @pytest.fixture(scope="module")
 def hf_model(model_dir):
-    from trainers.models import load_causal_lm
+    from rlvr.trainers.models import load_causal_lm
 
     return load_causal_lm(model_dir)
 
@@ -106,7 +106,7 @@ def random_qwen2():
 
 
 def free_port() -> int:
-    from trainers.samplers.vllm_server import free_port as port
+    from rlvr.trainers.samplers.vllm_server import free_port as port
 
     return port()
 
@@ -118,7 +118,7 @@ def vllm_server(model_dir, log_path, *, name: str = "tiny", max_model_len: int =
     yields (base url, served name). Skips (fails under CI) when vLLM is missing or the server does
     not come up within `start_timeout` seconds."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from trainers.samplers.vllm_server import ServerError, serve
+    from rlvr.trainers.samplers.vllm_server import ServerError, serve
 
     with contextlib.ExitStack() as stack:
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import gymnasium
 
-from envs.arithmetic import ArithmeticEnv
+from rlvr.envs.arithmetic import ArithmeticEnv
 
 
 class DiesOnce(ArithmeticEnv):
@@ -41,8 +41,8 @@ class VerifiesInSandbox(ArithmeticEnv):
         self.sleep_s = sleep_s
 
     def verify(self, task, response):
-        import sandbox
-        from verifiers.verdict import Outcome, Verdict
+        from rlvr import sandbox
+        from rlvr.verifiers.verdict import Outcome, Verdict
 
         box = sandbox.shared_sandbox()
         program = f"import time; time.sleep({self.sleep_s}); print(6 * 7)"

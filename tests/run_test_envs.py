@@ -10,9 +10,9 @@ from collections import Counter
 
 import gymnasium
 
-from envs.arithmetic import ArithmeticEnv
-from envs.guess_number import GuessNumberEnv
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.guess_number import GuessNumberEnv
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 _LOCK = threading.Lock()
 _CALLS: Counter = Counter()

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from trainers.advantages import (
+from rlvr.trainers.advantages import (
     dynamic_sampling_keep,
     gae,
     grpo_advantages,
@@ -14,7 +14,7 @@ from trainers.advantages import (
     rloo_advantages,
     whiten,
 )
-from trainers.algorithms import get_algorithm, sequence_advantages, token_advantages
+from rlvr.trainers.algorithms import get_algorithm, sequence_advantages, token_advantages
 
 
 def close(a, b, tol=1e-4):

@@ -5,13 +5,13 @@ import warnings
 import pytest
 import torch
 
-from trainers.advantages import gae
-from trainers.aggregation import aggregate_loss
-from trainers.algorithms import (
+from rlvr.trainers.advantages import gae
+from rlvr.trainers.aggregation import aggregate_loss
+from rlvr.trainers.algorithms import (
     PRESETS, AlgoConfig, check_settings, compute_policy_loss, filter_loss_mask, get_algorithm, keep_groups, resolve,
     sequence_advantages, shape_rewards, teacher_advantages,
 )
-from trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.config import ConfigError, TrainConfig
 
 NAMES = ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo", "ppo", "distill"]
 

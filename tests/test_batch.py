@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from conftest import random_qwen2
-from envs.episode import Episode, TruncationReason
-from trainers.batch import BatchError, collate
-from trainers.policy import ValueHead, entropy_from_logits, forward
-from verifiers.verdict import Outcome
+from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.trainers.batch import BatchError, collate
+from rlvr.trainers.policy import ValueHead, entropy_from_logits, forward
+from rlvr.verifiers.verdict import Outcome
 
 PAD = 0
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from trainers import checkpoint as ckpt
+from rlvr.trainers import checkpoint as ckpt
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainers import checkpoint as ckpt
+from rlvr.trainers import checkpoint as ckpt
 
 MiB = 1 << 20
 
@@ -67,7 +67,7 @@ def test_full_disk_in_safetensors_keeps_the_previous_checkpoint(tmp_path):
 
 SCRIPT = """
 import json, resource, sys, torch
-from trainers import checkpoint as ckpt
+from rlvr.trainers import checkpoint as ckpt
 out = sys.argv[1]
 model = lambda d: torch.save({"w": torch.zeros(10)}, d / "model.bin")
 ckpt.save_checkpoint(out, 1, model, {"x": torch.zeros(10)}, keep_last=1)

@@ -15,9 +15,9 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
-from trainers import checkpoint as ckpt
-from trainers.config import ConfigError, TrainConfig
-from trainers.loop import Trainer
+from rlvr.trainers import checkpoint as ckpt
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.loop import Trainer
 
 SMALL = dict(model="tiny", sampler="hf", tasks_per_step=4, group_size=4, max_tokens=10, lr=1e-3, threads=1,
              progress=False, save_every=1, seed=3, algo_args={"kl_coef": 0.01})

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from test_checkpoint_disk_full import tmpfs
-from trainers import checkpoint as ckpt
+from rlvr.trainers import checkpoint as ckpt
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "trainers" / "assets" / "tiny"
@@ -160,7 +160,7 @@ PLUGINS = {  # module file -> (its code, the problem named)
 }
 OLD_API_MODULE = """
 import gymnasium
-from envs.guess_number import GuessNumberEnv
+from rlvr.envs.guess_number import GuessNumberEnv
 
 
 class OldApi(GuessNumberEnv):

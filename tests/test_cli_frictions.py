@@ -14,7 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-import envs
+from rlvr import envs
 from conftest import require
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,8 +24,8 @@ PLUGIN_SRC = ROOT / "tests" / "plugins" / "rlvr_demo_plugin"
 MODULE = '''
 import gymnasium as gym
 import numpy as np
-from envs import ProceduralTasks, SingleTurnEnv, Task
-from verifiers import Outcome, Verdict
+from rlvr.envs import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.verifiers import Outcome, Verdict
 
 
 class EchoEnv(ProceduralTasks, SingleTurnEnv):
@@ -113,7 +113,7 @@ PLAIN_MAKE = """
 import warnings
 warnings.simplefilter("always")
 import gymnasium
-import envs
+from rlvr import envs
 for env_id in ("rlvrdemo/Upper-v0", "rlvrdemo/ReverseWord-v0", "rlvr/Arithmetic-v0"):
     env = gymnasium.make(env_id)
     print(env_id, env.reset(seed=3)[1]["task_id"])
@@ -144,7 +144,7 @@ def test_a_broken_plugin_warns_on_import_and_the_others_still_load(plugin_site, 
 
 
 def test_load_plugins_warns_only_when_asked(monkeypatch, recwarn):
-    from envs import registry
+    from rlvr.envs import registry
 
     class Broken:
         name, value = "broken", "nowhere.at_all"

@@ -8,11 +8,11 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401 - registers rlvr/ environments
+from rlvr import envs  # noqa: F401 - registers rlvr/ environments
 from conftest import require
-from envs.code import fenced
-from sandbox.types import Limits, Status
-from verifiers.verdict import Outcome
+from rlvr.envs.code import fenced
+from rlvr.sandbox.types import Limits, Status
+from rlvr.verifiers.verdict import Outcome
 
 FAILED = {"wrong_answer", "invalid_value", "runtime_error", "timeout", "output_limit"}
 NOT_RUN = "skipped"  # after a failure that killed the harness, later tests are not run
@@ -131,7 +131,7 @@ FORGES = [
 
 @pytest.fixture(scope="module")
 def env():
-    import sandbox
+    from rlvr import sandbox
 
     shared = sandbox.shared_sandbox()
     probe = shared.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())

@@ -15,10 +15,10 @@ from typing import Any
 
 import gymnasium as gym
 
-import envs  # noqa: F401 - registers rlvr/ environments
-from envs.code import builtin_tasks, fenced
-from verifiers.code import CallTest, IOTest
-from verifiers.verdict import Outcome
+from rlvr import envs  # noqa: F401 - registers rlvr/ environments
+from rlvr.envs.code import builtin_tasks, fenced
+from rlvr.verifiers.code import CallTest, IOTest
+from rlvr.verifiers.verdict import Outcome
 
 ENV_ID = "rlvr/CodeFeedback-v0"
 # One task per line of the file below: an example in the statement (`1 2`), four more tests.

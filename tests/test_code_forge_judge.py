@@ -13,12 +13,12 @@ import json
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401 - registers rlvr/ environments
-from envs.code import fenced
-from sandbox.types import Limits, Status
-from verifiers import code
-from verifiers.code import judged_asserts
-from verifiers.verdict import Outcome
+from rlvr import envs  # noqa: F401 - registers rlvr/ environments
+from rlvr.envs.code import fenced
+from rlvr.sandbox.types import Limits, Status
+from rlvr.verifiers import code
+from rlvr.verifiers.code import judged_asserts
+from rlvr.verifiers.verdict import Outcome
 
 FAILED = {"wrong_answer", "invalid_value", "runtime_error", "timeout", "output_limit"}
 NOT_RUN = "skipped"
@@ -294,7 +294,7 @@ def submit(env, task_id: str, program: str):
 def test_records_take_the_path_they_are_meant_to():
     """HumanEval, MBPP and rlvr test code here is beyond the converter (the judge runs it); APPS
     call-based tests are plain calls the host judges."""
-    from envs.code_dataset import load_dataset, normalise_record
+    from rlvr.envs.code_dataset import load_dataset, normalise_record
 
     tasks = {t.task_id: t for t in load_dataset_from(RECORDS, load_dataset)}
     for task_id in ("Judge/secret", "Judge/shift", "Judge/sort", "902", "Judge/root"):

@@ -13,13 +13,13 @@ import time
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401 - registers rlvr/ environments
+from rlvr import envs  # noqa: F401 - registers rlvr/ environments
 from conftest import require
-from envs.code import fenced
-from sandbox import DockerSandbox, Limits, Status, unavailable_reason
-from sandbox.hostile import OOM_SCORE, SYSCALLS, _oom_floor, _syscalls_refused
-from verifiers import code
-from verifiers.verdict import Outcome
+from rlvr.envs.code import fenced
+from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
+from rlvr.sandbox.hostile import OOM_SCORE, SYSCALLS, _oom_floor, _syscalls_refused
+from rlvr.verifiers import code
+from rlvr.verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.docker
 

@@ -15,10 +15,10 @@ import time
 import gymnasium as gym
 import pytest
 
-import envs  # noqa: F401 - registers rlvr/ environments
-from envs.code import fenced
-from verifiers import code
-from verifiers.verdict import Outcome
+from rlvr import envs  # noqa: F401 - registers rlvr/ environments
+from rlvr.envs.code import fenced
+from rlvr.verifiers import code
+from rlvr.verifiers.verdict import Outcome
 
 MERSENNE = 2**61 - 1  # ints hash modulo this prime: all its multiples hash to 0
 FIB_100 = 354224848179261915075

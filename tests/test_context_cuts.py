@@ -7,13 +7,13 @@ import json
 import gymnasium as gym
 import pytest
 
-from envs.episode import Episode, TruncationReason
-from envs.evaluate import context_cut_warning, format_table, summarize, truncation_counts
-from envs.rollout import rollout
-from envs.sampler import SamplingSettings
-from trainers.models import load_causal_lm
-from trainers.samplers import HFSampler
-from verifiers.verdict import Outcome
+from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.envs.evaluate import context_cut_warning, format_table, summarize, truncation_counts
+from rlvr.envs.rollout import rollout
+from rlvr.envs.sampler import SamplingSettings
+from rlvr.trainers.models import load_causal_lm
+from rlvr.trainers.samplers import HFSampler
+from rlvr.verifiers.verdict import Outcome
 
 GUESS = "rlvr/GuessNumber-v0"
 
@@ -89,7 +89,7 @@ def test_eval_summary_counts_reasons_and_warns():
 
 
 def test_train_metrics_have_rates_per_reason():
-    from trainers.loop import Rollout, Trainer
+    from rlvr.trainers.loop import Rollout, Trainer
 
     eps = [episode(truncation=TruncationReason.TURNS), episode(truncation=TruncationReason.CONTEXT),
            episode(outcome=Outcome.CORRECT), episode(outcome=Outcome.INCORRECT)]

@@ -13,13 +13,13 @@ import torch
 
 from conftest import assert_adam_runs_agree
 from test_train_update import make_episodes
-from trainers.algorithms import resolve
-from trainers.batch import collate
-from trainers.components import build_models, build_optimizer
-from trainers.config import ConfigError, TrainConfig
-from trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, rendezvous
-from trainers.phases import compute_advantages, old_and_ref_logprobs
-from trainers.update import run_update, trainable_parameters
+from rlvr.trainers.algorithms import resolve
+from rlvr.trainers.batch import collate
+from rlvr.trainers.components import build_models, build_optimizer
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, rendezvous
+from rlvr.trainers.phases import compute_advantages, old_and_ref_logprobs
+from rlvr.trainers.update import run_update, trainable_parameters
 
 CASES = {
     # one epoch of one minibatch: the old logprobs come from the update's own forward
@@ -48,7 +48,7 @@ def step_tensors(cfg: TrainConfig):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_two_ranks_make_the_update_of_one(ray_cluster, case):
-    from trainers.ray_trainer import RayTrainerRanks
+    from rlvr.trainers.ray_trainer import RayTrainerRanks
 
     cfg = TrainConfig.from_dict(dict(tasks_per_step=3, group_size=4, temperature=0.8, threads=1,
                                      ray=True, trainer_ranks=2, **CASES[case]))
@@ -102,7 +102,7 @@ def test_shares_are_contiguous_and_near_equal():
 def test_a_rank_that_fails_fails_the_step_with_its_error_at_once(ray_cluster):
     """A rank whose update raises leaves the group: rank 0's collective fails now (not at its
     10-minute timeout) with a typed error naming the rank's own failure."""
-    from trainers.ray_trainer import RayTrainerRanks
+    from rlvr.trainers.ray_trainer import RayTrainerRanks
 
     cfg = TrainConfig.from_dict(dict(tasks_per_step=3, group_size=4, threads=1, ray=True, trainer_ranks=2))
     algo, models, t = step_tensors(cfg)
@@ -172,7 +172,7 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
 
     from test_checkpoint_resume import sigkill_after_checkpoint, train_command
 
-    from trainers import checkpoint as ckpt
+    from rlvr.trainers import checkpoint as ckpt
 
     def ray_processes() -> set[int]:
         ps = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
@@ -203,8 +203,8 @@ def test_a_run_without_ray_imports_no_ray(tmp_path):
 
     program = (
         "import sys\n"
-        "from trainers.config import TrainConfig\n"
-        "from trainers.loop import Trainer\n"
+        "from rlvr.trainers.config import TrainConfig\n"
+        "from rlvr.trainers.loop import Trainer\n"
         f"cfg = TrainConfig.from_dict(dict(sampler='hf', steps=1, tasks_per_step=2, group_size=2, max_tokens=4, "
         f"threads=1, progress=False, out={str(tmp_path)!r}))\n"
         "Trainer(cfg).train()\n"

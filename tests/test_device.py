@@ -7,13 +7,13 @@ import pytest
 import torch
 
 from rlvr.cli import main
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 from test_precision import config, shared_prompt_batch
-from trainers.config import ConfigError, TrainConfig
-from trainers.device import DeviceError, model_device, resolve_device
-from trainers.loop import Trainer
-from trainers.models import load_causal_lm
-from trainers.policy import forward
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.device import DeviceError, model_device, resolve_device
+from rlvr.trainers.loop import Trainer
+from rlvr.trainers.models import load_causal_lm
+from rlvr.trainers.policy import forward
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA GPU on this machine (torch.cuda.is_available() is False)")

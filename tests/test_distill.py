@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from rlvr.cli import main
-from trainers.advantages import distill_advantages
-from trainers.aggregation import aggregate_loss
-from trainers.algorithms import check_settings, compute_policy_loss, get_algorithm, teacher_advantages
-from trainers.config import ConfigError, TrainConfig
-from trainers.phases import update_is_on_policy
+from rlvr.trainers.advantages import distill_advantages
+from rlvr.trainers.aggregation import aggregate_loss
+from rlvr.trainers.algorithms import check_settings, compute_policy_loss, get_algorithm, teacher_advantages
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.phases import update_is_on_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT_HEAD_SCALE = 0.5
@@ -29,7 +29,7 @@ STUDENT_HEAD_SCALE = 0.5
 @pytest.fixture(scope="module")
 def student_dir(tmp_path_factory) -> Path:
     """The tiny model with its output layer's weights halved (logits / 2), saved as a model dir."""
-    from trainers.models import load_causal_lm, load_tokenizer
+    from rlvr.trainers.models import load_causal_lm, load_tokenizer
 
     out = tmp_path_factory.mktemp("student")
     model = load_causal_lm("tiny")
@@ -144,8 +144,8 @@ def test_teacher_vocabulary_must_match(tmp_path, student_dir):
 # ---- one step, and learning -----------------------------------------------------------------
 
 def test_one_step_uses_the_teacher_and_the_students_old_logprobs(tmp_path, student_dir):
-    from trainers.loop import Trainer
-    from trainers.models import load_causal_lm
+    from rlvr.trainers.loop import Trainer
+    from rlvr.trainers.models import load_causal_lm
 
     trainer = Trainer(distill_config(tmp_path, student_dir))
     teacher = load_causal_lm("tiny")
@@ -166,7 +166,7 @@ def test_student_reverse_kl_to_the_teacher_falls(tmp_path, student_dir):
     """30 steps of 16 tasks x 4 samples (about 10-40 s here). Measured with this seed: the per-step
     estimate falls from 1.24 (step 0; about 1.1 stays flat when lr is ~0) to about 0.3 over
     steps 20-29; the assertion asks for less than half of the first three steps' mean."""
-    from trainers.loop import Trainer
+    from rlvr.trainers.loop import Trainer
 
     steps = 30
     trainer = Trainer(distill_config(tmp_path, student_dir, tasks_per_step=16, group_size=4, steps=steps,

@@ -5,8 +5,8 @@ from fractions import Fraction
 
 import pytest
 
-import envs
-from envs.arithmetic import ArithmeticEnv, _evaluate
+from rlvr import envs
+from rlvr.envs.arithmetic import ArithmeticEnv, _evaluate
 
 
 @pytest.mark.parametrize("expr,value", [

@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-import envs
-from envs import EnvCheckError, ProceduralTasks, SingleTurnEnv, Task
-from verifiers.verdict import Outcome, Verdict
+from rlvr import envs
+from rlvr.envs import EnvCheckError, ProceduralTasks, SingleTurnEnv, Task
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 
 class EchoEnv(ProceduralTasks, SingleTurnEnv):

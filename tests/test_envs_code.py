@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import envs
+from rlvr import envs
 from conftest import require
-from envs.code import CodeEnv, TaskRecordError, builtin_records, task_from_record
-from verifiers.verdict import Outcome
+from rlvr.envs.code import CodeEnv, TaskRecordError, builtin_records, task_from_record
+from rlvr.verifiers.verdict import Outcome
 
 
 def test_task_set_is_graded_and_complete():
@@ -74,7 +74,7 @@ def test_fraction_scoring_gives_partial_credit(box):
 
 def test_check_env_passes(box):
     check_env = getattr(envs, "check_env", None)
-    require(check_env is not None, "envs.check_env is not available yet")
+    require(check_env is not None, "rlvr.envs.check_env is not available yet")
     check_env(envs.make("rlvr/Code-v0"), seeds=(0, 1))
 
 

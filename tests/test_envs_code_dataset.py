@@ -6,11 +6,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import envs
+from rlvr import envs
 from conftest import require
-from envs.code import TaskRecordError
-from envs.code_dataset import CodeDatasetEnv, load_dataset
-from verifiers.verdict import Outcome
+from rlvr.envs.code import TaskRecordError
+from rlvr.envs.code_dataset import CodeDatasetEnv, load_dataset
+from rlvr.verifiers.verdict import Outcome
 
 MBPP = {
     "task_id": 901, "text": "Write a function to return the elements common to two lists, sorted ascending.",
@@ -101,7 +101,7 @@ def test_apps_call_outputs_accept_the_wrapped_and_bare_value(dataset, box):
 
 def test_check_env_passes(dataset, box):
     check_env = getattr(envs, "check_env", None)
-    require(check_env is not None, "envs.check_env is not available yet")
+    require(check_env is not None, "rlvr.envs.check_env is not available yet")
     check_env(envs.make("rlvr/CodeDataset-v0", path=str(dataset)), seeds=(0, 1))
 
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-import envs
+from rlvr import envs
 from conftest import require
-from envs.code import task_from_record
-from envs.code_dataset import normalise_record
-from envs.code_feedback import HIDDEN_FAILED, NOTHING_SHOWN, CodeFeedbackEnv, split_tests
-from verifiers.verdict import Outcome
+from rlvr.envs.code import task_from_record
+from rlvr.envs.code_dataset import normalise_record
+from rlvr.envs.code_feedback import HIDDEN_FAILED, NOTHING_SHOWN, CodeFeedbackEnv, split_tests
+from rlvr.verifiers.verdict import Outcome
 
 # leap_year's shown tests: 2024 YES, 2023 NO, 1900 NO, 2000 YES; its held-out ones: 2100 NO, 2400 YES,
 # 1996 YES, 1 NO, 4 YES, 1800 NO. This misses the century rule: 1900 (shown), 2100 and 1800 (held out).
@@ -81,7 +81,7 @@ def test_format_error_feedback_and_a_dataset_source(box, tmp_path):
 
 def test_check_env_passes(box):
     check_env = getattr(envs, "check_env", None)
-    require(check_env is not None, "envs.check_env is not available yet")
+    require(check_env is not None, "rlvr.envs.check_env is not available yet")
     check_env(envs.make("rlvr/CodeFeedback-v0", difficulty=1, max_attempts=2), seeds=(0, 1))
 
 

@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import envs
+from rlvr import envs
 from conftest import require
-from envs.python_tool import TEMPLATES, PythonToolEnv, _collatz_steps, _fib_mod, _primes, format_tool_output
-from sandbox.types import Limits, Status
-from verifiers.verdict import Outcome
+from rlvr.envs.python_tool import TEMPLATES, PythonToolEnv, _collatz_steps, _fib_mod, _primes, format_tool_output
+from rlvr.sandbox.types import Limits, Status
+from rlvr.verifiers.verdict import Outcome
 
 
 def test_answer_helpers_worked_numbers():
@@ -85,7 +85,7 @@ def test_tool_errors_timeouts_and_huge_output_come_back_capped(box):
 
 def test_check_env_passes(box):
     check_env = getattr(envs, "check_env", None)
-    require(check_env is not None, "envs.check_env is not available yet")
+    require(check_env is not None, "rlvr.envs.check_env is not available yet")
     check_env(envs.make("rlvr/PythonTool-v0"), seeds=(0, 1))
 
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-import envs
-from envs.guess_number import GuessNumberEnv, parse_guess
-from verifiers.verdict import Outcome
+from rlvr import envs
+from rlvr.envs.guess_number import GuessNumberEnv, parse_guess
+from rlvr.verifiers.verdict import Outcome
 
 
 def _secret(env) -> int:

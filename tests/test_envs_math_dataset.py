@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import envs
-from envs.math_dataset import DatasetError, MathDatasetEnv, extract_boxed
-from verifiers.verdict import Outcome
+from rlvr import envs
+from rlvr.envs.math_dataset import DatasetError, MathDatasetEnv, extract_boxed
+from rlvr.verifiers.verdict import Outcome
 
 GSM8K_ROWS = [
     {"question": "Tom has 3 apples and buys 4 more. How many apples?", "answer": "3 + 4 = <<3+4=7>>7\n#### 7"},

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-import envs
-from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult, copy_messages
-from envs.sampler import FinishReason, Sample
-from verifiers.verdict import Outcome, Verdict
+from rlvr import envs
+from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult, copy_messages
+from rlvr.envs.sampler import FinishReason, Sample
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 
 class EchoEnv(ProceduralTasks, MultiTurnEnv):

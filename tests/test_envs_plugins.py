@@ -10,7 +10,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
-import envs
+from rlvr import envs
 
 PLUGIN_SRC = Path(__file__).parent / "plugins" / "rlvr_demo_plugin"
 PLUGIN_IDS = ["rlvrdemo/ReverseWord-v0", "rlvrdemo/Upper-v0"]

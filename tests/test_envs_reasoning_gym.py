@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-import envs
-from envs.reasoning_gym_env import ReasoningGymEnv
-from verifiers.verdict import Outcome
+from rlvr import envs
+from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
+from rlvr.verifiers.verdict import Outcome
 
 DATASETS = ["chain_sum", "leg_counting", "spell_backward"]
 

@@ -8,8 +8,8 @@ import sys
 import gymnasium as gym
 import pytest
 
-import envs
-from envs.registry import BUILTIN_ENVS, EnvArgumentError, UnknownEnvError, parse_env_args
+from rlvr import envs
+from rlvr.envs.registry import BUILTIN_ENVS, EnvArgumentError, UnknownEnvError, parse_env_args
 from rlvr.commands import check_env as check_env_cmd
 from rlvr.commands import envs as envs_cmd
 
@@ -76,22 +76,22 @@ def test_gymnasium_make_kwargs_still_pass_through():
 
 
 def test_list_envs_kinds_descriptions_and_broken_entry_points():
-    gym.register(id="rlvr/Broken-v0", entry_point="envs.no_such_module:NoEnv")
+    gym.register(id="rlvr/Broken-v0", entry_point="rlvr.envs.no_such_module:NoEnv")
     try:
         rows = {r.id: r for r in envs.list_envs(plugins=False)}
     finally:
         del gym.registry["rlvr/Broken-v0"]
     g = rows["rlvr/GuessNumber-v0"]
-    assert (g.kind, g.entry_point, g.error) == ("multi-turn", "envs.guess_number:GuessNumberEnv", None)
+    assert (g.kind, g.entry_point, g.error) == ("multi-turn", "rlvr.envs.guess_number:GuessNumberEnv", None)
     assert g.description.startswith("Multi-turn number guessing")
     broken = rows["rlvr/Broken-v0"]
-    assert broken.kind == "unavailable" and "No module named 'envs.no_such_module'" in broken.error
+    assert broken.kind == "unavailable" and "No module named 'rlvr.envs.no_such_module'" in broken.error
     assert "CartPole-v1" not in rows  # only text environments
     assert set(NINE) - {"rlvr/Code-v0", "rlvr/CodeDataset-v0", "rlvr/CodeFeedback-v0", "rlvr/PythonTool-v0"} <= set(rows)
 
 
 def test_make_of_a_registered_but_broken_entry_point_is_clear():
-    gym.register(id="rlvr/Broken-v0", entry_point="envs.no_such_module:NoEnv")
+    gym.register(id="rlvr/Broken-v0", entry_point="rlvr.envs.no_such_module:NoEnv")
     try:
         with pytest.raises(envs.EnvError, match="registered but envs.no_such_module:NoEnv cannot be imported"):
             envs.make("rlvr/Broken-v0")
@@ -148,7 +148,7 @@ def test_cli_check_env_bad_input_exits_2(capsys):
 def test_module_prefix_imports_the_registering_module(tmp_path, monkeypatch):
     (tmp_path / "my_envs_mod.py").write_text(
         "import gymnasium as gym\n"
-        "gym.register(id='mine/Guess-v0', entry_point='envs.guess_number:GuessNumberEnv', kwargs={'n': 4})\n")
+        "gym.register(id='mine/Guess-v0', entry_point='rlvr.envs.guess_number:GuessNumberEnv', kwargs={'n': 4})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         env = envs.make("my_envs_mod:mine/Guess-v0")

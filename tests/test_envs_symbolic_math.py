@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import envs
-from envs import Task
-from envs.symbolic_math import KINDS, X, SymbolicMathEnv, is_expanded, is_factored, make_problem
-from verifiers.verdict import Outcome
+from rlvr import envs
+from rlvr.envs import Task
+from rlvr.envs.symbolic_math import KINDS, X, SymbolicMathEnv, is_expanded, is_factored, make_problem
+from rlvr.verifiers.verdict import Outcome
 
 
 def _problems(kind: str, difficulty: int, n: int = 12):

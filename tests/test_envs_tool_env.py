@@ -14,15 +14,15 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
-import envs
+from rlvr import envs
 from conftest import require
-from envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, reply_ids, template_ids
-from envs.core import ProceduralTasks, Task
-from envs.python_tool import PythonToolEnv
-from envs.rollout import rollout
-from envs.sampler import SamplingSettings
-from envs.tool_env import ToolEnv
-from envs.tools import (
+from rlvr.envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, reply_ids, template_ids
+from rlvr.envs.core import ProceduralTasks, Task
+from rlvr.envs.python_tool import PythonToolEnv
+from rlvr.envs.rollout import rollout
+from rlvr.envs.sampler import SamplingSettings
+from rlvr.envs.tool_env import ToolEnv
+from rlvr.envs.tools import (
     HermesParser,
     MarkdownPythonParser,
     Tool,
@@ -33,7 +33,7 @@ from envs.tools import (
     get_parser,
     minimal_errors,
 )
-from verifiers.verdict import Outcome, Verdict
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
               "required": ["a", "b"], "additionalProperties": False}
@@ -288,9 +288,9 @@ def tool_model(tokenizer):
     (a copy, in memory): it then writes `<tool_call>` calls, so that episodes have tool turns."""
     import torch
 
-    from trainers.models import load_causal_lm
-    from trainers.tiny_corpus import sft_conversation
-    from trainers.tiny_model import collate
+    from rlvr.trainers.models import load_causal_lm
+    from rlvr.trainers.tiny_corpus import sft_conversation
+    from rlvr.trainers.tiny_model import collate
 
     env = CalcEnv()
     examples = []
@@ -340,7 +340,7 @@ def check_tool_episodes(groups, calls, tokenizer) -> None:
 
 def test_a_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer):
     from test_rollout import RecordingSampler
-    from trainers.samplers import HFSampler
+    from rlvr.trainers.samplers import HFSampler
 
     sampler = RecordingSampler(HFSampler(tool_model, tokenizer))
     groups = rollout("rlvr-test/Calc-v0", {"max_turns": 3}, sampler, tokenizer, seeds=[1, 2, 3], group_size=4,
@@ -356,7 +356,7 @@ def test_a_vllm_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer, mo
 
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     from test_rollout_per_episode import RecordingRequests
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers import VLLMSampler
 
     tool_model.save_pretrained(tmp_path)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"):

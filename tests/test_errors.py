@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-import envs
-from sandbox import RlvrError
+from rlvr import envs
+from rlvr.errors import RlvrError
 
 
 def test_every_package_s_errors_derive_from_the_root():
-    from envs.code import TaskRecordError
-    from envs.core import EnvError
-    from envs.episode_log import EpisodeLogError
+    from rlvr.envs.code import TaskRecordError
+    from rlvr.envs.core import EnvError
+    from rlvr.envs.episode_log import EpisodeLogError
     from rlvr.cli import UsageError
-    from sandbox import ImageBuildError, SandboxError
-    from trainers.checkpoint import CheckpointError
-    from trainers.config import ConfigError
-    from trainers.models import ModelError
-    from trainers.samplers.openai_sampler import SamplerError
-    from verifiers.code import TestSpecError
-    from verifiers.verdict import VerifierError
+    from rlvr.sandbox import ImageBuildError, SandboxError
+    from rlvr.trainers.checkpoint import CheckpointError
+    from rlvr.trainers.config import ConfigError
+    from rlvr.trainers.models import ModelError
+    from rlvr.trainers.samplers.openai_sampler import SamplerError
+    from rlvr.verifiers.code import TestSpecError
+    from rlvr.verifiers.verdict import VerifierError
 
     for cls in (EnvError, EpisodeLogError, TaskRecordError, UsageError, SandboxError, ImageBuildError, CheckpointError,
                 ConfigError, ModelError, SamplerError, TestSpecError, VerifierError):

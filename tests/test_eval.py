@@ -10,12 +10,12 @@ from itertools import combinations
 import pytest
 
 from conftest import require
-from envs.episode import Episode
-from envs.episode_log import EpisodeLogError, append_records, episode_from_record, load_complete_groups, read_records
-from envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
-from envs.sampler import FinishReason
+from rlvr.envs.episode import Episode
+from rlvr.envs.episode_log import EpisodeLogError, append_records, episode_from_record, load_complete_groups, read_records
+from rlvr.envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
+from rlvr.envs.sampler import FinishReason
 from rlvr.cli import main
-from verifiers.verdict import Outcome
+from rlvr.verifiers.verdict import Outcome
 
 
 @pytest.mark.parametrize("n,c,k,expected", [
@@ -188,8 +188,8 @@ GRADER_DOWN: set[str] = set()
 
 
 def _flaky_grader_env():
-    from envs import ProceduralTasks, SingleTurnEnv, Task
-    from verifiers.verdict import Verdict
+    from rlvr.envs import ProceduralTasks, SingleTurnEnv, Task
+    from rlvr.verifiers.verdict import Verdict
 
     class FlakyGraderEnv(ProceduralTasks, SingleTurnEnv):
         """Say the seed's last digit; the grader fails for the tasks in GRADER_DOWN."""
@@ -217,7 +217,7 @@ def test_eval_resume_retries_the_tasks_whose_grader_failed(model_dir, tmp_path):
     out = tmp_path / "run"
     args = ["eval", "--model", str(model_dir), "--env", env_id, "--tasks", "3", "--samples", "2", "--max-tokens", "4",
             "--sampler", "hf", "--no-progress", "--out", str(out)]
-    import envs
+    from rlvr import envs
 
     env = envs.make(env_id)
     env.reset(seed=1_000_001)  # task 1 of the run (reset seed task_start + 1) meets an outage

@@ -19,13 +19,13 @@ from safetensors.torch import load_file
 from transformers import PreTrainedModel
 
 from conftest import require
-from trainers import checkpoint as ckpt
-from trainers.batch import collate
-from trainers.config import ConfigError, TrainConfig, check_model_dir
-from trainers.loop import Trainer
-from trainers.models import TINY_DIR, load_causal_lm, resolve_model
-from trainers.phases import reference_logprobs
-from trainers.policy import forward
+from rlvr.trainers import checkpoint as ckpt
+from rlvr.trainers.batch import collate
+from rlvr.trainers.config import ConfigError, TrainConfig, check_model_dir
+from rlvr.trainers.loop import Trainer
+from rlvr.trainers.models import TINY_DIR, load_causal_lm, resolve_model
+from rlvr.trainers.phases import reference_logprobs
+from rlvr.trainers.policy import forward
 
 ROOT = Path(__file__).resolve().parents[1]
 GAP = 1e-4

@@ -11,16 +11,16 @@ import torch
 
 from conftest import float32_bound
 
-from trainers.algorithms import get_algorithm
-from trainers.batch import collate
-from trainers.components import Models
-from trainers.config import ConfigError, TrainConfig
-from trainers.packing import PackingError, micro_batch, pack, packed_layout, split_rows
-from trainers.phases import UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch
-from trainers.policy import Critic, ValueHead, forward
-from trainers.loop import Trainer
-from envs.episode import Episode
-from verifiers.verdict import Outcome
+from rlvr.trainers.algorithms import get_algorithm
+from rlvr.trainers.batch import collate
+from rlvr.trainers.components import Models
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.packing import PackingError, micro_batch, pack, packed_layout, split_rows
+from rlvr.trainers.phases import UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch
+from rlvr.trainers.policy import Critic, ValueHead, forward
+from rlvr.trainers.loop import Trainer
+from rlvr.envs.episode import Episode
+from rlvr.verifiers.verdict import Outcome
 
 BUDGET = 64  # tokens per packed forward: many bins for the episodes below, and rows longer than it
 

@@ -4,9 +4,9 @@ import math
 import pytest
 import torch
 
-from trainers.aggregation import aggregate_loss
-from trainers.algorithms import compute_policy_loss, get_algorithm
-from trainers.policy_loss import (
+from rlvr.trainers.aggregation import aggregate_loss
+from rlvr.trainers.algorithms import compute_policy_loss, get_algorithm
+from rlvr.trainers.policy_loss import (
     cispo_loss,
     clipped_policy_loss,
     importance_ratio,

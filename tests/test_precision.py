@@ -10,15 +10,15 @@ import pytest
 import torch
 
 from conftest import random_qwen2, require
-from envs.episode import Episode
-from trainers import activation_checkpointing
-from trainers.batch import collate
-from trainers.config import TrainConfig
-from trainers.loop import Trainer
-from trainers.policy import ValueHead, forward
-from trainers.precision import MasterWeightAdamW, adamw, autocast_forward, weight_dtype
-from trainers.small_model import SmallSpec, build, parameter_count, small_model_dir
-from verifiers.verdict import Outcome
+from rlvr.envs.episode import Episode
+from rlvr.trainers import activation_checkpointing
+from rlvr.trainers.batch import collate
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.loop import Trainer
+from rlvr.trainers.policy import ValueHead, forward
+from rlvr.trainers.precision import MasterWeightAdamW, adamw, autocast_forward, weight_dtype
+from rlvr.trainers.small_model import SmallSpec, build, parameter_count, small_model_dir
+from rlvr.verifiers.verdict import Outcome
 
 PAD = 0
 
@@ -214,7 +214,7 @@ def test_bf16_run_saves_and_resumes(tmp_path):
 
 
 def test_bf16_instructions_are_read_from_cpuinfo():
-    from trainers.precision import bf16_in_cpuinfo
+    from rlvr.trainers.precision import bf16_in_cpuinfo
 
     amd = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n"
     sapphire = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
@@ -230,7 +230,7 @@ def test_rlvr_train_takes_float32_on_a_cpu_without_bf16(tmp_path):
     import subprocess
     import sys
 
-    from trainers.precision import cpu_has_bf16
+    from rlvr.trainers.precision import cpu_has_bf16
 
     done = subprocess.run([sys.executable, "-m", "rlvr", "train", "--dtype", "bfloat16", "--device", "cpu",
                            "--out", str(tmp_path / "run"), "--check"], capture_output=True, text=True, timeout=300)

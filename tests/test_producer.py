@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from trainers.producer import ProducerError, ProducerStopped, RolloutProducer, StagedWeights
+from rlvr.trainers.producer import ProducerError, ProducerStopped, RolloutProducer, StagedWeights
 
 
 class Recorder:

@@ -51,7 +51,7 @@ def test_train_is_quiet_resumes_with_before_after_and_logs_without_progress(tmp_
 
 
 def test_no_progress_prints_every_n_steps(tmp_path, capsys):
-    from trainers.metrics import MetricsLogger
+    from rlvr.trainers.metrics import MetricsLogger
 
     logger = MetricsLogger(tmp_path, total_steps=25, progress=False, log_every=10)
     for step in range(1, 26):
@@ -62,7 +62,7 @@ def test_no_progress_prints_every_n_steps(tmp_path, capsys):
 
 
 def test_quiet_configure_sets_what_libraries_read_and_verbose_undoes_it(monkeypatch):
-    from trainers import quiet
+    from rlvr.trainers import quiet
 
     for key in quiet.QUIET_ENV:
         monkeypatch.delenv(key, raising=False)
@@ -82,7 +82,7 @@ def test_reward_plot_legend_is_outside_the_axes(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from trainers.metrics import plot_reward
+    from rlvr.trainers.metrics import plot_reward
 
     history = [{"step": s, "reward_mean": 0.3 + 0.004 * s, "reward_std": 0.3, "episodes": 8} for s in range(1, 101)]
     evals = [{"step": 0, "accuracy": 0.3}, {"step": 100, "accuracy": 0.7}]

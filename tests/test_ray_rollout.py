@@ -10,10 +10,10 @@ import threading
 import pytest
 
 from conftest import require
-from envs.sampler import SamplingSettings
-from trainers.components import VLLMSpec
-from trainers.config import ConfigError, TrainConfig
-from trainers.ray_rollout import RayRolloutPool, RolloutWorkerError, chunks_of
+from rlvr.envs.sampler import SamplingSettings
+from rlvr.trainers.components import VLLMSpec
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.ray_rollout import RayRolloutPool, RolloutWorkerError, chunks_of
 
 pytestmark = pytest.mark.vllm
 MODEL_INFO = {"model": "tiny", "step": 0}
@@ -58,7 +58,7 @@ def tokens(groups) -> list:
 
 def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
     """Each task gets the seeds the single-process rollout gives it, whichever worker runs it."""
-    from envs.rollout import rollout
+    from rlvr.envs.rollout import rollout
 
     seeds = list(range(40, 50))
     got = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=4, sampling=sampling(),
@@ -156,7 +156,7 @@ def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, spec, model_
 
 
 def train(tmp_path, **settings):
-    from trainers.loop import Trainer
+    from rlvr.trainers.loop import Trainer
 
     base = dict(tasks_per_step=4, group_size=4, max_tokens=12, lr=1e-3, warmup_steps=0, steps=3, eval_tasks=8,
                 threads=1, progress=False, out=str(tmp_path))
@@ -223,7 +223,7 @@ def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(r
     programs run on it is replaced and its programs run again: every episode is scored, once."""
     import time
 
-    from sandbox import RaySandbox, unavailable_reason
+    from rlvr.sandbox import RaySandbox, unavailable_reason
 
     reason = unavailable_reason()
     require(reason is None, reason or "")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require
-from trainers.checkpoint import latest_checkpoint
+from rlvr.trainers.checkpoint import latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -201,7 +201,7 @@ def test_rlvr_train_ray(root):
 @pytest.mark.vllm
 @pytest.mark.docker
 def test_rlvr_train_ray_code(root):
-    from sandbox import unavailable_reason
+    from rlvr.sandbox import unavailable_reason
 
     require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
     reason = unavailable_reason()
@@ -246,7 +246,7 @@ def test_rlvr_train_config(root):
 
 @pytest.mark.docker
 def test_rlvr_sandbox_check(root):
-    from sandbox import unavailable_reason
+    from rlvr.sandbox import unavailable_reason
 
     reason = unavailable_reason()
     require(reason is None, reason or "")

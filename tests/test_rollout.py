@@ -9,13 +9,13 @@ import gymnasium as gym
 import pytest
 
 from conftest import require
-from envs.core import ProceduralTasks, SingleTurnEnv, Task
-from envs.chat_template import reply_ids
-from envs.rollout import Group, rollout
-from envs.sampler import FinishReason, SamplingSettings
-from trainers.models import load_causal_lm
-from trainers.samplers import HFSampler
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.envs.chat_template import reply_ids
+from rlvr.envs.rollout import Group, rollout
+from rlvr.envs.sampler import FinishReason, SamplingSettings
+from rlvr.trainers.models import load_causal_lm
+from rlvr.trainers.samplers import HFSampler
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 GUESS = "rlvr/GuessNumber-v0"
 
@@ -181,7 +181,7 @@ def test_bad_arguments(hf_sampler, tokenizer):
 def test_vllm_rollout_on_arithmetic(model_dir, tokenizer, capsys, request):
     """The training path: vLLM, a single-turn env, G samples per task from one call, progress shown."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers import VLLMSampler
 
     engine = VLLMSampler(str(model_dir), max_model_len=256)
     request.addfinalizer(engine.close)
@@ -256,7 +256,7 @@ def test_a_task_can_be_handed_to_reset(tokenizer):
     other = ParityEnv()
     messages, info = other.reset(seed=5, options={"task": task})
     assert other.task is task and info["task_id"] == "5" and messages == task.prompt and messages is not task.prompt
-    with pytest.raises(TypeError, match="envs.Task"):
+    with pytest.raises(TypeError, match="rlvr.envs.Task"):
         other.reset(options={"task": "5"})
 
 
@@ -265,7 +265,7 @@ def test_reply_ids_from_the_text_after_eos_equal_the_whole_templates(tokenizer, 
     """The fast path tokenizes only the text after the model turn's eos; it gives the tokens the
     template's whole rendering gives, whatever the turn holds (special-token text, whitespace,
     code, unicode, empty) and however long the conversation."""
-    from envs.chat_template import _eos_splits_text, _reply_ids_after_eos, _reply_ids_whole
+    from rlvr.envs.chat_template import _eos_splits_text, _reply_ids_after_eos, _reply_ids_whole
 
     assert _eos_splits_text(tokenizer)
     texts = ["50", "", " \n\n ", "<|im_end|> 7", "def f(x):\n    return x * 2\n", "é ü 名字 🙂", "Lower.\n",

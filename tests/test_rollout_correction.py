@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from trainers.config import CORRECTIONS, ConfigError, TrainConfig
-from trainers.rollout_correction import Correction, correction_weights, effective_sample_size
+from rlvr.trainers.config import CORRECTIONS, ConfigError, TrainConfig
+from rlvr.trainers.rollout_correction import Correction, correction_weights, effective_sample_size
 
 E = math.e
 

@@ -11,12 +11,12 @@ import gymnasium as gym
 import pytest
 
 from conftest import require
-from envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
-from envs.guess_number import GuessNumberEnv
-from envs.rollout import rollout
-from envs.sampler import RequestSampler, SamplingSettings
+from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
+from rlvr.envs.guess_number import GuessNumberEnv
+from rlvr.envs.rollout import rollout
+from rlvr.envs.sampler import RequestSampler, SamplingSettings
 from test_rollout import assert_token_exact
-from verifiers.verdict import Outcome, Verdict
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 RELAY_WAIT_S = 5.0
 
@@ -78,7 +78,7 @@ class RecordingRequests:
 @pytest.fixture(scope="module")
 def engine(model_dir, request):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers import VLLMSampler
 
     sampler = VLLMSampler(str(model_dir), max_model_len=512)
     request.addfinalizer(sampler.close)
@@ -204,7 +204,7 @@ def test_a_failing_rollout_leaves_no_request_behind(engine, tokenizer):
 
 
 def test_per_episode_needs_a_request_sampler(tokenizer, hf_model):
-    from trainers.samplers import HFSampler
+    from rlvr.trainers.samplers import HFSampler
 
     with pytest.raises(TypeError, match="RequestSampler"):
         rollout("rlvr/Arithmetic-v0", {}, HFSampler(hf_model, tokenizer), tokenizer, seeds=[1], group_size=1,

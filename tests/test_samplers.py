@@ -9,10 +9,10 @@ import os
 import pytest
 import torch
 
-from envs.sampler import FinishReason, Sample, SamplingSettings
+from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
 from conftest import require
-from trainers.models import resolve_model
-from trainers.samplers import HFSampler
+from rlvr.trainers.models import resolve_model
+from rlvr.trainers.samplers import HFSampler
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 MAX_LEN = 256
@@ -28,7 +28,7 @@ def prompts(tokenizer) -> list[list[int]]:
 @pytest.fixture(scope="module")
 def vllm_sampler(model_dir):
     require(HAS_VLLM, "vllm is not installed")
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers import VLLMSampler
 
     with VLLMSampler(str(model_dir), max_model_len=MAX_LEN) as sampler:
         yield sampler
@@ -141,7 +141,7 @@ def test_update_weights_in_place_with_tied_embeddings(model_dir, tokenizer, prom
     require(HAS_VLLM, "vllm is not installed")
     from transformers import AutoConfig, Qwen2ForCausalLM
 
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers import VLLMSampler
 
     config = AutoConfig.from_pretrained(model_dir, tie_word_embeddings=True)
     torch.manual_seed(0)
@@ -177,7 +177,7 @@ def test_kv_cache_is_sized_to_the_batch():
     128-token blocks, 6 MiB); never less than one sequence, never more than the 2 GiB cap."""
     from transformers import AutoConfig
 
-    from trainers.samplers.vllm_sampler import CPU_KV_CACHE_MAX_BYTES, kv_cache_bytes
+    from rlvr.trainers.samplers.vllm_sampler import CPU_KV_CACHE_MAX_BYTES, kv_cache_bytes
 
     config = AutoConfig.from_pretrained(resolve_model("tiny"))
     assert kv_cache_bytes(config, 256, 8) == 8 * 288 * 2048 == 4.5 * 2**20
@@ -193,10 +193,10 @@ def test_kv_cache_is_sized_to_the_batch():
 
 def test_the_trainer_sizes_the_kv_cache_to_its_env(tokenizer):
     """Single-step: twice the longest of 64 opening prompts plus max_tokens; multi-turn: the whole context."""
-    from envs import make
-    from envs.chat_template import template_ids
-    from trainers.components import PROBE_TASKS, sequence_tokens
-    from trainers.config import TrainConfig
+    from rlvr.envs import make
+    from rlvr.envs.chat_template import template_ids
+    from rlvr.trainers.components import PROBE_TASKS, sequence_tokens
+    from rlvr.trainers.config import TrainConfig
 
     env = make("rlvr/Arithmetic-v0", difficulty=4)
     longest = max(len(template_ids(tokenizer, env.reset(seed=s)[0], True)) for s in range(PROBE_TASKS))
@@ -210,7 +210,7 @@ def test_vllm_runs_more_sequences_than_its_batch(model_dir, prompts, request):
     """A sampler sized for 8 sequences at once (a 4.5 MiB KV cache on CPU, in 32-token blocks)
     still serves 4 x 8 sequences: they run in waves."""
     require(HAS_VLLM, "vllm is not installed")
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers import VLLMSampler
 
     sampler = VLLMSampler(str(model_dir), max_model_len=MAX_LEN, max_num_seqs=8)
     request.addfinalizer(sampler.close)

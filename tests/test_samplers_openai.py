@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from conftest import free_port, vllm_server
-from envs.sampler import FinishReason, SamplingSettings
+from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.cli import main
 from test_samplers import reference_logprobs
-from trainers.samplers import HFSampler, OpenAISampler, SamplerError
+from rlvr.trainers.samplers import HFSampler, OpenAISampler, SamplerError
 
 START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
 
@@ -112,8 +112,8 @@ def test_eval_of_a_served_model_through_the_chat_api(server, tmp_path, capsys):
 def test_chat_sampler_multi_turn_with_and_without_a_local_tokenizer(server, tokenizer):
     """Messages go to /v1/chat/completions; ids are the text as the local chat template renders it
     (or UTF-8 bytes without a tokenizer); logprobs only where the server's tokens are those ids."""
-    from envs.rollout import rollout
-    from trainers.samplers import ChatSampler, TextTokenizer
+    from rlvr.envs.rollout import rollout
+    from rlvr.trainers.samplers import ChatSampler, TextTokenizer
 
     url, name = server
     settings = SamplingSettings(max_tokens=6, seed=5)
@@ -137,7 +137,7 @@ def test_chat_sampler_multi_turn_with_and_without_a_local_tokenizer(server, toke
 
 
 def test_chat_sampler_typed_errors(server, tokenizer):
-    from trainers.samplers import ChatSampler
+    from rlvr.trainers.samplers import ChatSampler
 
     url, name = server
     messages = [{"role": "user", "content": "Compute 1 + 1."}]

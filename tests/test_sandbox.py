@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sandbox import DockerSandbox, Limits, Status, unavailable_reason
+from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
 from conftest import require
 
 pytestmark = pytest.mark.docker

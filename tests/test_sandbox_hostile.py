@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import unavailable_reason
-from sandbox.check import format_table, run_suite
-from sandbox.hostile import CASES
+from rlvr.sandbox import unavailable_reason
+from rlvr.sandbox.check import format_table, run_suite
+from rlvr.sandbox.hostile import CASES
 from conftest import require
 
 pytestmark = pytest.mark.docker

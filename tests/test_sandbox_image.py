@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox import image, unavailable_reason
+from rlvr.sandbox import image, unavailable_reason
 from conftest import require
 
 

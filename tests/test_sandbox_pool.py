@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import docker
 import pytest
 
-import sandbox
-from sandbox import DockerSandbox, Limits, Status, unavailable_reason
-from sandbox.owner import LABEL, OWNER_LABEL, POOL_LABEL, owner_token
+from rlvr import sandbox
+from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
+from rlvr.sandbox.owner import LABEL, OWNER_LABEL, POOL_LABEL, owner_token
 from conftest import require
 
 pytestmark = pytest.mark.docker
@@ -100,7 +100,7 @@ def test_container_killed_under_a_run_is_replaced(client):
 
 
 def test_stale_containers_are_reaped_at_start(client, tmp_path):
-    gone = subprocess.run([sys.executable, "-c", "from sandbox.owner import owner_token; print(owner_token())"],
+    gone = subprocess.run([sys.executable, "-c", "from rlvr.sandbox.owner import owner_token; print(owner_token())"],
                           capture_output=True, text=True, check=True).stdout.strip()
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -122,7 +122,7 @@ def test_stale_containers_are_reaped_at_start(client, tmp_path):
 def test_no_orphans_after_the_owner_is_killed(client):
     script = textwrap.dedent("""
         import os, signal, sys
-        from sandbox import DockerSandbox, Limits
+        from rlvr.sandbox import DockerSandbox, Limits
         box = DockerSandbox(pool_size=2, limits=Limits(memory_mb=128, pids=32))
         assert box.run({}, ["true"]).ok
         print(os.getpid(), flush=True)

@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import envs
-import sandbox
+from rlvr import envs
+from rlvr import sandbox
 from conftest import require
-from envs.code import builtin_tasks
-from sandbox import DockerSandbox, Limits, RaySandbox, Status, unavailable_reason
-from sandbox.hostile import CASES
-from verifiers.verdict import Outcome
+from rlvr.envs.code import builtin_tasks
+from rlvr.sandbox import DockerSandbox, Limits, RaySandbox, Status, unavailable_reason
+from rlvr.sandbox.hostile import CASES
+from rlvr.verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.docker
 
@@ -190,7 +190,7 @@ def test_copies_run_on_the_same_workers(pool, ray_cluster):
 
 
 def test_use_shared_sandbox_puts_the_pool_in_place(pool):
-    from envs.code import CodeEnv
+    from rlvr.envs.code import CodeEnv
 
     previous = sandbox.use_shared_sandbox(pool)
     try:

@@ -53,7 +53,7 @@ def test_two_clones_each_run_their_own_code(tmp_path):
                        capture_output=True, timeout=280)
     for clone in clones:
         python = clone / ".venv/bin/python"
-        where = subprocess.run([str(python), "-c", "import envs, trainers, rlvr; print(envs.__file__, rlvr.__file__)"],
+        where = subprocess.run([str(python), "-c", "import rlvr.envs, rlvr.trainers; print(rlvr.envs.__file__, rlvr.trainers.__file__, rlvr.__file__)"],
                                cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
         assert all(Path(w).is_relative_to(clone) for w in where), where
         # the console script runs this clone's code too

@@ -9,19 +9,19 @@ from importlib.resources import files
 
 import pytest
 
-from envs.arithmetic import ArithmeticEnv
-from envs.code import code_prompt
-from envs.guess_number import GuessNumberEnv
-from envs.python_tool import PythonToolEnv
-from envs.reasoning_gym_env import ReasoningGymEnv
-from envs.chat_template import template_ids
-from envs.symbolic_math import SymbolicMathEnv
-from trainers.models import load_tokenizer
-from trainers.tiny_code_tasks import code_task
-from trainers.tiny_corpus import SOURCES, sft_conversation, sources
-from trainers.tiny_model import TinySpec, schedule
-from verifiers import math as math_verifier
-from verifiers.verdict import Outcome
+from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.code import code_prompt
+from rlvr.envs.guess_number import GuessNumberEnv
+from rlvr.envs.python_tool import PythonToolEnv
+from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
+from rlvr.envs.chat_template import template_ids
+from rlvr.envs.symbolic_math import SymbolicMathEnv
+from rlvr.trainers.models import load_tokenizer
+from rlvr.trainers.tiny_code_tasks import code_task
+from rlvr.trainers.tiny_corpus import SOURCES, sft_conversation, sources
+from rlvr.trainers.tiny_model import TinySpec, schedule
+from rlvr.verifiers import math as math_verifier
+from rlvr.verifiers.verdict import Outcome
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from envs.arithmetic import ArithmeticEnv
-from trainers.models import (
+from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.trainers.models import (
     TINY_DIR,
     InvalidModelDirError,
     ModelError,
@@ -20,7 +20,7 @@ from trainers.models import (
     load_tokenizer,
     resolve_model,
 )
-from trainers.tiny_model import TinySpec, accuracy, build, collate, lr_at, sft_example
+from rlvr.trainers.tiny_model import TinySpec, accuracy, build, collate, lr_at, sft_example
 
 BOXED = re.compile(r"\\boxed\{-?\d+\}")
 

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from conftest import require
-from envs.sampler import SamplingSettings
-from trainers.config import TrainConfig
-from trainers.loop import Trainer
-from trainers.metrics import MetricsLogger
-from trainers.producer import ProducerError
+from rlvr.envs.sampler import SamplingSettings
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.loop import Trainer
+from rlvr.trainers.metrics import MetricsLogger
+from rlvr.trainers.producer import ProducerError
 
 pytestmark = pytest.mark.vllm
 
@@ -76,8 +76,8 @@ def test_weights_loaded_mid_sample_tag_each_token_with_its_version(model_dir, to
     """A partial rollout: the engine takes new weights between two of its steps, and the tokens of
     one sample record which weights sampled them."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from trainers.models import load_causal_lm
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.models import load_causal_lm
+    from rlvr.trainers.samplers import VLLMSampler
 
     sampler = VLLMSampler(str(model_dir), max_model_len=256)
     request.addfinalizer(sampler.close)

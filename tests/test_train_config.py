@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlvr.cli import main
-from trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.config import ConfigError, TrainConfig
 
 
 def test_defaults_are_the_main_job():

@@ -15,7 +15,7 @@ import pytest
 from rlvr.cli import build_parser, main
 from rlvr.commands.train import overrides_from_args
 from rlvr.config_flags import flag_name, shown
-from trainers.config import TrainConfig
+from rlvr.trainers.config import TrainConfig
 
 REPO = Path(__file__).resolve().parents[1]
 FIELDS = dataclasses.fields(TrainConfig)
@@ -77,7 +77,7 @@ def test_help_shows_every_default(capsys, monkeypatch):
 
 
 def test_algo_help_names_every_preset():
-    from trainers.algorithms import PRESETS
+    from rlvr.trainers.algorithms import PRESETS
 
     help_text = next(f for f in FIELDS if f.name == "algo").metadata["help"]
     assert all(name in help_text for name in PRESETS)
@@ -159,7 +159,7 @@ def test_bad_value_from_the_real_command(tmp_path):
 
 def test_eval_uses_the_defaults_train_evaluates_with():
     from rlvr.cli import build_parser
-    from trainers.config import TrainConfig
+    from rlvr.trainers.config import TrainConfig
 
     args = build_parser().parse_args(["eval", "--out", "unused"])
     assert args.max_tokens == TrainConfig.max_tokens and args.task_start == TrainConfig.eval_seed_start

@@ -7,10 +7,10 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from envs.core import ProceduralTasks, SingleTurnEnv, Task
-from trainers.config import TrainConfig
-from trainers.loop import Trainer
-from verifiers.verdict import Outcome, Verdict
+from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.loop import Trainer
+from rlvr.verifiers.verdict import Outcome, Verdict
 
 ENV_ID = "rlvrtest/FlakyGrader-v0"
 

@@ -11,8 +11,8 @@ import json
 import pytest
 
 from conftest import require
-from trainers.config import TrainConfig
-from trainers.loop import Trainer
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.loop import Trainer
 
 pytestmark = pytest.mark.vllm
 

@@ -9,17 +9,17 @@ import pytest
 import torch
 
 from conftest import random_qwen2
-from envs.episode import Episode
-from trainers.algorithms import get_algorithm
-from trainers.batch import collate
-from trainers.components import Models
-from trainers.config import TrainConfig
-from trainers.loop import collect_groups, training_seeds
-from trainers.phases import (
+from rlvr.envs.episode import Episode
+from rlvr.trainers.algorithms import get_algorithm
+from rlvr.trainers.batch import collate
+from rlvr.trainers.components import Models
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.loop import collect_groups, training_seeds
+from rlvr.trainers.phases import (
     StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, update_is_on_policy,
 )
-from trainers.policy import ValueHead
-from verifiers.verdict import Outcome
+from rlvr.trainers.policy import ValueHead
+from rlvr.verifiers.verdict import Outcome
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +199,7 @@ def test_masked_correction_takes_tokens_out_of_the_loss_mask(model):
 def test_separate_critic_gets_value_gradients_only(model):
     """value_model='critic': the critic's own trunk learns the values; the policy's gradient is
     the policy loss's alone (no value loss flows into it)."""
-    from trainers.policy import Critic
+    from rlvr.trainers.policy import Critic
 
     algo = get_algorithm("ppo", kl_coef=0.0)
     policy = copy.deepcopy(model)

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from conftest import require
-from trainers.config import TrainConfig
-from trainers.loop import Trainer
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.loop import Trainer
 
 pytestmark = pytest.mark.vllm
 GAP = 1e-4

@@ -1,4 +1,4 @@
-"""verifiers.code: extraction, test loading, judging (pure), and the verifier against the real
+"""rlvr.verifiers.code: extraction, test loading, judging (pure), and the verifier against the real
 Docker sandbox, hostile programs included."""
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import time
 import pytest
 
 from conftest import require
-from sandbox.types import Limits, Status
-from verifiers import code
-from verifiers.code import harness as code_harness
-from verifiers.code import values as code_values
-from verifiers.code.compare import grade
-from verifiers.verdict import Outcome, VerifierError
+from rlvr.sandbox.types import Limits, Status
+from rlvr.verifiers import code
+from rlvr.verifiers.code import harness as code_harness
+from rlvr.verifiers.code import values as code_values
+from rlvr.verifiers.code.compare import grade
+from rlvr.verifiers.verdict import Outcome, VerifierError
 
 ADD_PROGRAM = """
 import sys
@@ -248,7 +248,7 @@ def test_decoding_colliding_members_is_linear():
 
 @pytest.mark.timeout(60)
 def test_host_side_checks_refuse_colliding_values_in_linear_time():
-    from verifiers.code import judged_asserts as ja
+    from rlvr.verifiers.code import judged_asserts as ja
 
     ints = colliding("int", 100_000)
     start = time.monotonic()
@@ -269,7 +269,7 @@ def test_host_side_checks_refuse_colliding_values_in_linear_time():
 
 
 def test_host_side_checks_stay_bounded_and_raise_only_printable_errors():
-    from verifiers.code import judged_asserts as ja
+    from rlvr.verifiers.code import judged_asserts as ja
 
     start = time.monotonic()
     ja.evaluate(ja.convert("assert sum(f(1), []) == list(range(200000))"), [[[i] for i in range(200_000)]])
@@ -462,9 +462,9 @@ def test_hostile_programs_never_pass_and_never_hang(box, name):
 
 
 def test_sandbox_unavailable_is_an_error_never_a_zero():
-    import sandbox
+    from rlvr import sandbox
 
-    require(hasattr(sandbox, "DockerSandbox"), "sandbox.DockerSandbox is not available")
+    require(hasattr(sandbox, "DockerSandbox"), "rlvr.sandbox.DockerSandbox is not available")
     broken = sandbox.DockerSandbox(image="rlvr-sandbox:does-not-exist", pool_size=1)
     try:
         result = broken.run(files={}, command=["python3", "-c", "print(1)"], stdin="", limits=Limits())

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from verifiers.code import harness_judge
-from verifiers.code import judged_asserts as ja
-from verifiers.code import values
+from rlvr.verifiers.code import harness_judge
+from rlvr.verifiers.code import judged_asserts as ja
+from rlvr.verifiers.code import values
 
 
 @pytest.mark.parametrize("value", [

@@ -1,15 +1,15 @@
-"""verifiers.format (shape checks) and verifiers.compose (weighted reward composition)."""
+"""rlvr.verifiers.format (shape checks) and verifiers.compose (weighted reward composition)."""
 from __future__ import annotations
 
 import pickle
 
 import pytest
 
-import verifiers
-import verifiers.math as vm
-from verifiers.compose import weighted
-from verifiers.format import Boxed, Tags, boxed_present, has_tags, within_length
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr import verifiers
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.compose import weighted
+from rlvr.verifiers.format import Boxed, Tags, boxed_present, has_tags, within_length
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 GOOD = "<think>2 + 2 = 4</think>\n<answer>\\boxed{4}</answer>"
 

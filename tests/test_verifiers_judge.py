@@ -12,11 +12,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conftest import free_port, vllm_server
-from verifiers.compose import weighted
-from verifiers.format import Tags
-from verifiers.judge import Judge, JudgeItem, UnreadableJudgement, build_prompt, parse_score
-from verifiers.judge.prompt import cut
-from verifiers.verdict import Outcome, VerifierError
+from rlvr.verifiers.compose import weighted
+from rlvr.verifiers.format import Tags
+from rlvr.verifiers.judge import Judge, JudgeItem, UnreadableJudgement, build_prompt, parse_score
+from rlvr.verifiers.judge.prompt import cut
+from rlvr.verifiers.verdict import Outcome, VerifierError
 
 QUESTION, REFERENCE = "What is the capital of France?", "Paris"
 

@@ -1,4 +1,4 @@
-"""verifiers.math: accuracy on the labelled corpus, one focused test per answer category,
+"""rlvr.verifiers.math: accuracy on the labelled corpus, one focused test per answer category,
 extraction, and typed errors for misuse. Real SymPy in real worker processes throughout."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.math import MathOptions, VerifierTypeError
-from verifiers.math.extract import extract
-from verifiers.verdict import Outcome, VerifierError
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.math import MathOptions, VerifierTypeError
+from rlvr.verifiers.math.extract import extract
+from rlvr.verifiers.verdict import Outcome, VerifierError
 
 CORPUS = Path(__file__).parent / "data" / "math_corpus.jsonl"
 
@@ -121,7 +121,7 @@ def test_two_plain_integers_are_judged_without_sympy():
 def test_clean_leaves_a_plain_integer_as_it_is():
     """`clean` returns a plain integer (digits, an optional sign) at once: the same string its
     rules give when they run (a leading space takes the slow path, and is stripped there)."""
-    from verifiers.math.normalize import clean
+    from rlvr.verifiers.math.normalize import clean
 
     for answer in ["0", "7", "-5", "+5", "007", "-00", "1000", "1" * 40]:
         assert clean(answer) == clean(" " + answer) == answer

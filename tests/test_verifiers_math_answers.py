@@ -1,13 +1,13 @@
-"""verifiers.math: what the final answer IS (issue #27). For each class, the wrong answers score 0
+"""rlvr.verifiers.math: what the final answer IS (issue #27). For each class, the wrong answers score 0
 and the right ones 1: negations and retractions, hedges, false statements, numbers glued to
 words, thousands separators, labelled golds and answers. Real SymPy in real worker processes."""
 from __future__ import annotations
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.math.extract import extract
-from verifiers.verdict import Outcome
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.math.extract import extract
+from rlvr.verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 

@@ -1,4 +1,4 @@
-"""verifiers.math under attack by a reward-hacking policy: near-miss decimals, hedges (several
+"""rlvr.verifiers.math under attack by a reward-hacking policy: near-miss decimals, hedges (several
 boxes, "or", sets for a scalar gold), huge numbers, deep nesting and giant answers. None may be
 judged correct, and each returns within the time bound. Plus: zero false positives on both
 labelled corpora. Real SymPy in real worker processes."""
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.verdict import Outcome
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.verdict import Outcome
 
 DATA = Path(__file__).parent / "data"
 WORST_S = 1.5

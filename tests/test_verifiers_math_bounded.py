@@ -1,4 +1,4 @@
-"""verifiers.math is bounded: hostile answers return within 1 s (also from 16 threads at once),
+"""rlvr.verifiers.math is bounded: hostile answers return within 1 s (also from 16 threads at once),
 extraction is linear (200,000 characters of every degenerate run after every trigger phrase),
 a *model's* answer that the judge cannot finish in time is `incorrect` ("timeout: ..."), the
 grader's own failures (a pool that is down) are `error`, and a worker that misses its deadline or
@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.math import MathOptions
-from verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
-from verifiers.verdict import Outcome
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.math import MathOptions
+from rlvr.verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
+from rlvr.verifiers.verdict import Outcome
 
 BOUND_S = 1.0
 
@@ -108,7 +108,7 @@ def test_slow_answer_times_out_into_incorrect_not_error():
 
 def test_grader_failure_is_an_error(monkeypatch):
     """A pool that cannot run the job (here: a real pool, closed) is the grader's failure: `error`."""
-    from verifiers.math import api
+    from rlvr.verifiers.math import api
 
     pool = WorkerPool(1, memory_mb=None)
     pool.close()
@@ -130,7 +130,7 @@ def test_extraction_is_linear_on_200k_degenerate_runs(trigger):
     the answer search in the calling thread takes well under a second of CPU (about 0.1 s on an
     idle machine; it was 246 s for "Final answer" and 1,000 spaces), and the whole call stays
     within the deadline."""
-    from verifiers.math.extract import extract
+    from rlvr.verifiers.math.extract import extract
 
     slow = []
     for run in RUNS:
@@ -164,7 +164,7 @@ def test_worker_memory_blowup_is_contained():
 
 
 def test_callable_off_the_main_thread_and_envs_stay_picklable():
-    from envs.arithmetic import ArithmeticEnv
+    from rlvr.envs.arithmetic import ArithmeticEnv
 
     with ThreadPoolExecutor(4) as ex:
         outcomes = list(ex.map(lambda a: vm.verify(f"\\boxed{{{a}}}", "12").outcome, ["12", "12.0", "13", "1.2e1"]))

@@ -1,4 +1,4 @@
-"""verifiers.math: how an extracted answer is compared with the gold (issue #27). For each class,
+"""rlvr.verifiers.math: how an extracted answer is compared with the gold (issue #27). For each class,
 wrong answers score 0 and right ones 1: units of measure (`units`), percent and degree marks
 (`equivalence._readings`), an exact answer for a rounded decimal gold (`decimals`, rule 4), sets
 against intervals, expressions compared over many magnitudes with a symbolic proof for steps
@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.math import units
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.math import units
 from test_verifiers_math_policy import check, is_correct  # one boxed-answer helper for both
-from verifiers.verdict import Outcome
+from rlvr.verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 WORST_S = 2.0  # generous: a loaded machine; the worker's own deadline is 0.8 s

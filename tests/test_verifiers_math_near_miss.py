@@ -1,4 +1,4 @@
-"""verifiers.math on the near-miss corpus (tests/data/math_near_miss.jsonl, issue #27): wrong answers
+"""rlvr.verifiers.math on the near-miss corpus (tests/data/math_near_miss.jsonl, issue #27): wrong answers
 that look right (categories `fp_*`: negation, retraction, hedges, false statements, units, percent and
 degree markers, truncation for a decimal gold, sets vs intervals, functions that agree on small |x|,
 digits in words, padding, sign, off-by-one, swapped order, wrong variable, dropped plus/minus) and
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.verdict import Outcome
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.verdict import Outcome
 
 CORPUS = Path(__file__).parent / "data" / "math_near_miss.jsonl"
 RECALL_FLOOR = 0.99  # recall when the issue-27 work ended (46158c2: 225 of 226; the miss, line 592, is gold 0.57

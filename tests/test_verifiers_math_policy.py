@@ -1,4 +1,4 @@
-"""verifiers.math: the numeric policy of `verifiers.math.decimals` (no tolerance) and the answer
+"""rlvr.verifiers.math: the numeric policy of `verifiers.math.decimals` (no tolerance) and the answer
 forms it reads (nested and self-corrected boxes, leading-dot decimals, thousands grouped by
 spaces, products in any order, plain-text constants, set algebra, matrix expressions, named
 tuples, base subscripts). Real SymPy in real worker processes."""
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-import verifiers.math as vm
-from verifiers.math import MathOptions
-from verifiers.math.extract import extract
-from verifiers.verdict import Outcome
+import rlvr.verifiers.math as vm
+from rlvr.verifiers.math import MathOptions
+from rlvr.verifiers.math.extract import extract
+from rlvr.verifiers.verdict import Outcome
 
 
 pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module

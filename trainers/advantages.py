@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from trainers.aggregation import as_bool_mask, check_bt
+from rlvr.trainers.aggregation import as_bool_mask, check_bt
 
 
 def _as_rewards(rewards: Tensor | Sequence[float]) -> Tensor:

@@ -26,19 +26,19 @@ from typing import TYPE_CHECKING, Mapping
 import torch
 from torch import Tensor
 
-from trainers.advantages import (
+from rlvr.trainers.advantages import (
     distill_advantages, dynamic_sampling_keep, gae, grpo_advantages, overlong_filter, overlong_penalty, reinforce_advantages,
     rloo_advantages, whiten,
 )
-from trainers.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
-from trainers.config import ConfigError
-from trainers.kl import KL_ESTIMATORS, kl_estimate
-from trainers.policy_loss import (
+from rlvr.trainers.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
+from rlvr.trainers.config import ConfigError
+from rlvr.trainers.kl import KL_ESTIMATORS, kl_estimate
+from rlvr.trainers.policy_loss import (
     LOSS_TYPES, RATIO_LEVELS, PolicyLossOutput, cispo_loss, clipped_policy_loss, pg_loss,
 )
 
 if TYPE_CHECKING:
-    from trainers.config import TrainConfig
+    from rlvr.trainers.config import TrainConfig
 
 ADVANTAGES = ("reinforce", "rloo", "grpo", "gae", "teacher_kl")
 KL_PLACEMENTS = ("reward", "loss")

@@ -14,9 +14,9 @@ from typing import Sequence
 
 import torch
 
-from envs.episode import Episode, TruncationReason
-from envs.sampler import FinishReason
-from verifiers.verdict import Outcome
+from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.envs.sampler import FinishReason
+from rlvr.verifiers.verdict import Outcome
 
 
 class BatchError(ValueError):

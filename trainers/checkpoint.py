@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 STATE_FILE = "trainer_state.pt"
 _NAME = re.compile(r"^step-(\d{8})$")

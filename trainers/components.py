@@ -11,10 +11,10 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import torch
 from torch import nn
 
-from envs.sampler import RequestSampler, Sample, SamplingSettings
-from trainers.config import ConfigError, TrainConfig
-from trainers.producer import ProducerStopped, StagedWeights
-from trainers.policy import Critic, ValueHead
+from rlvr.envs.sampler import RequestSampler, Sample, SamplingSettings
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.producer import ProducerStopped, StagedWeights
+from rlvr.trainers.policy import Critic, ValueHead
 
 CRITIC_DIR = "critic"
 
@@ -46,7 +46,7 @@ class Models:
 
     @property
     def lora(self) -> bool:
-        from trainers.lora import is_lora
+        from rlvr.trainers.lora import is_lora
 
         return is_lora(self.policy)
 
@@ -55,7 +55,7 @@ class Models:
         """The model whose logprobs are the reference's, for the block: the reference (or teacher),
         the policy with its LoRA adapter off, or None without one."""
         if self.reference is None and self.reference_is_base:
-            from trainers.lora import adapter_off
+            from rlvr.trainers.lora import adapter_off
 
             with adapter_off(self.policy) as base:
                 yield base
@@ -66,7 +66,7 @@ class Models:
         """(name, tensor) pairs for the sampler's in-place load, under the base model's names: the
         policy's parameters, or with LoRA the adapted blocks' merged weights (`trainers.lora`)."""
         if self.lora:
-            from trainers.lora import merged_weights
+            from rlvr.trainers.lora import merged_weights
 
             return merged_weights(self.policy)
         return ((name, p.detach()) for name, p in self.policy.named_parameters())
@@ -75,7 +75,7 @@ class Models:
         """A Hugging Face directory that `transformers` and vLLM load as it is; with LoRA the
         adapter alone (adapter_model.safetensors, adapter_config.json naming its base)."""
         if self.lora:
-            from trainers.lora import save
+            from rlvr.trainers.lora import save
 
             save(self.policy, directory)
         else:
@@ -103,9 +103,9 @@ def build_models(config: TrainConfig, needs_reference: bool, needs_values: bool,
     """Policy from the checkpoint (or the base model), reference from the base model when KL is
     on (`needs_reference`) or from `config.teacher` when set (distillation), and a value head or
     critic when the algorithm needs values."""
-    from trainers import activation_checkpointing, precision
-    from trainers.device import resolve_device
-    from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+    from rlvr.trainers import activation_checkpointing, precision
+    from rlvr.trainers.device import resolve_device
+    from rlvr.trainers.models import load_causal_lm, load_tokenizer, resolve_model
 
     device = resolve_device(config.device)
 
@@ -118,7 +118,7 @@ def build_models(config: TrainConfig, needs_reference: bool, needs_values: bool,
     if config.gradient_checkpointing:
         activation_checkpointing.enable(policy)
     if config.lora_rank:  # only the adapter trains (a resumed run's, from its checkpoint)
-        from trainers import lora
+        from rlvr.trainers import lora
 
         policy = lora.wrap(policy, path, config.lora_rank, config.lora_alpha, config.lora_targets, resume_from)
     models = Models(path=path, tokenizer=load_tokenizer(path), policy=policy)
@@ -149,7 +149,7 @@ def build_optimizer(config: TrainConfig, models: Models) -> torch.optim.Optimize
     value_params += list(models.critic.parameters()) if models.critic is not None else []
     if value_params:
         groups.append({"params": value_params, "lr": config.value_lr or config.lr})
-    from trainers.precision import adamw
+    from rlvr.trainers.precision import adamw
 
     # float32 master weights when the model is bf16 (`trainers.precision`)
     return adamw(groups, lr=config.lr, betas=config.adam_betas, weight_decay=config.weight_decay)
@@ -159,7 +159,7 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
     """vLLM in this process, loading the checkpoint we resume from (so it starts in sync), or
     Hugging Face `generate` on the live policy object."""
     if config.sampler == "hf":
-        from trainers.samplers import HFSampler
+        from rlvr.trainers.samplers import HFSampler
 
         return HFSampler(models.policy, models.tokenizer)
     model_dir = sampler_model_dir(models, resume_from)
@@ -173,7 +173,7 @@ def build_sampler(config: TrainConfig, models: Models, resume_from: Path | None)
 def sampler_model_dir(models: Models, resume_from: Path | None) -> Any:
     """The directory vLLM starts from (a `servable_dir`): the checkpoint resumed from, or with LoRA
     the base (a checkpoint holds only the adapter; the merged weights are loaded after the start)."""
-    from trainers.models import servable_dir
+    from rlvr.trainers.models import servable_dir
 
     return servable_dir(models.path if models.lora else resume_from or models.path)
 
@@ -192,7 +192,7 @@ class VLLMSpec:
 
     def build(self) -> Any:
         try:
-            from trainers.samplers import VLLMSampler
+            from rlvr.trainers.samplers import VLLMSampler
         except ImportError as exc:
             raise ConfigError(f"the vllm sampler needs vLLM ({exc}); install it or use --sampler hf") from None
         # No chunked prefill: vLLM 0.32 on CPU crashes ("CPU Generator does not use offset") when a
@@ -215,8 +215,8 @@ class HFSpec:
     model_dir: str  # the base model: the pool loads the current weights into it before any rollout
 
     def build(self) -> Any:
-        from trainers.models import load_causal_lm, load_tokenizer
-        from trainers.samplers import HFCopySampler
+        from rlvr.trainers.models import load_causal_lm, load_tokenizer
+        from rlvr.trainers.samplers import HFCopySampler
 
         return HFCopySampler(_eval(load_causal_lm(self.model_dir)), load_tokenizer(self.model_dir))
 
@@ -233,14 +233,14 @@ def build_ray_pool(config: TrainConfig, models: Models, resume_from: Path | None
     own vLLM engine (or, `sampler` hf, its own copy of the model), holding the policy's current
     weights as `version` (a resumed run's, a LoRA adapter's merged in)."""
     try:
-        from trainers.ray_rollout import RayRolloutPool, start_ray
+        from rlvr.trainers.ray_rollout import RayRolloutPool, start_ray
         import ray  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--ray needs Ray ({exc}): pip install 'rlvr[ray]'") from None
     start_ray(config.ray_address)  # before the verifier workers, which join it
     verifier = None
     if config.verifier_workers:
-        from sandbox import RaySandbox
+        from rlvr.sandbox import RaySandbox
 
         verifier = RaySandbox(config.verifier_workers)
     model_dir = sampler_model_dir(models, resume_from)
@@ -259,7 +259,7 @@ def build_trainer_ranks(config: TrainConfig, algo: Any, models: Models, optimize
     if config.trainer_ranks < 2:
         return None
     try:
-        from trainers.ray_trainer import RayTrainerRanks
+        from rlvr.trainers.ray_trainer import RayTrainerRanks
         import ray  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--trainer-ranks needs Ray ({exc}): pip install 'rlvr[ray]'") from None
@@ -275,8 +275,8 @@ def sequence_tokens(config: TrainConfig, tokenizer: Any, max_len: int) -> int:
     longest opening prompt of `PROBE_TASKS` tasks (room for longer ones not drawn) plus
     `max_tokens`; for a multi-turn one, whose context grows turn by turn, the whole `max_len`.
     A sequence longer than this still runs, with fewer beside it."""
-    from envs import make
-    from envs.chat_template import template_ids
+    from rlvr.envs import make
+    from rlvr.envs.chat_template import template_ids
 
     env = make(config.env, disable_env_checker=True, **config.env_args)
     try:

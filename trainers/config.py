@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class ConfigError(RlvrError, ValueError):
@@ -279,10 +279,10 @@ class TrainConfig:
         self.validate()
         check_out_dir(self.out)  # before the imports below (torch): a bad --out fails in a blink
 
-        from envs import make  # the registry's typed errors: UnknownEnvError, EnvArgumentError
-        from trainers.algorithms import check_settings, get_algorithm
-        from trainers.checkpoint import latest_checkpoint
-        from trainers.models import resolve_model
+        from rlvr.envs import make  # the registry's typed errors: UnknownEnvError, EnvArgumentError
+        from rlvr.trainers.algorithms import check_settings, get_algorithm
+        from rlvr.trainers.checkpoint import latest_checkpoint
+        from rlvr.trainers.models import resolve_model
 
         if not self.resume and latest_checkpoint(self.out) is not None:
             raise ConfigError(f"{self.out} already holds checkpoints of a run: pass --resume to continue it, "
@@ -306,11 +306,11 @@ class TrainConfig:
             raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
         check_model_dir(path)
         check_tokenizer_dir(path)
-        from trainers.device import resolve_device
+        from rlvr.trainers.device import resolve_device
 
         resolve_device(self.device)  # a GPU this machine lacks fails now (DeviceError), not after loading
         if self.lora_rank:  # a module name the model lacks fails now, not after loading
-            from trainers.lora import check_targets
+            from rlvr.trainers.lora import check_targets
 
             check_targets(path, self.lora_targets)
         if self.teacher:  # check_settings above: set exactly when the algorithm distills
@@ -386,7 +386,7 @@ def check_tokenizer_dir(path: str | os.PathLike) -> None:
 
 
 def _check_adapter_dir(path: Path) -> None:
-    from trainers.models import adapter_base_dir
+    from rlvr.trainers.models import adapter_base_dir
 
     try:
         base = adapter_base_dir(path)
@@ -402,7 +402,7 @@ def check_teacher(teacher: str, student: Path) -> None:
     ids as the same tokens: the same tokenizer vocabulary (tokenizer.json's, or else the same
     vocab_size), and logits for every id the student can sample (vocab_size at least the
     student's; larger, padded output layers are fine, as between Qwen sizes)."""
-    from trainers.models import resolve_model
+    from rlvr.trainers.models import resolve_model
 
     try:
         path = resolve_model(teacher)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class TrainerRankError(RlvrError):

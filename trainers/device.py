@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainers.config import DEVICE, DEVICE_CHOICES, ConfigError
+from rlvr.trainers.config import DEVICE, DEVICE_CHOICES, ConfigError
 
 
 class DeviceError(ConfigError):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainers.aggregation import as_bool_mask, check_bt, masked_sum
+from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_sum
 
 KL_ESTIMATORS = ("k1", "k2", "k3")
 # exp() of a log-ratio beyond this overflows float32 in k3 and its gradient; |log ratio| > 20

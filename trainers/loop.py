@@ -28,25 +28,25 @@ from typing import Any
 import numpy as np
 import torch
 
-from envs.episode import TruncationReason
-from envs.evaluate import context_cut_warning
-from envs.rollout import rollout as rollout_groups
-from envs.sampler import RequestSampler, SamplingSettings
-from trainers import checkpoint as ckpt
-from trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
-from trainers.batch import collate, is_truncated
-from trainers.components import (
+from rlvr.envs.episode import TruncationReason
+from rlvr.envs.evaluate import context_cut_warning
+from rlvr.envs.rollout import rollout as rollout_groups
+from rlvr.envs.sampler import RequestSampler, SamplingSettings
+from rlvr.trainers import checkpoint as ckpt
+from rlvr.trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
+from rlvr.trainers.batch import collate, is_truncated
+from rlvr.trainers.components import (
     Models, build_models, build_optimizer, build_ray_pool, build_sampler, build_trainer_ranks, max_model_len, timed,
 )
-from trainers.config import ConfigError, TrainConfig
-from trainers.metrics import MetricsLogger
-from trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
-from trainers.data_parallel import TrainerRankError
-from trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
-from trainers.producer import ProducerError, RolloutProducer
-from trainers.rollout_correction import staleness_stats
-from trainers.update import run_update
-from verifiers.verdict import Outcome
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.metrics import MetricsLogger
+from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
+from rlvr.trainers.data_parallel import TrainerRankError
+from rlvr.trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
+from rlvr.trainers.producer import ProducerError, RolloutProducer
+from rlvr.trainers.rollout_correction import staleness_stats
+from rlvr.trainers.update import run_update
+from rlvr.verifiers.verdict import Outcome
 
 SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
 

@@ -43,7 +43,7 @@ def lora_config(rank: int, alpha: float | None, target_spec: str, base: str) -> 
 def base_reference(path: Path) -> str:
     """How an adapter names its base: "tiny" for the built-in model (the checkout may move), else
     the absolute path."""
-    from trainers.models import TINY, TINY_DIR
+    from rlvr.trainers.models import TINY, TINY_DIR
 
     return TINY if Path(path).resolve() == TINY_DIR.resolve() else str(Path(path).resolve())
 
@@ -124,9 +124,9 @@ def check_targets(model_path: Path, target_spec: str) -> None:
     nothing is read but config.json). Raises `ConfigError` naming the missing ones."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from trainers.config import ConfigError
+    from rlvr.trainers.config import ConfigError
 
-    from trainers.models import adapter_base_dir, is_adapter_dir
+    from rlvr.trainers.models import adapter_base_dir, is_adapter_dir
 
     spec = targets(target_spec)
     if spec == ALL_LINEAR:

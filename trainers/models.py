@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 TINY = "tiny"
 SMALL = "small"  # ~30M parameters, random weights, for benchmarks: trainers.small_model
@@ -34,7 +34,7 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     """The local directory of a model: "tiny" or None -> the shipped tiny model, "small" -> the
     cached small model (built if missing), else the path itself."""
     if name_or_path == SMALL:
-        from trainers.small_model import small_model_dir
+        from rlvr.trainers.small_model import small_model_dir
 
         return small_model_dir()  # built into the cache on first use (seconds)
     if name_or_path is None or name_or_path == TINY:
@@ -70,7 +70,7 @@ def is_adapter_dir(path: str | os.PathLike) -> bool:
 
 def adapter_base_dir(path: str | os.PathLike) -> Path:
     """The base model directory that the adapter in `path` names (base_model_name_or_path)."""
-    from trainers.lora import adapter_base
+    from rlvr.trainers.lora import adapter_base
 
     try:
         base = adapter_base(path)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class NothingProduced(RlvrError, RuntimeError):

@@ -17,8 +17,8 @@ from typing import Sequence
 
 import torch
 
-from sandbox.errors import RlvrError
-from trainers.batch import Batch
+from rlvr.errors import RlvrError
+from rlvr.trainers.batch import Batch
 
 
 class PackingError(RlvrError, ValueError):

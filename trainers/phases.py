@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 
 import torch
 
-from trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
-from trainers.algorithms import (
+from rlvr.trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
+from rlvr.trainers.algorithms import (
     AlgoConfig, compute_policy_loss, sequence_advantages, teacher_advantages, token_advantages,
 )
-from trainers.batch import Batch
-from trainers.components import Models
-from trainers.config import TrainConfig
-from trainers.kl import kl_estimate, kl_penalized_rewards
-from trainers.packing import micro_batch, split_rows
-from trainers.policy import forward
-from trainers.rollout_correction import correction_weights
-from trainers.value_loss import value_loss
+from rlvr.trainers.batch import Batch
+from rlvr.trainers.components import Models
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.kl import kl_estimate, kl_penalized_rewards
+from rlvr.trainers.packing import micro_batch, split_rows
+from rlvr.trainers.policy import forward
+from rlvr.trainers.rollout_correction import correction_weights
+from rlvr.trainers.value_loss import value_loss
 
 
 @dataclass

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from trainers.batch import Batch
-from trainers.device import model_device
-from trainers.packing import PackedLayout, packed_layout
+from rlvr.trainers.batch import Batch
+from rlvr.trainers.device import model_device
+from rlvr.trainers.packing import PackedLayout, packed_layout
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from trainers.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
+from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
 
 RATIO_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("clipped", "cispo", "pg")

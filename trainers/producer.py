@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class ProducerError(RlvrError, RuntimeError):

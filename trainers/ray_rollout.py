@@ -42,9 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from envs.sampler import SamplingSettings
-from sandbox.errors import RlvrError
-from sandbox.ray_pool import kill_actors
+from rlvr.envs.sampler import SamplingSettings
+from rlvr.errors import RlvrError
+from rlvr.sandbox.ray_pool import kill_actors
 
 
 class RolloutWorkerError(RlvrError):
@@ -77,12 +77,12 @@ class RolloutWorker:
     def __init__(self, spec: Any, tokenizer_dir: str, threads: int | None, verifier: Any = None):
         import torch
 
-        from trainers.models import load_tokenizer
+        from rlvr.trainers.models import load_tokenizer
 
         if threads:
             torch.set_num_threads(threads)  # before vLLM starts: it makes the call a no-op afterwards
         if verifier is not None:  # the environments here run their code on the verifier workers
-            import sandbox
+            from rlvr import sandbox
 
             sandbox.use_shared_sandbox(verifier)
         self.sampler = spec.build()
@@ -93,9 +93,9 @@ class RolloutWorker:
         self.sampler.update_weights(weights, version)
 
     def rollout(self, chunk: Chunk) -> ChunkResult:
-        from envs.rollout import rollout
+        from rlvr.envs.rollout import rollout
 
-        from trainers.components import timed
+        from rlvr.trainers.components import timed
 
         sampler = timed(self.sampler)
         groups = rollout(chunk.env, chunk.env_args, sampler, self.tokenizer, seeds=list(chunk.seeds),

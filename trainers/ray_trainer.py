@@ -24,16 +24,16 @@ from typing import Any
 
 import torch
 
-from sandbox.ray_pool import kill_actors
-from trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, backend_for, rendezvous
+from rlvr.sandbox.ray_pool import kill_actors
+from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, backend_for, rendezvous
 
 
 class TrainerRank:
     """The actor: rank `rank`'s models and optimizer, built from the run's settings."""
 
     def __init__(self, settings: dict[str, Any], algo: Any, resume_from: str | None, device: str):
-        from trainers.components import build_models, build_optimizer
-        from trainers.config import TrainConfig
+        from rlvr.trainers.components import build_models, build_optimizer
+        from rlvr.trainers.config import TrainConfig
 
         # rank 0's settings and resolved algorithm, checked there (this rank may be on another machine)
         self.config = TrainConfig.from_dict({**settings, "device": device})
@@ -49,9 +49,9 @@ class TrainerRank:
         self.group = RankGroup(address, rank)
 
     def start(self, optimizer_state: dict | None) -> None:
-        from trainers.update import trainable_parameters
+        from rlvr.trainers.update import trainable_parameters
 
-        from trainers.precision import MasterWeightAdamW
+        from rlvr.trainers.precision import MasterWeightAdamW
 
         self.group.broadcast_(trainable_parameters(self.models))
         if isinstance(self.optimizer, MasterWeightAdamW):  # its float32 copies were made before
@@ -60,7 +60,7 @@ class TrainerRank:
             self.optimizer.load_state_dict(optimizer_state)
 
     def update(self, tensors: Any, shuffle_seed: int, lrs: list[float]) -> None:
-        from trainers.update import run_update
+        from rlvr.trainers.update import run_update
 
         for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
@@ -74,7 +74,7 @@ class TrainerRank:
 
     def weights(self) -> list[torch.Tensor]:
         """The trainable parameters, for tests: they must equal rank 0's."""
-        from trainers.update import trainable_parameters
+        from rlvr.trainers.update import trainable_parameters
 
         return [p.detach().cpu().clone() for p in trainable_parameters(self.models)]
 
@@ -89,9 +89,9 @@ class RayTrainerRanks:
                  ranks: int, resume_from: Path | None, *, address: str | None = None):
         import ray
 
-        from trainers.device import model_device
-        from trainers.ray_rollout import start_ray
-        from trainers.update import trainable_parameters
+        from rlvr.trainers.device import model_device
+        from rlvr.trainers.ray_rollout import start_ray
+        from rlvr.trainers.update import trainable_parameters
 
         if ranks < 2:
             raise ValueError(f"data-parallel training needs >= 2 ranks, got {ranks}")

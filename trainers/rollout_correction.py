@@ -30,7 +30,7 @@ from enum import StrEnum
 import torch
 from torch import Tensor
 
-from trainers.aggregation import as_bool_mask, check_bt, masked_zero
+from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_zero
 
 _MAX_LOG_RATIO = 20.0
 

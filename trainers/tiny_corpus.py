@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from envs.core import Message
+from rlvr.envs.core import Message
 
 Conversation = list[Message]
 SOURCES = ("arithmetic", "symbolic_math", "reasoning_gym", "guess_number", "python_tool", "code")
@@ -37,7 +37,7 @@ def _single(prompt: list[Message], reply: str) -> Conversation:
 
 
 def arithmetic_source(difficulties: tuple[int, ...]) -> Source:
-    from envs.arithmetic import ArithmeticEnv
+    from rlvr.envs.arithmetic import ArithmeticEnv
 
     envs = [ArithmeticEnv(difficulty=d) for d in difficulties]
 
@@ -49,7 +49,7 @@ def arithmetic_source(difficulties: tuple[int, ...]) -> Source:
 
 
 def symbolic_math_source() -> Source:
-    from envs.symbolic_math import SymbolicMathEnv
+    from rlvr.envs.symbolic_math import SymbolicMathEnv
 
     env = SymbolicMathEnv(difficulty=1)
 
@@ -61,7 +61,7 @@ def symbolic_math_source() -> Source:
 
 
 def reasoning_gym_source(size: int) -> Source:
-    from envs.reasoning_gym_env import ReasoningGymEnv
+    from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
 
     env = ReasoningGymEnv(seed=RG_TRAIN_SEED, size=size)  # the default dataset, other entries
 
@@ -74,7 +74,7 @@ def reasoning_gym_source(size: int) -> Source:
 
 def guess_number_source() -> Source:
     """Binary search played to the end: the prompt, each guess and the env's "higher"/"lower"."""
-    from envs.guess_number import GuessNumberEnv
+    from rlvr.envs.guess_number import GuessNumberEnv
 
     env = GuessNumberEnv()
 
@@ -94,7 +94,7 @@ def guess_number_source() -> Source:
 
 def python_tool_source() -> Source:
     """The reference tool call, its output (every template prints just the answer), the answer."""
-    from envs.python_tool import PythonToolEnv
+    from rlvr.envs.python_tool import PythonToolEnv
 
     env = PythonToolEnv()
 
@@ -108,8 +108,8 @@ def python_tool_source() -> Source:
 
 
 def code_source() -> Source:
-    from envs.code import code_prompt, fenced
-    from trainers.tiny_code_tasks import code_task
+    from rlvr.envs.code import code_prompt, fenced
+    from rlvr.trainers.tiny_code_tasks import code_task
 
     def make(seed: int) -> Conversation:
         statement, entry_point, code = code_task(seed)
@@ -133,7 +133,7 @@ def sft_conversation(tokenizer, conversation: Conversation, tools: list[dict] | 
     """(input ids, labels) of a whole conversation, token-exact with a rollout that produced it
     (in an env whose `chat_tools` are `tools`); only the assistant's tokens (and the eos ending
     each of its turns) carry loss."""
-    from envs.chat_template import reply_ids, template_ids
+    from rlvr.envs.chat_template import reply_ids, template_ids
 
     first = next(i for i, m in enumerate(conversation) if m["role"] == "assistant")
     history = conversation[:first]

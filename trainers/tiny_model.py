@@ -21,8 +21,8 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
-from envs.core import Task
-from trainers.tiny_corpus import SOURCES, Source, sft_conversation, sources, tokenizer_text
+from rlvr.envs.core import Task
+from rlvr.trainers.tiny_corpus import SOURCES, Source, sft_conversation, sources, tokenizer_text
 
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 SPECIAL_TOKENS = (PAD, IM_START, IM_END)  # ids 0, 1, 2
@@ -154,7 +154,7 @@ def deterministic(threads: int, seed: int) -> Iterator[None]:
 
 
 def arithmetic_tasks(difficulty: int, seeds: Sequence[int]) -> list[Task]:
-    from envs.arithmetic import ArithmeticEnv  # trainers -> envs, imported where used
+    from rlvr.envs.arithmetic import ArithmeticEnv  # trainers -> envs, imported where used
 
     env = ArithmeticEnv(difficulty=difficulty)
     return [env.make_task(seed) for seed in seeds]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from trainers.algorithms import AlgoConfig
-from trainers.components import Models
-from trainers.config import TrainConfig
-from trainers.data_parallel import RankGroup
-from trainers.phases import StepTensors, UpdateSums, accumulate_gradients
+from rlvr.trainers.algorithms import AlgoConfig
+from rlvr.trainers.components import Models
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.data_parallel import RankGroup
+from rlvr.trainers.phases import StepTensors, UpdateSums, accumulate_gradients
 
 
 def trainable_parameters(models: Models) -> list[torch.nn.Parameter]:

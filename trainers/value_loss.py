@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from trainers.aggregation import as_bool_mask, check_bt, masked_zero
+from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_zero
 
 
 @dataclass

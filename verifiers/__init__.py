@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 _SUBMODULES = {"math", "code", "format", "compose", "judge"}
-_NAMES = {"weighted": "verifiers.compose", "has_tags": "verifiers.format", "boxed_present": "verifiers.format"}
+_NAMES = {"weighted": "rlvr.verifiers.compose", "has_tags": "rlvr.verifiers.format", "boxed_present": "rlvr.verifiers.format"}
 
 __all__ = ["Outcome", "Verdict", "VerifierError", *sorted(_SUBMODULES), *sorted(_NAMES)]
 

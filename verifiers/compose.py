@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from verifiers.math.options import VerifierTypeError
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr.verifiers.math.options import VerifierTypeError
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 RewardFn = Callable[[str, str], Verdict]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from verifiers.math.extract import find_boxes
-from verifiers.math.options import VerifierTypeError
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr.verifiers.math.extract import find_boxes
+from rlvr.verifiers.math.options import VerifierTypeError
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 _TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class Outcome(StrEnum):

@@ -19,11 +19,11 @@ def run(args: argparse.Namespace) -> int:
     """0: every check passed; 1: the environment failed a check (the report on stdout, one line on
     stderr naming the first failure); 2: it could not be checked (a bad id, argument or module: one
     line, from rlvr.cli)."""
-    import envs
+    from rlvr import envs
 
     from rlvr.cli import one_line
     from rlvr.env_loading import make_env
-    from sandbox.errors import RlvrError
+    from rlvr.errors import RlvrError
 
     try:
         if args.seeds < 1:

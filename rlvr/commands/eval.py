@@ -25,9 +25,9 @@ from typing import Any
 
 from rlvr.cli import UsageError  # bad arguments, or an --out that holds another run
 from rlvr.run_lock import run_lock
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 from rlvr.startup import collector_paused
-from trainers.config import TrainConfig  # light (yaml only): the defaults `rlvr train` evaluates with
+from rlvr.trainers.config import TrainConfig  # light (yaml only): the defaults `rlvr train` evaluates with
 
 HELD_OUT_SEED_START = TrainConfig.eval_seed_start  # the trainer draws training seeds below this
 
@@ -110,14 +110,14 @@ def served_tokenizer_source(args: argparse.Namespace) -> str | None:
     """With --base-url: --tokenizer, else --model when it names a local model ('tiny' or a directory)."""
     if args.tokenizer:
         return args.tokenizer
-    from trainers.models import TINY
+    from rlvr.trainers.models import TINY
 
     return args.model if args.model == TINY or os.path.isdir(os.path.expanduser(args.model)) else None
 
 
 def model_label(args: argparse.Namespace) -> str:
     """The model as recorded in episodes and the summary: its resolved directory, or name @ server."""
-    from trainers.models import resolve_model
+    from rlvr.trainers.models import resolve_model
 
     if args.base_url:  # the chat API's episodes are not token-exact: never pooled with the other's
         return f"{args.model} @ {args.base_url}" + (" (chat)" if sampler_kind(args) == "openai-chat" else "")
@@ -126,11 +126,11 @@ def model_label(args: argparse.Namespace) -> str:
 
 def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
     """(sampler, tokenizer)."""
-    from trainers.models import load_causal_lm, load_tokenizer, resolve_model
+    from rlvr.trainers.models import load_causal_lm, load_tokenizer, resolve_model
 
     kind = sampler_kind(args)
     if kind in ("openai", "openai-chat"):
-        from trainers.samplers import ChatSampler, OpenAISampler
+        from rlvr.trainers.samplers import ChatSampler, OpenAISampler
 
         api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
         source = served_tokenizer_source(args)
@@ -143,11 +143,11 @@ def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
     path = resolve_model(args.model)
     tokenizer = load_tokenizer(args.tokenizer or path)
     if kind == "hf":
-        from trainers.samplers import HFSampler
+        from rlvr.trainers.samplers import HFSampler
 
         return HFSampler(load_causal_lm(path), tokenizer), tokenizer
-    from trainers.models import servable_dir
-    from trainers.samplers import VLLMSampler
+    from rlvr.trainers.models import servable_dir
+    from rlvr.trainers.samplers import VLLMSampler
 
     model_dir = servable_dir(path)  # a LoRA checkpoint: its base with the adapter merged, in a temporary dir
     sampler = VLLMSampler(str(model_dir), seed=args.seed, max_model_len=args.max_model_len)
@@ -187,7 +187,7 @@ def check_args(args: argparse.Namespace) -> None:
 # The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
 def run(args: argparse.Namespace) -> int:
     from rlvr.env_loading import make_env
-    from trainers.config import check_model_dir, check_out_dir, check_tokenizer_dir
+    from rlvr.trainers.config import check_model_dir, check_out_dir, check_tokenizer_dir
 
     # The checks that need no heavy import first, so that they fail in a blink.
     ks = parse_ks(args.k)
@@ -199,16 +199,16 @@ def run(args: argparse.Namespace) -> int:
         args.out = default_out(args.env)
     check_out_dir(args.out)
 
-    from trainers import quiet
+    from rlvr.trainers import quiet
 
     quiet.configure(args.verbose)  # before torch, transformers and vLLM load
     with collector_paused():  # the imports (rlvr.startup); _run_locked uses the envs modules loaded here
-        import envs
-        import envs.episode_log
-        import envs.evaluate
-        import envs.rollout
-        from envs.sampler import SamplingSettings
-        from trainers.models import resolve_model
+        from rlvr import envs
+        import rlvr.envs.episode_log
+        import rlvr.envs.evaluate
+        import rlvr.envs.rollout
+        from rlvr.envs.sampler import SamplingSettings
+        from rlvr.trainers.models import resolve_model
 
     env_args = envs.parse_env_args(args.env_arg)
     make_env(args.env, env_args).close()  # a bad id, module or argument fails now, before the model loads
@@ -231,9 +231,9 @@ def run(args: argparse.Namespace) -> int:
 def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str,
                 model: str) -> int:
     """The evaluation proper, holding the lock on `out`."""
-    from envs.episode_log import append_records, episode_from_record, load_complete_groups
-    from envs.evaluate import format_table, summarize
-    from envs.rollout import rollout
+    from rlvr.envs.episode_log import append_records, episode_from_record, load_complete_groups
+    from rlvr.envs.evaluate import format_table, summarize
+    from rlvr.envs.rollout import rollout
     from tqdm.auto import tqdm
 
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
@@ -303,7 +303,7 @@ def _stop_if_only_errors(episodes: list, log: Path) -> None:
     """Every episode sampled so far (a chunk or more) is an `error`: the environment or its grader
     cannot work, and the rest would fail alike. Stop with the first error; the tasks are sampled
     again when the run is resumed (`_without_errors`)."""
-    from trainers.outage import NothingProduced, all_errors, error_message
+    from rlvr.trainers.outage import NothingProduced, all_errors, error_message
 
     if all_errors(episodes):
         raise NothingProduced(f"every one of the {len(episodes)} episodes sampled was an error, so there is nothing "
@@ -315,7 +315,7 @@ def _without_errors(log: Path, records: list[dict[str, Any]], tasks: int) -> lis
     """`records` less the groups (among the first `tasks`) with an `error` episode: an outage of the
     grader is no answer, so those tasks are sampled again (with the same seeds) and their old lines
     leave the log now, atomically, so that no task is counted twice."""
-    from envs.episode_log import append_records
+    from rlvr.envs.episode_log import append_records
 
     retry = {int(r["group_id"]) for r in records if r.get("outcome") == "error" and int(r["group_id"]) < tasks}
     if not retry:

@@ -22,7 +22,7 @@ def add_parser(subparsers) -> None:
 def _build(args: argparse.Namespace) -> int:
     import docker
 
-    from sandbox.image import ImageBuildError, ensure_image, image_present, image_tag
+    from rlvr.sandbox.image import ImageBuildError, ensure_image, image_present, image_tag
 
     try:
         client = docker.from_env(timeout=600)
@@ -38,8 +38,8 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from sandbox.check import format_table, run_suite
-    from sandbox.hostile import CASES
+    from rlvr.sandbox.check import format_table, run_suite
+    from rlvr.sandbox.hostile import CASES
 
     cases = [c for c in CASES if args.only is None or args.only in c.name]
     start = time.monotonic()

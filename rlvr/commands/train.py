@@ -8,7 +8,7 @@ import sys
 
 from rlvr.config_flags import add_flags, given_values
 from rlvr.startup import collector_paused
-from trainers.config import TrainConfig  # light (no torch): the flags are generated from its fields
+from rlvr.trainers.config import TrainConfig  # light (no torch): the flags are generated from its fields
 
 # Option strings older than the generated `--field-name` ones, kept working (README, scripts).
 ALIASES = {"env_args": ["--env-arg"], "algo_args": ["--algo-arg"]}
@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
 def overrides_from_args(args: argparse.Namespace) -> dict:
     """The settings given on the command line, and only those: a flag not given keeps the YAML
     file's value (or the default). --set comes last and wins."""
-    from envs import parse_env_args
+    from rlvr.envs import parse_env_args
 
     values = given_values(args, TrainConfig, ALIASES)
     values.update(parse_env_args(args.set))
@@ -39,8 +39,8 @@ def native_precision(config: TrainConfig) -> TrainConfig:
     with a line saying so: there a bf16 step takes about 40x as long."""
     if config.dtype != "bfloat16":
         return config
-    from trainers.device import resolve_device
-    from trainers.precision import cpu_has_bf16
+    from rlvr.trainers.device import resolve_device
+    from rlvr.trainers.precision import cpu_has_bf16
 
     if resolve_device(config.device).type != "cpu" or cpu_has_bf16():
         return config
@@ -52,7 +52,7 @@ def native_precision(config: TrainConfig) -> TrainConfig:
 def run(args: argparse.Namespace) -> int:
     # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
     config = TrainConfig.load(args.config, overrides_from_args(args))
-    from trainers import quiet
+    from rlvr.trainers import quiet
 
     quiet.configure(config.verbose)  # before config.check() imports torch: its C++ log level is read then
     with collector_paused():  # the imports (rlvr.startup)
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))
             return 0
-        from trainers.loop import Trainer
+        from rlvr.trainers.loop import Trainer
 
     from rlvr.run_lock import run_lock
 

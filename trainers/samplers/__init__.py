@@ -9,18 +9,18 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "VLLMSampler": "trainers.samplers.vllm_sampler",
-    "HFSampler": "trainers.samplers.hf_sampler",
-    "HFCopySampler": "trainers.samplers.hf_sampler",
-    "OpenAISampler": "trainers.samplers.openai_sampler",
-    "ChatSampler": "trainers.samplers.chat_sampler",
-    "TextTokenizer": "trainers.samplers.chat_sampler",
-    "SamplerError": "trainers.samplers.openai_sampler",
+    "VLLMSampler": "rlvr.trainers.samplers.vllm_sampler",
+    "HFSampler": "rlvr.trainers.samplers.hf_sampler",
+    "HFCopySampler": "rlvr.trainers.samplers.hf_sampler",
+    "OpenAISampler": "rlvr.trainers.samplers.openai_sampler",
+    "ChatSampler": "rlvr.trainers.samplers.chat_sampler",
+    "TextTokenizer": "rlvr.trainers.samplers.chat_sampler",
+    "SamplerError": "rlvr.trainers.samplers.openai_sampler",
 }
 __all__ = list(_WHERE)
 
 
 def __getattr__(name: str) -> Any:
     if name not in _WHERE:
-        raise AttributeError(f"module 'trainers.samplers' has no attribute {name!r}")
+        raise AttributeError(f"module 'rlvr.trainers.samplers' has no attribute {name!r}")
     return getattr(importlib.import_module(_WHERE[name]), name)

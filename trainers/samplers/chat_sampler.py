@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from envs.sampler import FinishReason, Sample, SamplingSettings
-from trainers.samplers.openai_sampler import OpenAISampler, SamplerError
+from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
+from rlvr.trainers.samplers.openai_sampler import OpenAISampler, SamplerError
 
 
 class TextTokenizer:

@@ -14,7 +14,7 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
 
-from envs.sampler import FinishReason, Sample, SamplingSettings
+from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
 
 
 class HFSampler:

@@ -18,8 +18,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
-from envs.sampler import FinishReason, Sample, SamplingSettings
-from sandbox.errors import RlvrError
+from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
+from rlvr.errors import RlvrError
 
 VLLM_EXTRAS = {"return_token_ids": True, "return_tokens_as_token_ids": True}
 

@@ -24,7 +24,7 @@ import itertools
 import os
 from typing import Any, Iterable, Sequence
 
-from envs.sampler import FinishReason, Sample, SamplingSettings
+from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
 
 
 CPU_KV_CACHE_MAX_BYTES = 2 * 2**30  # cap on the default KV cache on CPU (about a million tokens of the tiny model)

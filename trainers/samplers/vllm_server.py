@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 
 class ServerError(RlvrError, RuntimeError):

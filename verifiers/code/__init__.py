@@ -1,6 +1,6 @@
 """Code verifier: runs a model's program against tests in the sandbox.
 
-    from verifiers import code
+    from rlvr.verifiers import code
     verdict = code.verify(response, [code.CallTest("add", (1, 2), 3), {"stdin": "1 2", "stdout": "3"}])
 
 Three kinds of tests (`IOTest`, `CallTest`, `AssertTest`, or their dicts via `load_tests`) run
@@ -13,12 +13,12 @@ without the program's code in which the program's functions are proxies returnin
 forge it, so `info["trust"]` is always "isolated". Scoring is all-or-nothing or the fraction passed;
 `verdict.info["tests"]` lists each test's outcome; sandbox trouble is `Outcome.ERROR`, never a 0.
 """
-from verifiers.code.cases import AssertTest, CallTest, IOTest, Test, TestSpecError, load_test, load_tests, dump_test
-from verifiers.code.compare import TestOutcome, TestStatus, Trust, values_equal
-from verifiers.code.extract import code_blocks, extract_program
-from verifiers.code.harness import HarnessError, RunSettings
-from verifiers.code.harness_program import normalize_stdout
-from verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcomes, verify
+from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test, TestSpecError, load_test, load_tests, dump_test
+from rlvr.verifiers.code.compare import TestOutcome, TestStatus, Trust, values_equal
+from rlvr.verifiers.code.extract import code_blocks, extract_program
+from rlvr.verifiers.code.harness import HarnessError, RunSettings
+from rlvr.verifiers.code.harness_program import normalize_stdout
+from rlvr.verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcomes, verify
 
 __all__ = [
     "AssertTest", "CallTest", "HarnessError", "IOTest", "RunSettings", "SCORINGS", "Test", "TestOutcome", "TestStatus", "Trust",

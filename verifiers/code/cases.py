@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence, Union
 
-from verifiers.code import values
-from verifiers.verdict import VerifierError
+from rlvr.verifiers.code import values
+from rlvr.verifiers.verdict import VerifierError
 
 
 class TestSpecError(VerifierError, ValueError):

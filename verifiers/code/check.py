@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Sequence
 
-from verifiers.code.cases import Test, load_tests
-from verifiers.code.compare import TestOutcome, TestStatus, Trust, grade
-from verifiers.code.extract import extract_program
-from verifiers.code.harness import HarnessError, RunSettings, chunks, run_chunk
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr.verifiers.code.cases import Test, load_tests
+from rlvr.verifiers.code.compare import TestOutcome, TestStatus, Trust, grade
+from rlvr.verifiers.code.extract import extract_program
+from rlvr.verifiers.code.harness import HarnessError, RunSettings, chunks, run_chunk
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 VERSION = "3"  # 2: values judged on the host; assert tests converted to calls. 3: no test in-process (the judge)
 Scoring = Literal["all_or_nothing", "fraction"]
@@ -16,7 +16,7 @@ SCORINGS = ("all_or_nothing", "fraction")
 
 
 def _default_sandbox() -> Any:
-    import sandbox  # imported here: building the Docker client is not needed to load verifiers
+    from rlvr import sandbox  # imported here: building the Docker client is not needed to load verifiers
 
     return sandbox.shared_sandbox()
 

@@ -36,9 +36,9 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from verifiers.code import judged_asserts, values
-from verifiers.code.cases import AssertTest, CallTest, IOTest, Test
-from verifiers.code.harness_program import stdout_digest
+from rlvr.verifiers.code import judged_asserts, values
+from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test
+from rlvr.verifiers.code.harness_program import stdout_digest
 
 SHOW_CHARS = 200  # how much of inputs and outputs a detail line quotes
 

@@ -19,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-from sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
-from verifiers.code import harness_program, judged_asserts
-from verifiers.code.cases import AssertTest, CallTest, IOTest, Test
+from rlvr.sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
+from rlvr.verifiers.code import harness_program, judged_asserts
+from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test
 
 HARNESS_FILES = ("harness_program.py", "harness_child.py", "harness_judge.py", "values.py")  # shipped as named here
 SPEC_FILE = "spec.json"
@@ -68,7 +68,7 @@ def harness_files() -> dict[str, str | bytes]:
     the sandbox's interpreter about 5 ms a call; it imports `__pycache__` files of its own cache
     tag without checking them (unchecked-hash pycs, PEP 552). An interpreter of another version
     looks for another tag, ignores these and compiles the sources as before."""
-    package = resources.files("verifiers.code")
+    package = resources.files("rlvr.verifiers.code")
     files: dict[str, str | bytes] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in HARNESS_FILES:

@@ -29,7 +29,7 @@ import traceback
 import types
 
 if __package__:  # imported on the host
-    from verifiers.code import values
+    from rlvr.verifiers.code import values
 else:  # in the sandbox, next to values.py
     import values
 

@@ -54,8 +54,8 @@ import sys
 import types
 
 if __package__:  # imported on the host, for the tests
-    from verifiers.code import harness_child as child
-    from verifiers.code import values
+    from rlvr.verifiers.code import harness_child as child
+    from rlvr.verifiers.code import values
 else:  # in the sandbox, next to harness_child.py and values.py
     import harness_child as child
     import values

@@ -50,8 +50,8 @@ import time
 import traceback
 
 if __package__:  # imported on the host, for the digests
-    from verifiers.code import harness_child as child
-    from verifiers.code import harness_judge
+    from rlvr.verifiers.code import harness_child as child
+    from rlvr.verifiers.code import harness_judge
 else:  # in the sandbox, next to harness_child.py; imported before any program runs, which may
     import harness_child as child  # overwrite the files in the working directory
     import harness_judge

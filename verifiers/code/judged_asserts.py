@@ -39,7 +39,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any
 
-from verifiers.code import values
+from rlvr.verifiers.code import values
 
 MAX_BUILT = 10_000_000  # elements a sequence `*` or a `range` in test code may build
 MAX_INT_BITS = 1 << 18  # bits an int `*` or `**` may build (returned ints have at most about 14,000)

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 MAX_BODY_BYTES = 1 << 20  # a completion's JSON is a few KB; more is a broken server
 

@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from verifiers.judge import client, parse, prompt
-from verifiers.math.options import VerifierTypeError
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr.verifiers.judge import client, parse, prompt
+from rlvr.verifiers.math.options import VerifierTypeError
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import json
 import math
 import re
 
-from sandbox.errors import RlvrError
+from rlvr.errors import RlvrError
 
 # ASCII colon only: the prompt builder rewrites a colon after "score" in the judged answer into
 # a look-alike, so an answer echoed by the judge never matches this.

@@ -32,12 +32,12 @@ import re
 import threading
 import time
 
-from verifiers.math.bounded import JobTimeout, PoolError, PoolTimeout, WorkerPool
-from verifiers.math.extract import extract, extract_gold
-from verifiers.math.grade import judge_job
-from verifiers.math.normalize import squash
-from verifiers.math.options import MathOptions, VerifierTypeError
-from verifiers.verdict import Outcome, Verdict, VerifierError
+from rlvr.verifiers.math.bounded import JobTimeout, PoolError, PoolTimeout, WorkerPool
+from rlvr.verifiers.math.extract import extract, extract_gold
+from rlvr.verifiers.math.grade import judge_job
+from rlvr.verifiers.math.normalize import squash
+from rlvr.verifiers.math.options import MathOptions, VerifierTypeError
+from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 VERSION = "1.2"  # 1.1: no numeric tolerance (see decimals), more answer forms; 1.2: denials,
 # retractions, hedges and false statements are wrong, labelled answers, a slow answer is incorrect

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import sympy
 
-from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Expr
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.nodes import Expr
 
 MAX_BITS = 100_000  # largest exact rational kept (about 30,000 digits)
 MAX_EXPONENT = 10_000  # largest integer power of a non-rational or symbolic base

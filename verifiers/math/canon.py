@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sympy
 
-from verifiers.math import build, intervals
-from verifiers.math.build import PM
-from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetExpr, SetOf, as_expr, has_decimal, literals
+from rlvr.verifiers.math import build, intervals
+from rlvr.verifiers.math.build import PM
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetExpr, SetOf, as_expr, has_decimal, literals
 
 INEQUALITIES = {"<", "<=", ">", ">="}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}

@@ -34,9 +34,9 @@ from __future__ import annotations
 import mpmath
 import sympy
 
-from verifiers.math.nodes import Expr
-from verifiers.math.numeric import MAX_PREC, PREC, approx, int_digits
-from verifiers.math.options import MathOptions
+from rlvr.verifiers.math.nodes import Expr
+from rlvr.verifiers.math.numeric import MAX_PREC, PREC, approx, int_digits
+from rlvr.verifiers.math.options import MathOptions
 
 GUARD = 20  # extra digits when deciding a rounding: a value this close to a rounding boundary is treated as on it
 EXTRA_PLACES = 30  # a value that terminates within this many more places than shown counts as finite

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import sympy
 
-from verifiers.math import intervals, units
-from verifiers.math.build import ten_power
-from verifiers.math.canon import INEQUALITIES, is_assignment, is_variable, to_set
-from verifiers.math.lexer import ParseError
-from verifiers.math.decimals import rounded_equal
-from verifiers.math.nodes import BaseNumber, Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, Text, literals
-from verifiers.math.numeric import functions_equal, numbers_equal, proportional
-from verifiers.math.options import MathOptions
+from rlvr.verifiers.math import intervals, units
+from rlvr.verifiers.math.build import ten_power
+from rlvr.verifiers.math.canon import INEQUALITIES, is_assignment, is_variable, to_set
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.decimals import rounded_equal
+from rlvr.verifiers.math.nodes import BaseNumber, Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, Text, literals
+from rlvr.verifiers.math.numeric import functions_equal, numbers_equal, proportional
+from rlvr.verifiers.math.options import MathOptions
 
 MAX_MATCH = 48  # larger collections compare by exact canonical form only
 _EMPTY_WORDS = {"no solution", "no solutions", "none", "no real solutions", "no real solution", "empty set"}

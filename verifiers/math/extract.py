@@ -50,7 +50,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from verifiers.math.units import TABLE as UNIT_TABLE
+from rlvr.verifiers.math.units import TABLE as UNIT_TABLE
 
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _BRACE = re.compile(r"[{}\\]")

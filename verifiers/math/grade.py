@@ -20,14 +20,14 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from verifiers.math.build import TooLarge
-from verifiers.math.canon import canon
-from verifiers.math.equivalence import same
-from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetOf, Text, has_decimal
-from verifiers.math.normalize import clean
-from verifiers.math.options import MathOptions
-from verifiers.math.parse import Denied, normal_text, parse_answer, split_label
+from rlvr.verifiers.math.build import TooLarge
+from rlvr.verifiers.math.canon import canon
+from rlvr.verifiers.math.equivalence import same
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetOf, Text, has_decimal
+from rlvr.verifiers.math.normalize import clean
+from rlvr.verifiers.math.options import MathOptions
+from rlvr.verifiers.math.parse import Denied, normal_text, parse_answer, split_label
 
 
 @dataclass(frozen=True)

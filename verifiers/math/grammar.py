@@ -13,12 +13,12 @@ signed   := ('-' | '+')* power ;  power := postfix ('^' signed)? ;  postfix := p
 """
 from __future__ import annotations
 
-from verifiers.math import build, intervals, matrices, units
-from verifiers.math.build import PM
-from verifiers.math.canon import as_set
-from verifiers.math.lexer import ParseError, Token
-from verifiers.math.nodes import Expr, Listing, Matrix, Node, Relation, SetExpr, as_expr, has_decimal, literals
-from verifiers.math.primary import Primaries
+from rlvr.verifiers.math import build, intervals, matrices, units
+from rlvr.verifiers.math.build import PM
+from rlvr.verifiers.math.canon import as_set
+from rlvr.verifiers.math.lexer import ParseError, Token
+from rlvr.verifiers.math.nodes import Expr, Listing, Matrix, Node, Relation, SetExpr, as_expr, has_decimal, literals
+from rlvr.verifiers.math.primary import Primaries
 
 MAX_DEPTH = 40
 _EOF = Token("eof", "")

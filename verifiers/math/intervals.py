@@ -8,8 +8,8 @@ from __future__ import annotations
 import mpmath
 import sympy
 
-from verifiers.math.lexer import ParseError
-from verifiers.math.numeric import EXACT_REL, PREC, approx, precision
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.numeric import EXACT_REL, PREC, approx, precision
 
 Piece = tuple  # (lo, hi, left_open, right_open); a point p is (p, p, False, False)
 Pieces = tuple[Piece, ...]

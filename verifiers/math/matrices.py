@@ -3,9 +3,9 @@ are written out (`\\begin{pmatrix}...\\end{pmatrix}`). Cells are combined with t
 operations of `build`; shapes must fit, and the work is capped like the matrices themselves."""
 from __future__ import annotations
 
-from verifiers.math import build
-from verifiers.math.lexer import ParseError
-from verifiers.math.nodes import Expr, Matrix, Node, as_expr
+from rlvr.verifiers.math import build
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.nodes import Expr, Matrix, Node, as_expr
 
 MAX_PRODUCT_WORK = 8_000  # multiplications in one matrix product (20 x 20 times 20 x 20)
 

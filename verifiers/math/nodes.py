@@ -6,8 +6,8 @@ from typing import Union
 
 import sympy
 
-from verifiers.math.lexer import ParseError
-from verifiers.math.units import Unit
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.units import Unit
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifiers.verdict import VerifierError
+from rlvr.verifiers.verdict import VerifierError
 
 
 class VerifierTypeError(VerifierError, TypeError):

@@ -27,10 +27,10 @@ import re
 
 import sympy
 
-from verifiers.math.grammar import Parser
-from verifiers.math.lexer import FUNCTIONS, SHORT_WORDS, ParseError, tokenize
-from verifiers.math.nodes import BaseNumber, Expr, Node, Relation, Text
-from verifiers.math.normalize import clean
+from rlvr.verifiers.math.grammar import Parser
+from rlvr.verifiers.math.lexer import FUNCTIONS, SHORT_WORDS, ParseError, tokenize
+from rlvr.verifiers.math.nodes import BaseNumber, Expr, Node, Relation, Text
+from rlvr.verifiers.math.normalize import clean
 
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|emph|textsf|texttt|hbox)\s*\{([^{}]*)\}")
 _BASE = re.compile(r"\(?([0-9A-Za-z]+)\)?_\{?\(?(\d{1,2})\)?\}?")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import sympy
 
-from verifiers.math import build, intervals
-from verifiers.math.lexer import ParseError, Token
-from verifiers.math.canon import canon
-from verifiers.math.nodes import Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, as_expr
+from rlvr.verifiers.math import build, intervals
+from rlvr.verifiers.math.lexer import ParseError, Token
+from rlvr.verifiers.math.canon import canon
+from rlvr.verifiers.math.nodes import Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, as_expr
 
 
 MAX_MATRIX_CELLS = 400

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from envs import ProceduralTasks, SingleTurnEnv, Task
-from verifiers import Outcome, Verdict
+from rlvr.envs import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.verifiers import Outcome, Verdict
 
 WORDS = ["gymnasium", "verifier", "sandbox", "reward", "policy", "rollout", "episode", "sampler"]
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-from envs import ProceduralTasks, SingleTurnEnv, Task
-from verifiers import Outcome, Verdict
+from rlvr.envs import ProceduralTasks, SingleTurnEnv, Task
+from rlvr.verifiers import Outcome, Verdict
 
 
 class UpperEnv(ProceduralTasks, SingleTurnEnv):

@@ -20,7 +20,7 @@ __all__ = ["Outcome", "Verdict", "VerifierError", *sorted(_SUBMODULES), *sorted(
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
-        return importlib.import_module(f"verifiers.{name}")
+        return importlib.import_module(f"rlvr.verifiers.{name}")
     if name in _NAMES:
         return getattr(importlib.import_module(_NAMES[name]), name)
     raise AttributeError(f"module 'verifiers' has no attribute {name!r}")

@@ -27,9 +27,9 @@ def test_all_nine_ids_registered_idempotently():
 
 def test_gymnasium_make_works_with_the_module_prefix_in_a_fresh_process():
     # Gymnasium 1.x no longer loads the `gymnasium.envs` entry-point group, so a bare
-    # gymnasium.make("rlvr/...") needs `import envs` first; "envs:rlvr/..." imports it for you.
-    code = ("import gymnasium, sys; e = gymnasium.make('envs:rlvr/GuessNumber-v0', n=8); "
-            "print(e.reset(seed=0)[1]['task_id']); print('envs' in sys.modules)")
+    # gymnasium.make("rlvr/...") needs `import rlvr.envs` first; "rlvr.envs:rlvr/..." imports it for you.
+    code = ("import gymnasium, sys; e = gymnasium.make('rlvr.envs:rlvr/GuessNumber-v0', n=8); "
+            "print(e.reset(seed=0)[1]['task_id']); print('rlvr.envs' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[1] == "True"
@@ -93,7 +93,7 @@ def test_list_envs_kinds_descriptions_and_broken_entry_points():
 def test_make_of_a_registered_but_broken_entry_point_is_clear():
     gym.register(id="rlvr/Broken-v0", entry_point="rlvr.envs.no_such_module:NoEnv")
     try:
-        with pytest.raises(envs.EnvError, match="registered but envs.no_such_module:NoEnv cannot be imported"):
+        with pytest.raises(envs.EnvError, match="registered but rlvr.envs.no_such_module:NoEnv cannot be imported"):
             envs.make("rlvr/Broken-v0")
     finally:
         del gym.registry["rlvr/Broken-v0"]

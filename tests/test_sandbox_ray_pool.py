@@ -54,7 +54,7 @@ def wait_for_run(pool: RaySandbox, timeout_s: float = 10.0) -> int:
 
 def test_without_ray_and_bad_arguments():
     """`import sandbox` never imports Ray; a pool without Ray is a typed error."""
-    script = ("import sys, sandbox, sandbox.ray_pool\n"
+    script = ("import sys\nfrom rlvr import sandbox\nimport rlvr.sandbox.ray_pool\n"
               "assert 'ray' not in sys.modules\n"
               "try:\n    sandbox.RaySandbox(1)\n"
               "except sandbox.SandboxError as e:\n    print(type(e).__name__, e)\n")

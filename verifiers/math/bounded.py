@@ -87,7 +87,7 @@ def _worker_main(fd: int, memory_mb: int) -> None:
 
 
 _WORKER_CMD = (
-    "import sys; from verifiers.math.bounded import _worker_main; _worker_main(int(sys.argv[1]), int(sys.argv[2]))"
+    "import sys; from rlvr.verifiers.math.bounded import _worker_main; _worker_main(int(sys.argv[1]), int(sys.argv[2]))"
 )
 
 

@@ -11,7 +11,16 @@ import pytest
 
 from conftest import require
 from rlvr.envs.episode import Episode
-from rlvr.envs.episode_log import EpisodeLogError, append_records, episode_from_record, load_complete_groups, read_records
+from rlvr.envs.episode_log import (
+    CHUNK,
+    EpisodeLogError,
+    append_records,
+    chunk_bounds,
+    episode_from_record,
+    load_whole_chunks,
+    read_records,
+    sort_by_group,
+)
 from rlvr.envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
 from rlvr.envs.sampler import FinishReason
 from rlvr.cli import main
@@ -84,18 +93,69 @@ def test_summary_counts_and_table():
         assert text in table
 
 
-def test_log_resumes_after_a_torn_write(tmp_path):
+def test_chunk_bounds_are_fixed_from_task_zero():
+    assert chunk_bounds(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert chunk_bounds(8, 4) == [(0, 4), (4, 8)] and chunk_bounds(3, 32) == [(0, 3)] and chunk_bounds(0, 4) == []
+    with pytest.raises(ValueError):
+        chunk_bounds(4, 0)
+
+
+def chunk_lines(start: int, stop: int, group_size: int = 2, outcome: Outcome = C, bounds=None) -> list[dict]:
+    """The lines a run writes for chunk [start, stop): every group whole, each line naming the chunk."""
+    return [{**episode(g, outcome, float(outcome is C)).to_dict(), CHUNK: list(bounds or (start, stop))}
+            for g in range(start, stop) for _ in range(group_size)]
+
+
+def test_log_resumes_by_whole_chunks(tmp_path):
+    """A chunk is kept only as its whole write: a torn line, a partial group, an `error`, other bounds
+    or no bounds send the whole chunk back to be sampled, and its lines leave the file."""
     path = tmp_path / "episodes.jsonl"
-    append_records(path, [ep.to_dict() for ep in EPISODES])
-    assert [Episode.from_dict(r) for r in read_records(path)] == EPISODES
+    chunks = [(0, 2), (2, 4), (4, 5)]
+    whole = chunk_lines(0, 2) + chunk_lines(2, 4) + chunk_lines(4, 5)
+    append_records(path, whole)
+    assert load_whole_chunks(path, chunks, 2) == (whole, [])
+    assert read_records(path) == whole  # nothing to drop: the file is as it was
+
     text = path.read_text()
-    torn = text[: text.index("\n", len(text) // 3 * 2)] + '\n{"env_id": "rlvr/Ari'  # group 1 cut short, a torn line
-    path.write_text(torn)
-    kept = load_complete_groups(path, group_size=5)
-    assert [r["group_id"] for r in kept] == [0] * 5
-    assert path.read_text() == "".join(text.splitlines(keepends=True)[:5])  # rewritten without the rest
-    append_records(path, [EPISODES[5].to_dict()])
-    assert len(read_records(path)) == 6  # appending after the repair makes whole lines
+    lines = text.splitlines(keepends=True)
+    path.write_text("".join(lines[:7]) + lines[7][:40])  # stopped in chunk (2, 4)'s write: group 3 half, torn
+    kept, redo = load_whole_chunks(path, chunks, 2)
+    assert redo == [(2, 4), (4, 5)] and kept == whole[:4]
+    assert path.read_text() == "".join(lines[:4])  # group 2, whole on its own, went with its chunk
+    append_records(path, whole[4:])
+    assert read_records(path) == whole  # appending after the repair makes whole lines
+
+    bad = {
+        "error": chunk_lines(0, 2)[:3] + chunk_lines(1, 2, outcome=E)[:1],  # a grader outage in group 1
+        "other bounds": chunk_lines(0, 2, bounds=(0, 3)),  # a run with more tasks sampled it in a larger chunk
+        "no bounds": [{k: v for k, v in r.items() if k != CHUNK} for r in chunk_lines(0, 2)],  # not a chunk's write
+        "a group short": chunk_lines(0, 2)[:3],
+        "a group long": chunk_lines(0, 2) + chunk_lines(1, 2)[:1],
+    }
+    for case, first in bad.items():
+        path.write_text("")
+        append_records(path, first + whole[4:])
+        kept, redo = load_whole_chunks(path, chunks, 2)
+        assert redo == [(0, 2)] and kept == whole[4:], case
+        assert read_records(path) == whole[4:], case
+
+
+def test_log_keeps_the_lines_of_a_longer_run(tmp_path):
+    """Groups past this run's chunks (a run with more tasks wrote them) stay in the file untouched,
+    for a later run to judge, and are not this run's records; `sort_by_group` puts a chunk sampled
+    again back in its place."""
+    path = tmp_path / "episodes.jsonl"
+    append_records(path, chunk_lines(0, 2) + chunk_lines(2, 4))
+    kept, redo = load_whole_chunks(path, [(0, 2), (2, 3)], 2)  # 3 tasks now: chunk (2, 3) was sampled as (2, 4)
+    assert kept == chunk_lines(0, 2) and redo == [(2, 3)]
+    assert read_records(path) == chunk_lines(0, 2) + chunk_lines(2, 4)[2:]  # group 3's lines: not this run's
+    path.write_text("")
+    append_records(path, chunk_lines(2, 4) + chunk_lines(0, 2) + chunk_lines(4, 6))
+    kept, redo = load_whole_chunks(path, [(0, 2), (2, 4)], 2)
+    assert redo == [] and kept == chunk_lines(2, 4) + chunk_lines(0, 2)
+    assert read_records(path)[-4:] == chunk_lines(4, 6)
+    sort_by_group(path)
+    assert read_records(path) == chunk_lines(0, 2) + chunk_lines(2, 4) + chunk_lines(4, 6)
 
 
 def test_finish_reasons_round_trip_through_the_log_as_plain_strings(tmp_path):
@@ -148,15 +208,19 @@ def test_eval_writes_resumes_and_extends(model_dir, tmp_path, capsys):
     assert {"prompt", "completion", "reward", "outcome", "metadata"} <= first.keys()
     assert first["prompt"].startswith("<|im_start|>user") and first["metadata"]["seed"] == 1_000_000
 
+    assert [json.loads(x)["chunk"] for x in lines] == [[0, 2]] * 4 + [[2, 3]] * 2  # chunks of 2, the last cut at 3
+
     # Interrupted during the second chunk: task 2's group half written, its last line torn.
     (out / "episodes.jsonl").write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])
     assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "3")) == 0
     resumed = (out / "episodes.jsonl").read_text().splitlines()
-    assert resumed[:4] == lines[:4] and len(resumed) == 6  # finished tasks kept, task 2 sampled again
-    assert [json.loads(x)["group_id"] for x in resumed] == [0, 0, 1, 1, 2, 2]
+    assert resumed == lines  # the first chunk kept, the second sampled again whole: as the run was
 
-    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "4")) == 0  # more tasks: only the new one
-    assert (out / "episodes.jsonl").read_text().splitlines()[:6] == resumed
+    # More tasks: chunk [2, 4) replaces [2, 3), sampled whole as a run of 4 tasks samples it.
+    assert main(eval_args(model_dir, out, "--sampler", "hf", "--tasks", "4")) == 0
+    extended = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [json.dumps(r, ensure_ascii=False) for r in extended[:4]] == resumed[:4]
+    assert [(r["group_id"], r["chunk"]) for r in extended[4:]] == [(2, [2, 4])] * 2 + [(3, [2, 4])] * 2
     assert json.loads((out / "summary.json").read_text())["episodes"] == 8
 
 
@@ -230,9 +294,10 @@ def test_eval_resume_retries_the_tasks_whose_grader_failed(model_dir, tmp_path):
     assert [r["outcome"] == "error" for r in first] == [False, False, True, True, False, False]
     assert json.loads((out / "summary.json").read_text())["outcomes"]["error"] == 2
 
-    assert main(args) == 0  # the grader is back: task 1 is sampled again, the others are kept
+    assert main(args) == 0  # the grader is back: task 1's chunk (all three tasks) is sampled again whole
     again = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
-    assert again[:4] == first[:2] + first[4:]  # finished tasks untouched, task 1's old lines replaced
-    assert [r["group_id"] for r in again[4:]] == [1, 1] and all(r["outcome"] != "error" for r in again)
+    assert [r["group_id"] for r in again] == [0, 0, 1, 1, 2, 2] and all(r["outcome"] != "error" for r in again)
+    assert again[:2] + again[4:] == first[:2] + first[4:]  # the same call: the same samples, the same lines
+    assert [r["completion_ids"] for r in again] == [r["completion_ids"] for r in first]  # task 1 now graded
     summary = json.loads((out / "summary.json").read_text())
     assert summary["episodes"] == summary["valid_episodes"] == 6 and summary["outcomes"]["error"] == 0

@@ -2,8 +2,10 @@
 
 Writes DIR/episodes.jsonl as it goes (one line per episode) and DIR/summary.json at the end,
 and prints the summary as a table. Run it again with the same arguments to resume an
-interrupted run: finished tasks are kept, the rest are sampled, and so again are the tasks with
-an `error` episode (the grader failed, e.g. the sandbox was down; their old lines are replaced).
+interrupted run: it ends as the uninterrupted run would have, episode for episode. Tasks are
+sampled in chunks of --chunk, fixed from the start; a resumed run keeps the chunks written whole
+and samples the others again whole (one cut short by the stop, or holding an `error` episode: the
+grader failed, e.g. the sandbox was down; their old lines are replaced).
 Tasks are the environment's reset seeds `--task-start`, `--task-start + 1`, ... (by default the
 held-out seeds the trainer evaluates on).
 Without --out, DIR is a new runs/eval/ENV-YYYYmmdd-HHMMSS (ENV: the id, its `/` and `:` as `_`),
@@ -155,17 +157,22 @@ def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
     return sampler, tokenizer
 
 
-def _identity(env_id: str, env_args: dict, model: str, sampling: dict, group_size: int) -> dict[str, Any]:
-    """What two runs must share for their episodes to be pooled."""
-    return {"env": env_id, "env_args": env_args, "model": model, "sampling": sampling, "samples": group_size}
+def _identity(env_id: str, env_args: dict, model: str, sampling: dict, group_size: int, chunk: int) -> dict[str, Any]:
+    """What two runs must share for their episodes to be pooled: the chunk too, as a task's samples
+    may depend on the tasks batched with it (`rlvr.envs.episode_log`)."""
+    return {"env": env_id, "env_args": env_args, "model": model, "sampling": sampling, "samples": group_size,
+            "chunk": chunk}
 
 
 def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
     run_file = out / "run.json"
     if run_file.exists():
         previous = json.loads(run_file.read_text())
-        if previous != json.loads(json.dumps(identity)):
-            raise UsageError(f"{out} holds episodes of another run ({previous}); pass a new --out")
+        current = json.loads(json.dumps(identity))
+        if previous != current:
+            differ = ", ".join(f"{k}: {previous.get(k)!r} there, {current.get(k)!r} here"
+                               for k in sorted(previous.keys() | current.keys()) if previous.get(k) != current.get(k))
+            raise UsageError(f"{out} holds episodes of another run ({differ}); pass a new --out")
     else:
         run_file.write_text(json.dumps(identity, indent=2))
 
@@ -231,46 +238,54 @@ def run(args: argparse.Namespace) -> int:
 def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str,
                 model: str) -> int:
     """The evaluation proper, holding the lock on `out`."""
-    from rlvr.envs.episode_log import append_records, episode_from_record, load_complete_groups
+    from tqdm.auto import tqdm
+
+    from rlvr.envs.episode_log import (
+        append_records,
+        chunk_bounds,
+        episode_from_record,
+        load_whole_chunks,
+        sort_by_group,
+    )
     from rlvr.envs.evaluate import format_table, summarize
     from rlvr.envs.rollout import rollout
-    from tqdm.auto import tqdm
 
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
     log = out / "episodes.jsonl"
     sampling_dict = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
                      "seed": args.seed, "task_start": args.task_start}
     with _writing(out):
-        _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size))
-        records = _without_errors(log, load_complete_groups(log, group_size), args.tasks)
+        _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size, args.chunk))
+        # Resume by whole chunks, each sampled again as the uninterrupted run samples it (the module's docstring)
+        records, todo = load_whole_chunks(log, chunk_bounds(args.tasks, args.chunk), group_size)
     with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
         sampler, tokenizer = build_sampler(args)
 
-    done = {int(r["group_id"]) for r in records}
-    todo = [i for i in range(args.tasks) if i not in done]
     tokens, seconds = 0, 0.0
     sampled: list = []  # this run's episodes: all of them errors means the environment cannot work
     try:
-        with tqdm(total=args.tasks, initial=args.tasks - len(todo), disable=not args.progress, desc="tasks",
-                  unit="task") as bar:
-            for start in range(0, len(todo), args.chunk):
-                chunk = todo[start : start + args.chunk]
+        with tqdm(total=args.tasks, initial=args.tasks - sum(b - a for a, b in todo), disable=not args.progress,
+                  desc="tasks", unit="task") as bar:
+            for chunk in todo:
                 t0 = time.perf_counter()
                 groups = _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model)
                 seconds += time.perf_counter() - t0
                 new = [ep for g in groups for ep in g.episodes]
                 tokens += sum(sum(ep.loss_mask) for ep in new)
                 with _writing(out):
-                    append_records(log, [_record(ep, tokenizer) for ep in new])
+                    append_records(log, [_record(ep, tokenizer, chunk) for ep in new])
                 records += [ep.to_dict() for ep in new]
-                bar.update(len(chunk))
+                bar.update(chunk[1] - chunk[0])
                 sampled += new
                 _stop_if_only_errors(sampled, log)
     finally:
         if hasattr(sampler, "close"):
             sampler.close()
 
-    episodes = [episode_from_record(r) for r in records if r["group_id"] < args.tasks]
+    with _writing(out):
+        sort_by_group(log)  # a chunk sampled again after later ones: where the uninterrupted run has it
+    # In task order, as the uninterrupted run has them: the bootstrap's intervals follow the order.
+    episodes = [episode_from_record(r) for r in sorted(records, key=lambda r: int(r["group_id"]))]
     summary = summarize(episodes, ks, env_id=args.env, env_args=env_args, model=model,
                         seconds=seconds if todo else None, tokens=tokens if todo else None, seed=args.seed,
                         sampler=kind, samples_per_task=group_size,
@@ -302,7 +317,7 @@ def _writing(out: Path) -> Iterator[None]:
 def _stop_if_only_errors(episodes: list, log: Path) -> None:
     """Every episode sampled so far (a chunk or more) is an `error`: the environment or its grader
     cannot work, and the rest would fail alike. Stop with the first error; the tasks are sampled
-    again when the run is resumed (`_without_errors`)."""
+    again when the run is resumed (`load_whole_chunks`)."""
     from rlvr.trainers.outage import NothingProduced, all_errors, error_message
 
     if all_errors(episodes):
@@ -311,44 +326,21 @@ def _stop_if_only_errors(episodes: list, log: Path) -> None:
                               "with the same --out once fixed: error tasks are sampled again)")
 
 
-def _without_errors(log: Path, records: list[dict[str, Any]], tasks: int) -> list[dict[str, Any]]:
-    """`records` less the groups (among the first `tasks`) with an `error` episode: an outage of the
-    grader is no answer, so those tasks are sampled again (with the same seeds) and their old lines
-    leave the log now, atomically, so that no task is counted twice."""
-    from rlvr.envs.episode_log import append_records
-
-    retry = {int(r["group_id"]) for r in records if r.get("outcome") == "error" and int(r["group_id"]) < tasks}
-    if not retry:
-        return records
-    keep = [r for r in records if int(r["group_id"]) not in retry]
-    tmp = log.with_suffix(log.suffix + ".tmp")
-    tmp.write_text("", encoding="utf-8")
-    append_records(tmp, keep)
-    os.replace(tmp, log)
-    return keep
+def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk: tuple[int, int], group_size, sampling, model):
+    """Tasks [start, stop) of the run as groups whose ids are their indices: ONE rollout call, the
+    chunk's whole batch, as in every run that samples this chunk."""
+    start, stop = chunk
+    # The rollout adds i * G to the seed for the i-th task of a call: task t's seed is seed + t * G in any run.
+    seeded = dataclasses.replace(sampling, seed=sampling.seed + start * group_size)
+    return rollout(args.env, env_args, sampler, tokenizer, seeds=[args.task_start + i for i in range(start, stop)],
+                   group_size=group_size, sampling=seeded, model_info={"model": model, "model_step": None},
+                   progress=False, group_id_start=start)
 
 
-def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model):
-    """Tasks `chunk` (indices into the run's task list) as groups whose ids are those indices."""
-    groups = []
-    # Consecutive runs of indices go in one call each (a resumed run may have holes).
-    runs: list[list[int]] = []
-    for i in chunk:
-        if runs and runs[-1][-1] == i - 1:
-            runs[-1].append(i)
-        else:
-            runs.append([i])
-    for r in runs:
-        # Seeds follow the task index (the rollout adds i * G for the i-th task of a call), so a
-        # resumed run samples with the seeds the uninterrupted one would have used.
-        seeded = dataclasses.replace(sampling, seed=sampling.seed + r[0] * group_size)
-        groups += rollout(args.env, env_args, sampler, tokenizer, seeds=[args.task_start + i for i in r],
-                          group_size=group_size, sampling=seeded, model_info={"model": model, "model_step": None},
-                          progress=False, group_id_start=r[0])
-    return groups
+def _record(ep, tokenizer, chunk: tuple[int, int]) -> dict[str, Any]:
+    """An episode line: readable prompt and completion text first, then the exact episode and the
+    chunk it was sampled in (a resume keeps it only as part of that chunk)."""
+    from rlvr.envs.episode_log import CHUNK
 
-
-def _record(ep, tokenizer) -> dict[str, Any]:
-    """An episode line: readable prompt and completion text first, then the exact episode."""
     return {"prompt": tokenizer.decode(ep.prompt_ids), "completion": tokenizer.decode(ep.completion_ids),
-            **ep.to_dict()}
+            **ep.to_dict(), CHUNK: list(chunk)}

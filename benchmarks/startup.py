@@ -32,7 +32,8 @@ if policy:
 with block():
     from rlvr.trainers.config import TrainConfig
     config = TrainConfig.load(None, {"steps": 1, "eval_tasks": 0, "progress": False, "out": sys.argv[2]})
-    algo = config.check()
+    from rlvr.trainers.preflight import check_run
+    algo = check_run(config)
     from rlvr.trainers.loop import Trainer
 with block():
     trainer = Trainer(config, algo)

@@ -14,16 +14,13 @@ import sys
 
 from rlvr.startup import no_collection_at_exit
 from rlvr.errors import RlvrError
+from rlvr.usage import UsageError, one_line  # noqa: F401 - UsageError: rlvr.cli.UsageError too
 
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
 
 DESCRIPTION = "Post-train language models with RL from verifiable rewards: environments, evaluation, training."
 EPILOG_TAIL = """An environment id may name a module to import first, e.g. `rlvr check-env my_module:mine/MyEnv-v0`;
 it is found in the current folder (as with `python -m rlvr`). `rlvr COMMAND --help` lists a command's options."""
-
-
-class UsageError(RlvrError, ValueError):
-    """Bad command-line arguments, or an --out that holds another run."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,11 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub._choices_actions.clear()
     parser.epilog = "commands:\n" + "\n".join(lines) + "\n\n" + EPILOG_TAIL
     return parser
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    return "; ".join(line.strip() for line in text.splitlines() if line.strip()) or type(exc).__name__
 
 
 def add_cwd_to_path() -> None:

@@ -76,7 +76,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, aliases: Mapping[str, 
 def given_values(args: argparse.Namespace, cls: type, aliases: Mapping[str, Sequence[str]] | None = None) -> dict:
     """{field: value} for the flags given on the command line only, converted to the field's type."""
     from rlvr.envs import parse_env_args  # KEY=VALUE with YAML values, as --env-arg always read them
-    from rlvr.cli import UsageError
+    from rlvr.usage import UsageError
 
     present = vars(args)
     values: dict[str, Any] = {}

@@ -18,6 +18,7 @@ from transformers import AutoModelForCausalLM
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.loop import Trainer
+from rlvr.trainers.preflight import check_run
 
 SMALL = dict(model="tiny", sampler="hf", tasks_per_step=4, group_size=4, max_tokens=10, lr=1e-3, threads=1,
              progress=False, save_every=1, seed=3, algo_args={"kl_coef": 0.01})
@@ -61,7 +62,7 @@ def test_resume_is_exact(tmp_path):
 def test_existing_run_needs_resume(tmp_path):
     run(tmp_path, steps=1)
     with pytest.raises(ConfigError, match="--resume"):
-        TrainConfig.from_dict({**SMALL, "out": str(tmp_path), "steps": 2}).check()
+        check_run(TrainConfig.from_dict({**SMALL, "out": str(tmp_path), "steps": 2}))
 
 
 def wait_for(predicate, timeout: float, proc: subprocess.Popen) -> None:

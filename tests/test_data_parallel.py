@@ -19,6 +19,7 @@ from rlvr.trainers.components import build_models, build_optimizer
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, rendezvous
 from rlvr.trainers.phases import compute_advantages, old_and_ref_logprobs
+from rlvr.trainers.preflight import check_run
 from rlvr.trainers.update import run_update, trainable_parameters
 
 CASES = {
@@ -36,7 +37,7 @@ CASES = {
 
 
 def step_tensors(cfg: TrainConfig):
-    algo = resolve(cfg.check(), cfg.max_tokens)
+    algo = resolve(check_run(cfg), cfg.max_tokens)
     models = build_models(cfg, algo.needs_reference, algo.needs_value_head, None)
     if models.value_head is not None:  # zero-initialised: give the value loss something to move
         torch.nn.init.normal_(models.value_head.linear.weight, std=0.1)

@@ -21,6 +21,7 @@ from rlvr.trainers.aggregation import aggregate_loss
 from rlvr.trainers.algorithms import check_settings, compute_policy_loss, get_algorithm, teacher_advantages
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.phases import update_is_on_policy
+from rlvr.trainers.preflight import check_run
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT_HEAD_SCALE = 0.5
@@ -96,26 +97,26 @@ def test_preset_and_its_loss_gradient():
 
 def test_teacher_is_required_and_only_for_distill(tmp_path, student_dir):
     with pytest.raises(ConfigError, match="--teacher DIR"):
-        distill_config(tmp_path, student_dir, teacher=None).check()
+        check_run(distill_config(tmp_path, student_dir, teacher=None))
     with pytest.raises(ConfigError, match="does not use one"):
-        distill_config(tmp_path, student_dir, algo="grpo").check()
-    assert distill_config(tmp_path, student_dir).check().name == "distill"
+        check_run(distill_config(tmp_path, student_dir, algo="grpo"))
+    assert check_run(distill_config(tmp_path, student_dir)).name == "distill"
     assert get_algorithm("grpo", advantage="teacher_kl").needs_teacher  # a custom preset may distill too
     check_settings(get_algorithm("grpo", advantage="teacher_kl"), distill_config(tmp_path, student_dir))
 
 
 def test_bad_teacher_directories(tmp_path, student_dir):
     with pytest.raises(ConfigError, match="teacher '/no/such/dir'.*not 'tiny' and not a local directory"):
-        distill_config(tmp_path, student_dir, teacher="/no/such/dir").check()
+        check_run(distill_config(tmp_path, student_dir, teacher="/no/such/dir"))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ConfigError, match="teacher .*no config.json"):
-        distill_config(tmp_path, student_dir, teacher=str(empty)).check()
+        check_run(distill_config(tmp_path, student_dir, teacher=str(empty)))
     no_weights = tmp_path / "no_weights"
     no_weights.mkdir()
     shutil.copy(student_dir / "config.json", no_weights / "config.json")
     with pytest.raises(ConfigError, match="teacher: model .* has no weights"):
-        distill_config(tmp_path, student_dir, teacher=str(no_weights)).check()
+        check_run(distill_config(tmp_path, student_dir, teacher=str(no_weights)))
 
 
 def test_teacher_vocabulary_must_match(tmp_path, student_dir):
@@ -127,18 +128,18 @@ def test_teacher_vocabulary_must_match(tmp_path, student_dir):
     vocab[a], vocab[b] = vocab[b], vocab[a]
     (swapped / "tokenizer.json").write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="another tokenizer.*2 ids differ, first id 100"):
-        distill_config(tmp_path, student_dir, teacher=str(swapped)).check()
+        check_run(distill_config(tmp_path, student_dir, teacher=str(swapped)))
 
     narrow = tmp_path / "narrow"  # the same tokenizer, an output layer too small for the student's ids
     shutil.copytree(student_dir, narrow)
     config = json.loads((narrow / "config.json").read_text())
     (narrow / "config.json").write_text(json.dumps({**config, "vocab_size": config["vocab_size"] - 1}))
     with pytest.raises(ConfigError, match="vocab_size 1023, less than the student's 1024"):
-        distill_config(tmp_path, student_dir, teacher=str(narrow)).check()
+        check_run(distill_config(tmp_path, student_dir, teacher=str(narrow)))
 
     (narrow / "tokenizer.json").unlink()  # no tokenizer.json to compare: the vocab sizes must be equal
     with pytest.raises(ConfigError, match="vocab_size 1023, the student 1024"):
-        distill_config(tmp_path, student_dir, teacher=str(narrow)).check()
+        check_run(distill_config(tmp_path, student_dir, teacher=str(narrow)))
 
 
 # ---- one step, and learning -----------------------------------------------------------------

@@ -21,11 +21,12 @@ from transformers import PreTrainedModel
 from conftest import require
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.batch import collate
-from rlvr.trainers.config import ConfigError, TrainConfig, check_model_dir
+from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.models import TINY_DIR, load_causal_lm, resolve_model
 from rlvr.trainers.phases import reference_logprobs
 from rlvr.trainers.policy import forward
+from rlvr.trainers.preflight import check_model_dir, check_run
 
 ROOT = Path(__file__).resolve().parents[1]
 GAP = 1e-4
@@ -144,8 +145,8 @@ def test_resume_with_lora_is_exact(tmp_path):
 
 def test_a_target_the_model_lacks_fails_at_the_check(tmp_path):
     with pytest.raises(ConfigError, match="no module named nope"):
-        config(tmp_path, lora_targets="q_proj,nope").check()
-    config(tmp_path, lora_targets="q_proj,v_proj").check()
+        check_run(config(tmp_path, lora_targets="q_proj,nope"))
+    check_run(config(tmp_path, lora_targets="q_proj,v_proj"))
     cmd = [sys.executable, "-m", "rlvr", "train", "--lora-rank", "4", "--lora-targets", "qproj",
            "--out", str(tmp_path / "run")]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)

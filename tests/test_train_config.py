@@ -6,6 +6,7 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.preflight import check_run
 
 
 def test_defaults_are_the_main_job():
@@ -59,17 +60,17 @@ def test_settings_errors(values, message):
 def test_checks_that_look_things_up(values, message):
     cfg = TrainConfig.from_dict(values)
     with pytest.raises(ConfigError, match=message):
-        cfg.check()
+        check_run(cfg)
 
 
 def test_settings_are_checked_before_the_model():
     """A bad algorithm is reported even when the model is missing too: nothing was loaded first."""
     with pytest.raises(ConfigError, match="unknown algorithm"):
-        TrainConfig.from_dict({"algo": "nope", "model": "/nonexistent"}).check()
+        check_run(TrainConfig.from_dict({"algo": "nope", "model": "/nonexistent"}))
 
 
 def test_reinforce_with_group_size_one_is_fine():
-    assert TrainConfig.from_dict({"algo": "reinforce", "group_size": 1}).check().name == "reinforce"
+    assert check_run(TrainConfig.from_dict({"algo": "reinforce", "group_size": 1})).name == "reinforce"
 
 
 def test_cli_fails_at_start_with_a_clear_message(capsys, tmp_path):

@@ -1,12 +1,13 @@
-"""`TrainConfig`: every setting of a training run, from a YAML file and command-line overrides,
-checked before anything heavy is loaded so that a bad run fails in a second, not after minutes."""
+"""`TrainConfig`: every setting of a training run, from a YAML file and command-line overrides, and
+`ConfigError`. Settings only: `validate` checks what needs nothing but the values themselves; the
+checks that look up the algorithm, the environment, the model and the device live in
+`trainers.preflight`, so that this module imports no other module of rlvr's (each of those imports
+`ConfigError` from here: the arrows go one way)."""
 from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.errors import RlvrError
 
 
@@ -27,7 +29,6 @@ CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # tr
 VALUE_MODELS = ("auto", "none", "head", "critic")
 SCHEDULES = ("constant", "linear", "cosine")
 DTYPES = ("float32", "bfloat16")
-GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # `device` (trainers.device), checked here without importing torch
 DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
@@ -127,7 +128,7 @@ class TrainConfig:
     resume: bool = setting(False, "continue from the last checkpoint in --out")
     eval_tasks: int = setting(0, "held-out tasks measured before and after training; 0: no evaluation")
     eval_every: int = setting(0, "also measure every N steps; 0: only before and after")
-    eval_seed_start: int = setting(1_000_000, "held-out tasks are the reset seeds eval_seed_start, "
+    eval_seed_start: int = setting(HELD_OUT_SEED_START, "held-out tasks are the reset seeds eval_seed_start, "
                                    "eval_seed_start + 1, ... (training draws none of them)")
     eval_temperature: float = setting(1.0, "sampling temperature of the held-out evaluation")
     max_error_steps: int = setting(5, "stop the run (exit 2, naming the first error) when every episode is an "
@@ -273,185 +274,6 @@ class TrainConfig:
         if not isinstance(self.env_args, dict) or not isinstance(self.algo_args, dict):
             raise ConfigError("env_args and algo_args must be mappings of KEY: VALUE")
 
-    def check(self):
-        """All checks, including those that look up the algorithm, the environment and the model
-        (all cheap: nothing is loaded). Returns the resolved `AlgoConfig`."""
-        self.validate()
-        check_out_dir(self.out)  # before the imports below (torch): a bad --out fails in a blink
-
-        from rlvr.envs import make  # the registry's typed errors: UnknownEnvError, EnvArgumentError
-        from rlvr.trainers.algorithms import check_settings, get_algorithm
-        from rlvr.trainers.checkpoint import latest_checkpoint
-        from rlvr.trainers.models import resolve_model
-
-        if not self.resume and latest_checkpoint(self.out) is not None:
-            raise ConfigError(f"{self.out} already holds checkpoints of a run: pass --resume to continue it, "
-                              "or choose another --out")
-        try:
-            algo = get_algorithm(self.algo, **self.algo_args)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"algorithm {self.algo!r}: {_message(exc)}") from None
-        check_settings(algo, self)  # the preset with this run's epochs, minibatches, sampling
-        if algo.advantage in GROUP_ESTIMATORS and self.group_size < 2:
-            raise ConfigError(f"{self.algo} compares samples within a group: group_size must be >= 2, got {self.group_size}")
-        if algo.needs_value_head and self.value_model == "none":
-            raise ConfigError(f"{self.algo} needs values: use value_model 'head' or 'critic', not 'none'")
-        try:
-            make(self.env, **self.env_args).close()
-        except Exception as exc:  # UnknownEnvError / EnvArgumentError / the env's own ValueError
-            raise ConfigError(f"environment {self.env!r} with {self.env_args}: {_message(exc)}") from None
-        try:
-            path = resolve_model(self.model)
-        except Exception as exc:  # the models module's typed error; re-raised as a setting error
-            raise ConfigError(f"model {self.model!r}: {_message(exc)}") from None
-        check_model_dir(path)
-        check_tokenizer_dir(path)
-        from rlvr.trainers.device import resolve_device
-
-        resolve_device(self.device)  # a GPU this machine lacks fails now (DeviceError), not after loading
-        if self.lora_rank:  # a module name the model lacks fails now, not after loading
-            from rlvr.trainers.lora import check_targets
-
-            check_targets(path, self.lora_targets)
-        if self.teacher:  # check_settings above: set exactly when the algorithm distills
-            check_teacher(self.teacher, path)
-        return algo
-
-    @property
-    def wants_values(self) -> bool:
-        return self.value_model in ("head", "critic")
-
-
-def check_out_dir(out: str | os.PathLike, flag: str = "--out") -> None:
-    """`out` can be created (or is already a directory) and written to, without creating it:
-    it is not a file, not under a file, and its nearest existing ancestor is writable."""
-    path = Path(out).expanduser().absolute()
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{flag} {out} is a file, not a directory")
-    existing = next(p for p in (path, *path.parents) if p.exists())
-    if not existing.is_dir():
-        raise ConfigError(f"{flag} {out} is under {existing}, which is a file, not a directory")
-    # access() reports a read-only file system (EROFS) also to root, whom permission bits don't stop
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{flag} {out} cannot be written: {existing} is read-only")
-
-
-WEIGHT_PATTERNS = ("*.safetensors", "*.bin")  # single or sharded; what transformers and vLLM read
-
-
-def check_model_dir(path: str | os.PathLike) -> None:
-    """A model directory that transformers and vLLM can load: config.json is a JSON object and
-    weights are there (checked now, so that a bad directory fails before minutes of loading). A
-    LoRA adapter directory (a checkpoint of `--lora-rank`) passes when its adapter_config.json names
-    a base model that passes and its adapter weights are there."""
-    path = Path(path)
-    if (path / "adapter_config.json").is_file() and not (path / "config.json").is_file():
-        _check_adapter_dir(path)
-        return
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"model {path}: config.json is not readable JSON ({exc})") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"model {path}: config.json must hold a JSON object, got {type(config).__name__}")
-    if not any(any(path.glob(pattern)) for pattern in WEIGHT_PATTERNS):
-        raise ConfigError(f"model {path} has no weights (no *.safetensors or *.bin file)")
-
-
-TOKENIZER_VOCABULARIES = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt", "spiece.model")
-
-
-def check_tokenizer_dir(path: str | os.PathLike) -> None:
-    """A tokenizer that rlvr can use is in directory `path`: a vocabulary file, its JSON files whole
-    (a cut-short tokenizer.json fails here, not as a JSONDecodeError deep in transformers), and a
-    chat template (environments speak in chat messages; without one, transformers fails only at
-    the first prompt, after the model has loaded)."""
-    path = Path(path)
-    if not any((path / name).is_file() for name in TOKENIZER_VOCABULARIES):
-        raise ConfigError(f"model {path} has no tokenizer (none of {', '.join(TOKENIZER_VOCABULARIES)})")
-    parsed: dict[str, Any] = {}
-    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.json"):
-        if (path / name).is_file():
-            try:
-                parsed[name] = json.loads((path / name).read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise ConfigError(f"model {path}: {name} is not readable JSON ({exc})") from None
-            if not isinstance(parsed[name], dict):
-                raise ConfigError(f"model {path}: {name} must hold a JSON object, got {type(parsed[name]).__name__}")
-    templates = [parsed.get(name, {}).get("chat_template") for name in ("tokenizer_config.json", "chat_template.json")]
-    if not any(templates) and not (path / "chat_template.jinja").is_file():
-        raise ConfigError(f"model {path} has no chat template (no chat_template.jinja, and no chat_template in "
-                          "tokenizer_config.json): environments give chat messages, so rlvr needs a chat model's "
-                          "tokenizer (or add the template to it)")
-
-
-def _check_adapter_dir(path: Path) -> None:
-    from rlvr.trainers.models import adapter_base_dir
-
-    try:
-        base = adapter_base_dir(path)
-    except RlvrError as exc:  # the models module's typed errors, as a setting error
-        raise ConfigError(f"model {path} (a LoRA adapter): {exc}") from None
-    check_model_dir(base)
-    if not any(any(path.glob(pattern)) for pattern in ("adapter_model.safetensors", "adapter_model.bin")):
-        raise ConfigError(f"model {path} (a LoRA adapter) has no adapter weights (adapter_model.safetensors)")
-
-
-def check_teacher(teacher: str, student: Path) -> None:
-    """The teacher is a loadable model directory ("tiny" allowed) that scores the student's token
-    ids as the same tokens: the same tokenizer vocabulary (tokenizer.json's, or else the same
-    vocab_size), and logits for every id the student can sample (vocab_size at least the
-    student's; larger, padded output layers are fine, as between Qwen sizes)."""
-    from rlvr.trainers.models import resolve_model
-
-    try:
-        path = resolve_model(teacher)
-    except Exception as exc:  # the models module's typed error; re-raised as a setting error
-        raise ConfigError(f"teacher {teacher!r}: {_message(exc)}") from None
-    try:
-        check_model_dir(path)
-    except ConfigError as exc:
-        raise ConfigError(f"teacher: {exc}") from None
-    s_vocab, t_vocab = _tokenizer_vocabulary(student), _tokenizer_vocabulary(path)
-    s_size, t_size = _vocab_size(student), _vocab_size(path)
-    if s_vocab is not None and t_vocab is not None and s_vocab != t_vocab:
-        differ = sorted(i for i in set(s_vocab) | set(t_vocab) if s_vocab.get(i) != t_vocab.get(i))
-        i = differ[0]
-        raise ConfigError(
-            f"teacher {teacher!r} has another tokenizer than the student {str(student)!r} ({len(t_vocab)} vs "
-            f"{len(s_vocab)} tokens; {len(differ)} ids differ, first id {i}: {t_vocab.get(i)!r} vs "
-            f"{s_vocab.get(i)!r}): distillation scores the student's token ids with the teacher, so both need "
-            f"the same vocabulary")
-    if (s_vocab is None or t_vocab is None) and None not in (s_size, t_size) and s_size != t_size:
-        raise ConfigError(f"teacher {teacher!r} has vocab_size {t_size}, the student {s_size}: distillation needs "
-                          f"the same tokenizer vocabulary")
-    if None not in (s_size, t_size) and t_size < s_size:
-        raise ConfigError(f"teacher {teacher!r} has vocab_size {t_size}, less than the student's {s_size}: it "
-                          f"cannot score every token id the student may sample")
-
-
-def _vocab_size(path: Path) -> int | None:
-    """config.json's vocab_size (the output layer's width), or its text model's; None if absent."""
-    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    size = config.get("vocab_size", (config.get("text_config") or {}).get("vocab_size"))
-    return size if isinstance(size, int) else None
-
-
-def _tokenizer_vocabulary(path: Path) -> dict[int, str] | None:
-    """id -> token of a fast tokenizer's tokenizer.json (its model's vocabulary and its added
-    tokens), read as JSON without loading the tokenizer; None when absent or of an unknown form."""
-    try:
-        data = json.loads((path / "tokenizer.json").read_text(encoding="utf-8"))
-        vocab = data["model"]["vocab"]
-        if isinstance(vocab, dict):  # BPE, WordPiece, WordLevel: token -> id
-            ids = {int(i): str(tok) for tok, i in vocab.items()}
-        else:  # Unigram: [[token, score], ...], the id is the position
-            ids = {i: str(entry[0]) for i, entry in enumerate(vocab)}
-        ids.update({int(t["id"]): str(t["content"]) for t in data.get("added_tokens") or ()})
-        return ids
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
-        return None
-
 
 RAY_SECTION = {"address": "ray_address", "rollout_workers": "rollout_workers", "verifier_workers": "verifier_workers",
                "trainer_ranks": "trainer_ranks"}  # a config file's `ray:` mapping -> the settings
@@ -492,10 +314,6 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 def _coerce(f: dataclasses.Field, value: Any) -> Any:

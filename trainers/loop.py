@@ -42,6 +42,7 @@ from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
 from rlvr.trainers.data_parallel import TrainerRankError
+from rlvr.trainers.preflight import check_run
 from rlvr.trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
 from rlvr.trainers.producer import ProducerError, RolloutProducer
 from rlvr.trainers.rollout_correction import staleness_stats
@@ -91,7 +92,7 @@ class Trainer:
     def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None, overlap: bool | None = None):
         self.config = config
         self.overlap = config.max_staleness > 0 if overlap is None else overlap
-        self.algo = resolve(algo if algo is not None else config.check(), config.max_tokens)
+        self.algo = resolve(algo if algo is not None else check_run(config), config.max_tokens)
         check_settings(self.algo, config)
         if config.threads:
             torch.set_num_threads(config.threads)

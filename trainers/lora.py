@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,7 +21,7 @@ import torch
 from torch import nn
 
 ADAPTER = "default"  # peft's name of the one adapter
-ADAPTER_CONFIG = "adapter_config.json"
+# ADAPTER_CONFIG (the adapter directory's file) is trainers.models': models must not import lora (a circle)
 ALL_LINEAR = "all-linear"
 
 
@@ -109,23 +108,12 @@ def save(policy: nn.Module, directory: Path) -> None:
     policy.save_pretrained(directory, safe_serialization=True, save_embedding_layers=False)
 
 
-# ---- adapter directories (checkpoints) -------------------------------------------------------
-def adapter_base(path: str | Path) -> str:
-    """The base model an adapter directory names (`base_model_name_or_path`)."""
-    file = Path(path) / ADAPTER_CONFIG
-    config = json.loads(file.read_text(encoding="utf-8"))
-    if not isinstance(config, dict) or not isinstance(config.get("base_model_name_or_path"), str):
-        raise ValueError(f"{file} does not name its base model (base_model_name_or_path)")
-    return config["base_model_name_or_path"]
-
-
 def check_targets(model_path: Path, target_spec: str) -> None:
     """Every named target is a module of the model (built on the meta device from its config:
     nothing is read but config.json). Raises `ConfigError` naming the missing ones."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     from rlvr.trainers.config import ConfigError
-
     from rlvr.trainers.models import adapter_base_dir, is_adapter_dir
 
     spec = targets(target_spec)

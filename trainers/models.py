@@ -5,6 +5,7 @@ must be a local Hugging Face model directory. Nothing here downloads: every load
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -12,10 +13,11 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.errors import RlvrError
+from rlvr.trainers.model_names import SMALL, TINY, TINY_DIR
 
-TINY = "tiny"
-SMALL = "small"  # ~30M parameters, random weights, for benchmarks: trainers.small_model
-TINY_DIR = Path(__file__).resolve().parent / "assets" / "tiny"
+# A LoRA checkpoint: the adapter, naming its base model. Defined here, once: trainers.lora imports
+# this module (never the other way, which would close an import circle).
+ADAPTER_CONFIG = "adapter_config.json"
 
 
 class ModelError(RlvrError):
@@ -60,18 +62,22 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     return path.resolve()
 
 
-ADAPTER_CONFIG = "adapter_config.json"  # a LoRA checkpoint: the adapter, naming its base model
-
-
 def is_adapter_dir(path: str | os.PathLike) -> bool:
     """A peft adapter directory (a LoRA training's checkpoint) rather than a whole model."""
     return (Path(path) / ADAPTER_CONFIG).is_file() and not (Path(path) / "config.json").is_file()
 
 
+def adapter_base(path: str | os.PathLike) -> str:
+    """The base model an adapter directory names (`base_model_name_or_path`), as written there."""
+    file = Path(path) / ADAPTER_CONFIG
+    config = json.loads(file.read_text(encoding="utf-8"))
+    if not isinstance(config, dict) or not isinstance(config.get("base_model_name_or_path"), str):
+        raise ValueError(f"{file} does not name its base model (base_model_name_or_path)")
+    return config["base_model_name_or_path"]
+
+
 def adapter_base_dir(path: str | os.PathLike) -> Path:
     """The base model directory that the adapter in `path` names (base_model_name_or_path)."""
-    from rlvr.trainers.lora import adapter_base
-
     try:
         base = adapter_base(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:

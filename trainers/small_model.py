@@ -22,9 +22,9 @@ from pathlib import Path
 
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
+from rlvr.trainers.model_names import SMALL, TINY_DIR
 from rlvr.trainers.tiny_model import deterministic
 
-SMALL = "small"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 
 
@@ -75,8 +75,6 @@ def model_config(spec: SmallSpec, tokenizer: PreTrainedTokenizerFast) -> Qwen2Co
 def build(out_dir: str | Path, spec: SmallSpec = SmallSpec(), tokenizer_dir: str | Path | None = None) -> int:
     """Initialise the model from `spec` (seeded), save it with the tokenizer of `tokenizer_dir`
     (default: the tiny model's) to `out_dir`. Returns the parameter count."""
-    from rlvr.trainers.models import TINY_DIR
-
     tokenizer = PreTrainedTokenizerFast.from_pretrained(Path(tokenizer_dir or TINY_DIR), local_files_only=True)
     with deterministic(threads=1, seed=spec.seed):
         model = Qwen2ForCausalLM(model_config(spec, tokenizer))
@@ -94,8 +92,6 @@ def small_model_dir(spec: SmallSpec = SmallSpec(), root: str | Path | None = Non
     """The cached directory of the model `spec` makes, built first if missing. Built in a temporary
     directory beside it and renamed into place, so a concurrent or interrupted build never leaves a
     half-written model where a reader looks."""
-    from rlvr.trainers.models import TINY_DIR
-
     root = Path(root) if root is not None else cache_root()
     target = root / f"{SMALL}-{spec_hash(spec, TINY_DIR)}"
     if (target / "config.json").is_file():

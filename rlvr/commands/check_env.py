@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     line, from rlvr.cli)."""
     from rlvr import envs
 
-    from rlvr.cli import one_line
+    from rlvr.usage import one_line
     from rlvr.env_loading import make_env
     from rlvr.errors import RlvrError
 

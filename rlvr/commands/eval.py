@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rlvr.cli import UsageError  # bad arguments, or an --out that holds another run
+from rlvr.usage import UsageError  # bad arguments, or an --out that holds another run
 from rlvr.run_lock import run_lock
 from rlvr.errors import RlvrError
 from rlvr.startup import collector_paused
@@ -194,7 +194,7 @@ def check_args(args: argparse.Namespace) -> None:
 # The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
 def run(args: argparse.Namespace) -> int:
     from rlvr.env_loading import make_env
-    from rlvr.trainers.config import check_model_dir, check_out_dir, check_tokenizer_dir
+    from rlvr.trainers.preflight import check_model_dir, check_out_dir, check_tokenizer_dir
 
     # The checks that need no heavy import first, so that they fail in a blink.
     ks = parse_ks(args.k)

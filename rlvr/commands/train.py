@@ -54,12 +54,14 @@ def run(args: argparse.Namespace) -> int:
     config = TrainConfig.load(args.config, overrides_from_args(args))
     from rlvr.trainers import quiet
 
-    quiet.configure(config.verbose)  # before config.check() imports torch: its C++ log level is read then
+    quiet.configure(config.verbose)  # before check_run imports torch: its C++ log level is read then
     with collector_paused():  # the imports (rlvr.startup)
         from rlvr.env_loading import resolve_env
 
         resolve_env(config.env)  # its module or plugin imported with exits refused (rlvr.env_loading)
-        algo = config.check()
+        from rlvr.trainers.preflight import check_run
+
+        algo = check_run(config)
         config = native_precision(config)
         if args.check:
             print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 
+from rlvr.envs.seeds import SEED_SPACE
 from rlvr.errors import RlvrError
 from rlvr.verifiers.verdict import Outcome, Verdict
 
@@ -326,7 +327,7 @@ class ProceduralTasks:
     def sample_task(self, rng: np.random.Generator) -> Task:
         if self._reset_seed is not None:  # reset(seed=s): the task whose id is s
             return self.make_task(self._reset_seed)
-        return self.make_task(int(rng.integers(0, 2**31 - 1)))
+        return self.make_task(int(rng.integers(0, SEED_SPACE)))
 
     def get_task(self, task_id: str) -> Task:
         try:

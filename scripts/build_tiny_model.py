@@ -14,7 +14,8 @@ import hashlib
 from pathlib import Path
 
 from rlvr.trainers.models import TINY_DIR, load_causal_lm, load_tokenizer
-from rlvr.trainers.tiny_model import EVAL_SEED_START, TinySpec, accuracy, build
+from rlvr.envs.seeds import HELD_OUT_SEED_START
+from rlvr.trainers.tiny_model import TinySpec, accuracy, build
 
 CARD = """# tiny: rlvr's built-in default model
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         **spec.__dict__, mix_text=", ".join(f"{name} x{count}" for name, count in spec.mix),
         difficulty_text=", ".join(map(str, spec.difficulties)), smoothing_text=", ".join(spec.smoothing_sources),
         parameters=built.parameters, vocab=built.vocab_size, n=args.eval_tasks,
-        first=EVAL_SEED_START, t1=sampled.correct, t1_fmt=sampled.well_formed, greedy=greedy.correct,
+        first=HELD_OUT_SEED_START, t1=sampled.correct, t1_fmt=sampled.well_formed, greedy=greedy.correct,
         greedy_fmt=greedy.well_formed, seconds=built.seconds, cpu_seconds=built.cpu_seconds, sha=sha,
     ))
     return 0

@@ -27,11 +27,9 @@ import torch
 from torch import Tensor
 
 from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_sum
+from rlvr.trainers.log_ratio import clamp_log_ratio
 
 KL_ESTIMATORS = ("k1", "k2", "k3")
-# exp() of a log-ratio beyond this overflows float32 in k3 and its gradient; |log ratio| > 20
-# means the policy and reference disagree by e^20 anyway.
-_MAX_LOG_RATIO = 20.0
 _MAX_K3 = 10.0  # verl / OpenRLHF clamp k3 to [-10, 10] on output
 
 
@@ -53,7 +51,7 @@ def kl_estimate(
         return log_ratio_BT
     if estimator == "k2":
         return 0.5 * log_ratio_BT.square()
-    lr_BT = log_ratio_BT.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    lr_BT = clamp_log_ratio(log_ratio_BT)  # exp(-x) would overflow float32 in k3 and its gradient
     k3_BT = torch.expm1(-lr_BT) + lr_BT  # exp(-x) - 1 + x; expm1 keeps precision near x = 0
     return k3_BT.clamp(-_MAX_K3, _MAX_K3)
 

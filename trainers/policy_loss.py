@@ -17,10 +17,10 @@ import torch
 from torch import Tensor
 
 from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
+from rlvr.trainers.log_ratio import clamp_log_ratio
 
 RATIO_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("clipped", "cispo", "pg")
-_MAX_LOG_RATIO = 20.0
 
 
 @dataclass
@@ -66,7 +66,7 @@ def importance_ratio(
     if level == "sequence":
         log_ratio_B = masked_mean(log_ratio_BT, mask_BT, dim=-1)
         log_ratio_BT = masked_zero(log_ratio_B.unsqueeze(-1).expand_as(log_ratio_BT), mask_BT)
-    return torch.exp(log_ratio_BT.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO))
+    return torch.exp(clamp_log_ratio(log_ratio_BT))
 
 
 def clipped_policy_loss(

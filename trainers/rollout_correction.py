@@ -31,8 +31,7 @@ import torch
 from torch import Tensor
 
 from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_zero
-
-_MAX_LOG_RATIO = 20.0
+from rlvr.trainers.log_ratio import clamp_log_ratio
 
 
 class Correction(StrEnum):
@@ -68,7 +67,7 @@ def log_ratios(old_logprobs_BT: Tensor, sampler_logprobs_BT: Tensor, mask_BT: Te
     log_rho_BT = masked_zero(old_logprobs_BT.float() - sampler_logprobs_BT.float(), mask_BT)
     if level == "sequence":
         log_rho_BT = masked_zero(log_rho_BT.sum(dim=-1, keepdim=True).expand_as(log_rho_BT), mask_BT)
-    return log_rho_BT.clamp(-_MAX_LOG_RATIO, _MAX_LOG_RATIO)
+    return clamp_log_ratio(log_rho_BT)
 
 
 @torch.no_grad()

@@ -3,8 +3,8 @@ environment, so that `--model tiny` plays every one of them (answers in the righ
 at the end of its turn, fits in its context) and RL has something to improve.
 
 A conversation is a list of chat messages in which the assistant's turns are the targets. Every
-source draws from seeds below the held-out ones (`EVAL_SEED_START`), or from another dataset seed
-(reasoning-gym), so the tasks the trainer and `rlvr eval` measure on are never trained on; code
+source draws from seeds below the held-out ones (`envs.seeds.HELD_OUT_SEED_START`), or from another
+dataset seed (reasoning-gym), so the tasks the trainer and `rlvr eval` measure on are never trained on; code
 tasks are synthetic (`trainers.tiny_code_tasks`), because `rlvr/Code-v0` has no other tasks.
 
 `sft_conversation` turns a conversation into (input ids, labels) exactly as a rollout sees it:

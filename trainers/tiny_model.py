@@ -22,6 +22,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, train
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from rlvr.envs.core import Task
+from rlvr.envs.seeds import HELD_OUT_SEED_START  # training and tokenizer seeds stay below this
 from rlvr.trainers.tiny_corpus import SOURCES, Source, sft_conversation, sources, tokenizer_text
 
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
@@ -68,7 +69,6 @@ QWEN2_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-EVAL_SEED_START = 1_000_000  # held-out tasks; training and tokenizer seeds stay below this
 BOXED_INT = re.compile(r"\\boxed\{(-?\d+)\}")
 
 
@@ -260,10 +260,10 @@ def warm_start(
     model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, spec: TinySpec, corpus: dict[str, Source],
     on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
-    """Supervised steps on fresh training conversations (seeds below EVAL_SEED_START); returns the
+    """Supervised steps on fresh training conversations (seeds below HELD_OUT_SEED_START); returns the
     losses. `on_step(step, loss)` is called after each step (progress, calibration curves)."""
     plan = schedule(spec)
-    if max(plan.count(name) for name in set(plan)) * spec.batch_size >= EVAL_SEED_START:
+    if max(plan.count(name) for name in set(plan)) * spec.batch_size >= HELD_OUT_SEED_START:
         raise ValueError(f"{spec.sft_steps} steps of {spec.batch_size} would reach the held-out seeds")
     next_seed = dict.fromkeys(SOURCES, 0)
     digit_ids = torch.tensor(tokenizer.convert_tokens_to_ids(list("0123456789")))
@@ -296,8 +296,8 @@ def accuracy(
     model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, difficulty: int = 2, n: int = 500,
     temperature: float = 1.0, seed: int = 0, batch_size: int = 250,
 ) -> Accuracy:
-    """Accuracy on held-out tasks (seeds from EVAL_SEED_START), sampled at `temperature` (0: greedy)."""
-    tasks = arithmetic_tasks(difficulty, range(EVAL_SEED_START, EVAL_SEED_START + n))
+    """Accuracy on held-out tasks (seeds from HELD_OUT_SEED_START), sampled at `temperature` (0: greedy)."""
+    tasks = arithmetic_tasks(difficulty, range(HELD_OUT_SEED_START, HELD_OUT_SEED_START + n))
     sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 else {"do_sample": False}
     correct = well_formed = 0
     with torch.random.fork_rng(devices=[]):  # seeded sampling without touching the caller's RNG

@@ -10,9 +10,11 @@ Each field becomes `--field-name`, read by its annotation:
 
 argparse keeps the raw strings, with SUPPRESS as the default, so a flag that is not given leaves
 nothing in the namespace and cannot override a YAML file; --help shows the dataclass default in
-its place. `given_values` converts what was given and raises `UsageError` (an RlvrError) on a bad
-value: one line on stderr and exit code 2 from `rlvr.cli`, like every other bad setting, where
-argparse's own type errors would print the usage too."""
+its place. A command without a settings file (`rlvr eval`) passes `defaults=True`: a flag not given
+then holds the dataclass default itself. `given_values` converts what was given (the raw strings
+argparse kept) and raises `UsageError` (an RlvrError) on a bad value: one line on stderr and exit
+code 2 from `rlvr.cli`, like every other bad setting, where argparse's own type errors would print
+the usage too. `help_extra` adds a command's own sentence to a shared field's description."""
 from __future__ import annotations
 
 import argparse
@@ -50,18 +52,25 @@ def flags_of(cls: type, aliases: Mapping[str, Sequence[str]] | None = None) -> l
     return flags
 
 
-def add_flags(parser: argparse.ArgumentParser, cls: type, aliases: Mapping[str, Sequence[str]] | None = None) -> None:
-    """Add one option per field of `cls` to `parser`, each with its description and default."""
-    defaults = {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-                for f in dataclasses.fields(cls)}
+def add_flags(parser: argparse.ArgumentParser, cls: type, aliases: Mapping[str, Sequence[str]] | None = None, *,
+              defaults: bool = False, help_extra: Mapping[str, str] | None = None) -> None:
+    """Add one option per field of `cls` to `parser`, each with its description and default.
+    `defaults`: a flag not given holds the field's default (else nothing: SUPPRESS)."""
+    values = {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+              for f in dataclasses.fields(cls)}
     metadata = {f.name: f.metadata for f in dataclasses.fields(cls)}
     for flag in flags_of(cls, aliases):
         text = metadata[flag.field].get("help")
         if not text:
             raise TypeError(f"{cls.__name__}.{flag.field} has no description (metadata 'help')")
+        if (help_extra or {}).get(flag.field):
+            text = f"{text}; {help_extra[flag.field]}"
         # argparse %-formats help texts: a literal % must be doubled
-        help_text = f"{text} (default: {shown(defaults[flag.field])})".replace("%", "%%")
-        kwargs: dict[str, Any] = {"dest": flag.field, "default": argparse.SUPPRESS, "help": help_text}
+        help_text = f"{text} (default: {shown(values[flag.field])})".replace("%", "%%")
+        default = argparse.SUPPRESS
+        if defaults:  # a mapping's KEY=VALUE strings are appended to a list, read like given ones
+            default = [] if flag.kind == "mapping" else values[flag.field]
+        kwargs: dict[str, Any] = {"dest": flag.field, "default": default, "help": help_text}
         if flag.kind == "bool":
             kwargs["action"] = argparse.BooleanOptionalAction
         elif flag.kind == "mapping":
@@ -74,14 +83,15 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, aliases: Mapping[str, 
 
 
 def given_values(args: argparse.Namespace, cls: type, aliases: Mapping[str, Sequence[str]] | None = None) -> dict:
-    """{field: value} for the flags given on the command line only, converted to the field's type."""
+    """{field: value} for the flags given on the command line only, converted to the field's type.
+    (With `add_flags(defaults=True)`, a default left in the namespace is not raw text: skipped.)"""
     from rlvr.envs import parse_env_args  # KEY=VALUE with YAML values, as --env-arg always read them
     from rlvr.usage import UsageError
 
     present = vars(args)
     values: dict[str, Any] = {}
     for flag in flags_of(cls, aliases):
-        if flag.field not in present:
+        if flag.field not in present or not _is_raw(flag, present[flag.field]):
             continue
         raw, name = present[flag.field], flag.options[-1]
         if flag.kind == "bool":
@@ -110,6 +120,15 @@ def shown(value: Any) -> str:
 
 
 TYPE_WORDS = {int: "an integer", float: "a number", str: "a string"}
+
+
+def _is_raw(flag: Flag, value: Any) -> bool:
+    """What argparse keeps for a given flag: a string, a list of them (tuple, KEY=VALUE), a bool."""
+    if flag.kind == "bool":
+        return isinstance(value, bool)
+    if flag.kind in ("tuple", "mapping"):
+        return isinstance(value, list)
+    return isinstance(value, str)
 
 
 def _convert(name: str, convert: Callable[[str], Any], text: str, optional: bool, error: type[Exception]) -> Any:

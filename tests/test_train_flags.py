@@ -163,3 +163,86 @@ def test_eval_uses_the_defaults_train_evaluates_with():
 
     args = build_parser().parse_args(["eval", "--out", "unused"])
     assert args.max_tokens == TrainConfig.max_tokens and args.task_start == TrainConfig.eval_seed_start
+
+
+# ---- `rlvr eval`: its flags from EvalConfig, the shared ones from the same fields as `rlvr train`'s ----
+# Every flag `rlvr eval` had when its flags were typed by hand: (argv, the value it set).
+OLD_EVAL_FLAGS = [
+    (["--model", "tiny"], "model", "tiny"), (["--env", "rlvr/GuessNumber-v0"], "env", "rlvr/GuessNumber-v0"),
+    (["--env-arg", "n=8"], "env_args", {"n": 8}), (["--tasks", "3"], "tasks", 3), (["--k", "1,4"], "k", "1,4"),
+    (["--samples", "5"], "samples", 5), (["--sampler", "hf"], "sampler", "hf"),
+    (["--base-url", "http://h/v1"], "base_url", "http://h/v1"), (["--api", "chat"], "api", "chat"),
+    (["--api-key", "sk"], "api_key", "sk"), (["--tokenizer", "tok"], "tokenizer", "tok"),
+    (["--out", "runs/e"], "out", "runs/e"), (["--temperature", "0"], "temperature", 0.0),
+    (["--top-p", "0.9"], "top_p", 0.9), (["--max-tokens", "12"], "max_tokens", 12), (["--seed", "3"], "seed", 3),
+    (["--task-start", "7"], "task_start", 7), (["--chunk", "2"], "chunk", 2),
+    (["--max-model-len", "256"], "max_model_len", 256), (["--no-progress"], "progress", False),
+    (["--verbose"], "verbose", True),
+]
+# What they defaulted to (rlvr/commands/eval.py's add_argument calls before EvalConfig).
+OLD_EVAL_DEFAULTS = {"model": "tiny", "env": "rlvr/Arithmetic-v0", "env_args": {}, "tasks": 100, "k": "1",
+                     "samples": None, "sampler": None, "base_url": None, "api": "completions", "api_key": None,
+                     "tokenizer": None, "out": None, "temperature": 1.0, "top_p": 1.0, "max_tokens": 32, "seed": 0,
+                     "task_start": 1_000_000, "chunk": 32, "max_model_len": None, "progress": True, "verbose": False}
+
+
+def eval_config(*argv: str):
+    from rlvr.commands.eval_config import EvalConfig
+
+    return EvalConfig.from_args(build_parser().parse_args(["eval", *argv]))
+
+
+def test_eval_flags_keep_their_names_defaults_and_values():
+    assert len(OLD_EVAL_FLAGS) == len(OLD_EVAL_DEFAULTS) == 21
+    assert dataclasses.asdict(eval_config()) == OLD_EVAL_DEFAULTS
+    for argv, field, value in OLD_EVAL_FLAGS:
+        assert getattr(eval_config(*argv), field) == value, argv
+    args = build_parser().parse_args(["eval"])  # a flag not given holds its default in the namespace
+    assert args.out is None and args.tasks == 100 and args.progress is True
+
+
+def test_eval_shares_trains_fields_rather_than_retyping_them():
+    """A setting both commands have is one field of CommonSettings: one name, default, description."""
+    from rlvr.commands.eval_config import EvalConfig
+    from rlvr.trainers.config import CommonSettings
+
+    common = {f.name: f for f in dataclasses.fields(CommonSettings)}
+    assert set(common) == {"model", "env", "env_args", "temperature", "top_p", "max_tokens", "seed", "progress",
+                           "verbose"}
+    for cls in (TrainConfig, EvalConfig):
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for name, f in common.items():
+            assert (fields[name].default, fields[name].metadata) == (f.default, f.metadata), (cls, name)
+    own = {f.name for f in dataclasses.fields(EvalConfig)} - set(common)
+    # the two that differ on purpose (rlvr/commands/eval_config.py): eval's sampler adds openai and has no fixed
+    # default, its out no default folder; any other name in both commands must be a shared field
+    assert own & {f.name for f in FIELDS} == {"sampler", "out"}
+
+
+def test_eval_help_shows_every_default(capsys, monkeypatch):
+    from rlvr.commands.eval_config import EvalConfig
+
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for f in dataclasses.fields(EvalConfig):
+        block = " ".join(help_block(lines, flag_name(f.name)))
+        assert f"(default: {shown(default_of(f))})" in block and f.metadata["help"] in block, f.name
+    assert "with --base-url, the name the server serves" in " ".join(help_block(lines, "--model"))
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["--tasks", "many"], "--tasks must be an integer, got 'many'"),
+    (["--samples", "x"], "--samples must be an integer or none, got 'x'"),
+    (["--sampler", "tgi"], "--sampler must be one of vllm, hf, openai; got 'tgi'"),
+    (["--api", "grpc"], "--api must be one of completions, chat; got 'grpc'"),
+    (["--temperature", "nan"], "--temperature must be a finite number >= 0, got nan"),
+    (["--chunk", "0"], "--tasks, --chunk and --samples must be >= 1"),
+    (["--top-p", "0"], "--top-p must be in (0, 1], got 0.0"),
+])
+def test_eval_bad_value_is_one_typed_line(tmp_path, capsys, argv, problem):
+    assert main(["eval", *argv, "--out", str(tmp_path / "run")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rlvr eval: error: ") and problem in lines[0], lines
+    assert not (tmp_path / "run").exists()

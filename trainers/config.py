@@ -34,8 +34,8 @@ DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
 
 def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
-    """A `TrainConfig` field and its one-line description, kept together so that `rlvr train`'s
-    flags and `--help` are generated from them (`rlvr.config_flags`); `choices` are checked by
+    """A settings field (`TrainConfig`, `EvalConfig`) and its one-line description, kept together so
+    that the command's flags and `--help` are generated from them (`rlvr.config_flags`); `choices` are checked by
     `validate` and shown in the usage. Metadata rather than comments: it needs no source file."""
     metadata = {"help": help} if choices is None else {"help": help, "choices": choices}
     if isinstance(default, (dict, list)):  # mutable: each config gets its own copy
@@ -44,12 +44,28 @@ def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) 
 
 
 @dataclass
-class TrainConfig:
-    # what to train, where, how
+class CommonSettings:
+    """The settings every command that runs a model on an environment shares (`rlvr train` and
+    `rlvr eval`): which model, which environment, how the model samples, what the run prints.
+    Declared once, here: each command's settings dataclass derives from this one, so a shared flag
+    has one name, one default and one description (`rlvr.config_flags`)."""
+
     model: str = setting("tiny", "model directory, or 'tiny' (the built-in ~1M-parameter model), or 'small' "
                                  "(~30M random parameters for benchmarks, built into ~/.cache/rlvr on first use)")
     env: str = setting("rlvr/Arithmetic-v0", "environment id (`rlvr envs` lists them)")
     env_args: dict[str, Any] = setting({}, "environment keyword argument KEY=VALUE (value read as YAML); repeatable")
+    temperature: float = setting(1.0, "sampling temperature")
+    top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
+    max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
+    seed: int = setting(0, "random seed (sampling, and for training the initialisation and task draws)")
+    progress: bool = setting(True, "a live progress line on stderr")
+    verbose: bool = setting(False, "show the libraries' warnings and loading bars (vLLM, torch, transformers)")
+
+
+@dataclass
+class TrainConfig(CommonSettings):
+    # model, env, env_args, sampling (temperature, top_p, max_tokens), seed, progress, verbose: CommonSettings
+    # what to train, how
     algo: str = setting("grpo", "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo, ppo or "
                                 "distill (on-policy distillation from --teacher)")
     algo_args: dict[str, Any] = setting({}, "override a field of the algorithm preset, KEY=VALUE (e.g. kl_coef=0); "
@@ -81,9 +97,6 @@ class TrainConfig:
     sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
     vllm_gpu_memory: float = setting(0.3, "on a GPU, the share of its memory the vllm sampler takes for its weights "
                                      "and KV cache (gpu_memory_utilization); the trainer's models need the rest")
-    temperature: float = setting(1.0, "sampling temperature")
-    top_p: float = setting(1.0, "nucleus sampling: the probability mass of the tokens kept")
-    max_tokens: int = setting(32, "tokens per model turn (the generation budget)")
     # scale-out on Ray: rollout workers (trainers.ray_rollout), verifier workers (sandbox.ray_pool), trainer ranks
     ray: bool = setting(False, "sample on Ray rollout workers (pip install rlvr[ray]), each with its own sampler "
                         "(a vLLM engine, or with sampler hf a model copy) and environment copies")
@@ -121,7 +134,6 @@ class TrainConfig:
                                "head or critic", choices=VALUE_MODELS)
     value_lr: float | None = setting(None, "learning rate of the value head or critic; none: lr")
     # the run
-    seed: int = setting(0, "random seed")
     out: str = setting("runs/latest", "output directory: metrics, checkpoints, reward curve")
     save_every: int = setting(50, "checkpoint every N steps")
     keep_last: int = setting(2, "checkpoints kept")
@@ -137,10 +149,8 @@ class TrainConfig:
     time_limit: float | None = setting(None, "seconds of training; stop (then save and evaluate) after the step "
                                        "that passes it; none: no limit")
     threads: int | None = setting(None, "torch intra-op threads; none: torch's default")
-    progress: bool = setting(True, "a live progress line on stderr")
     log_every: int = setting(10, "without the progress line (--no-progress): a plain metrics line on stderr every "
                              "N steps; 0: none")
-    verbose: bool = setting(False, "show the libraries' warnings and loading bars (vLLM, torch, transformers)")
 
     @property
     def batch_size(self) -> int:

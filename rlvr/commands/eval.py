@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import re
 import time
@@ -29,51 +28,16 @@ from rlvr.usage import UsageError  # bad arguments, or an --out that holds anoth
 from rlvr.run_lock import run_lock
 from rlvr.errors import RlvrError
 from rlvr.startup import collector_paused
-from rlvr.trainers.config import TrainConfig  # light (yaml only): the defaults `rlvr train` evaluates with
-
-HELD_OUT_SEED_START = TrainConfig.eval_seed_start  # the trainer draws training seeds below this
+from rlvr.commands.eval_config import ALIASES, HELP_EXTRA, EvalConfig
+from rlvr.config_flags import add_flags
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("eval", help="evaluate a model on an environment: pass@k, outcomes, speed",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="tiny", help="model directory or 'tiny' (default); with --base-url, "
-                   "the served model's name")
-    p.add_argument("--env", default="rlvr/Arithmetic-v0", help="environment id (default rlvr/Arithmetic-v0)")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="environment keyword argument (value read as YAML); repeatable")
-    p.add_argument("--tasks", type=int, default=100, help="number of tasks (default 100)")
-    p.add_argument("--k", default="1", help="comma-separated k for pass@k (default 1)")
-    p.add_argument("--samples", type=int, default=None, help="samples per task (default: the largest k)")
-    p.add_argument("--sampler", choices=["vllm", "hf", "openai"], default=None,
-                   help="vllm (default), hf, or openai (implied by --base-url)")
-    p.add_argument("--base-url", default=None, help="evaluate a served model: an OpenAI-compatible server, e.g. "
-                   "http://127.0.0.1:8000/v1 (--model is then the name it serves). With --api completions (the "
-                   "default) prompts are sent as token ids to /v1/completions, which needs a server that takes them "
-                   "(vLLM does) and the model's tokenizer here; --api chat works with any chat server")
-    p.add_argument("--api", choices=["completions", "chat"], default="completions",
-                   help="with --base-url: 'completions' (default): token ids in and out of /v1/completions, "
-                   "token-exact with vLLM; 'chat': messages to /v1/chat/completions, text back, logprobs when "
-                   "the server gives them. Chat samples' token ids are the text re-tokenized here, NOT the "
-                   "model's own tokens: for evaluation only, never training")
-    p.add_argument("--api-key", default=None, help="bearer token for --base-url (default: $OPENAI_API_KEY, if set)")
-    p.add_argument("--tokenizer", default=None, help="with --base-url, the served model's tokenizer directory "
-                   "(default: --model when it is 'tiny' or a local directory). The completions API needs one; "
-                   "--api chat without one counts UTF-8 bytes as tokens")
-    p.add_argument("--out", default=None, help="output directory; run again with the same --out to resume "
-                   "(default: a new runs/eval/<env>-<YYYYmmdd-HHMMSS>)")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-p", type=float, default=1.0)
-    p.add_argument("--max-tokens", type=int, default=TrainConfig.max_tokens,
-                   help="tokens per model turn (default: %(default)s, as rlvr train)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    p.add_argument("--task-start", type=int, default=HELD_OUT_SEED_START, help="first task seed")
-    p.add_argument("--chunk", type=int, default=32, help="tasks per rollout call; the unit of resuming")
-    p.add_argument("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    p.add_argument("--verbose", action="store_true",
-                   help="show the libraries' warnings and loading bars (vLLM, torch, transformers)")
-    p.set_defaults(func=run)
+    # one flag per EvalConfig field (its shared fields are rlvr train's), holding its default when not given
+    add_flags(p, EvalConfig, ALIASES, defaults=True, help_extra=HELP_EXTRA)
+    p.set_defaults(func=lambda args: run(EvalConfig.from_args(args)))
 
 
 def default_out(env_id: str, now: float | None = None) -> str:
@@ -177,28 +141,13 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
         run_file.write_text(json.dumps(identity, indent=2))
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """What needs no file and no model: numbers in range (nan and inf included)."""
-    if args.tasks < 1 or args.chunk < 1 or (args.samples is not None and args.samples < 1):
-        raise UsageError("--tasks, --chunk and --samples must be >= 1")
-    if args.task_start < 0:  # task seeds are reset seeds, which Gymnasium wants >= 0
-        raise UsageError(f"--task-start must be >= 0, got {args.task_start}")
-    if args.max_tokens < 1 or (args.max_model_len is not None and args.max_model_len < 1):
-        raise UsageError("--max-tokens and --max-model-len must be >= 1")
-    if not (math.isfinite(args.temperature) and args.temperature >= 0):
-        raise UsageError(f"--temperature must be a finite number >= 0, got {args.temperature}")
-    if not 0 < args.top_p <= 1:
-        raise UsageError(f"--top-p must be in (0, 1], got {args.top_p}")
-
-
 # The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
-def run(args: argparse.Namespace) -> int:
+def run(args: EvalConfig) -> int:
     from rlvr.env_loading import make_env
     from rlvr.trainers.preflight import check_model_dir, check_out_dir, check_tokenizer_dir
 
     # The checks that need no heavy import first, so that they fail in a blink.
     ks = parse_ks(args.k)
-    check_args(args)
     group_size = args.samples or ks[-1]
     if group_size < ks[-1]:
         raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
@@ -210,14 +159,13 @@ def run(args: argparse.Namespace) -> int:
 
     quiet.configure(args.verbose)  # before torch, transformers and vLLM load
     with collector_paused():  # the imports (rlvr.startup); _run_locked uses the envs modules loaded here
-        from rlvr import envs
         import rlvr.envs.episode_log
         import rlvr.envs.evaluate
         import rlvr.envs.rollout
         from rlvr.envs.sampler import SamplingSettings
         from rlvr.trainers.models import resolve_model
 
-    env_args = envs.parse_env_args(args.env_arg)
+    env_args = args.env_args
     make_env(args.env, env_args).close()  # a bad id, module or argument fails now, before the model loads
     try:
         sampling = SamplingSettings(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,

@@ -18,6 +18,7 @@ import runpy
 import signal
 import stat
 import sys
+import time
 import traceback
 import types
 from importlib.machinery import SourceFileLoader
@@ -56,9 +57,15 @@ def safe_name(name):
     return name
 
 
-def remove_tree(path):
+class TreeTooLarge(Exception):
+    """remove_tree stopped at one of its bounds: more entries, deeper or slower than allowed."""
+
+
+def remove_tree(path, max_entries=None, max_depth=None, deadline=None):
     """rm -rf as the sandbox user, fixing permissions the program may have taken away. Returns
-    (entries removed, deepest level below `path`).
+    (entries removed, deepest level below `path`); raises TreeTooLarge, leaving the rest, when it
+    removed more than `max_entries`, met a directory deeper than `max_depth` or reached `deadline`
+    (time.monotonic()): whoever asked then replaces the container instead of cleaning it.
 
     No recursion and no long paths, whatever the program left (a chain of directories thousands
     deep once overflowed Python's stack here and failed the next run's setup): it walks with one
@@ -77,10 +84,16 @@ def remove_tree(path):
     stack, removed, deepest = [("", os.listdir(fd))], 0, 0  # (name in the parent, entries left)
     try:
         while True:
+            if max_entries is not None and removed > max_entries:
+                raise TreeTooLarge(f"more than {max_entries} entries")
+            if deadline is not None and time.monotonic() > deadline:
+                raise TreeTooLarge(f"more than {removed} entries: not removed in time")
             name, entries = stack[-1]
             if entries:
                 entry = entries.pop()
                 if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
+                    if max_depth is not None and len(stack) > max_depth:
+                        raise TreeTooLarge(f"directories more than {max_depth} deep")
                     os.chmod(entry, 0o700, dir_fd=fd)  # a directory (lstat): no link to follow
                     inner = os.open(entry, DIR_FLAGS, dir_fd=fd)
                     os.close(fd)

@@ -5,6 +5,14 @@ It wraps a live model object, so a trainer that samples with it needs no weight 
 (after temperature and top-p; at temperature 0, of the raw logits), as with `VLLMSampler`. They
 are kept one step at a time by the last logits processor, never as `output_scores` (batch x
 length x vocabulary floats: gigabytes for a real vocabulary).
+
+Determinism: a seeded call draws all its rows from one private random stream, `batch_size` rows
+per `generate`, each batch left-padded to its longest prompt, in float32 kernels whose sums follow
+the batch's shape. A row's tokens are thus a function of the whole call (its rows, their order,
+the seed, `batch_size`), not of the row's own seed: the same call gives the same samples, bit for
+bit, on one machine and thread count; the same prompt in another call may not. A caller that must
+reproduce samples after a stop redoes whole calls (`rlvr eval` resumes by whole chunks,
+`rlvr.envs.episode_log`).
 """
 from __future__ import annotations
 

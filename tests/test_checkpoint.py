@@ -28,6 +28,7 @@ def test_save_load_prune(tmp_path, model):
         path = save(tmp_path, step, model, value=torch.tensor([float(step)]))
     assert path.name == "step-00000003"
     assert [s for s, _ in ckpt.list_checkpoints(tmp_path)] == [2, 3]  # keep_last=2
+    assert sorted(p.name for p in ckpt.checkpoint_dir(tmp_path).iterdir()) == ["step-00000002", "step-00000003"]
     assert ckpt.latest_checkpoint(tmp_path) == path
     state = ckpt.load_state(path)
     assert state["step"] == 3 and state["value"].item() == 3.0 and state["note"] == "x"

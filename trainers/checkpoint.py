@@ -6,7 +6,9 @@ Crash safety: a checkpoint is written into `checkpoints/.tmp-step-N-PID`, every 
 and only then is the directory renamed to `checkpoints/step-N` (a rename is atomic on POSIX).
 A run killed at any moment leaves either the complete checkpoint or a `.tmp-*` directory, which
 is ignored and removed at the next start. A write that fails (a full disk) removes its `.tmp-*`
-directory itself and raises `CheckpointError`. Only the last `keep_last` checkpoints are kept.
+directory itself and raises `CheckpointError`. Only the last `keep_last` checkpoints are kept; an
+old one is renamed to `.tmp-*` before it is deleted, so that a stop in the middle of deleting it
+never leaves a `step-N` directory that looks complete (its state file there) without its weights.
 """
 from __future__ import annotations
 
@@ -116,7 +118,9 @@ def save_checkpoint(
         reason = os.strerror(cause.errno) if cause.errno else str(cause)
         raise CheckpointError(f"could not save checkpoint step {step} in {root}: {reason}; {kept}") from exc
     for _, path in list_checkpoints(out_dir)[:-keep_last]:
-        shutil.rmtree(path, ignore_errors=True)
+        doomed = path.with_name(f".tmp-pruned-{path.name}-{os.getpid()}")
+        path.rename(doomed)  # atomic: gone as a checkpoint at once
+        shutil.rmtree(doomed, ignore_errors=True)
     return final
 
 

@@ -75,8 +75,8 @@ def child(args) -> None:
         sizes = dict(micro_batch_size=args.micro) if args.mode == "padded" else dict(micro_batch_tokens=args.tokens)
         cfg = TrainConfig(tasks_per_step=n, group_size=1, **sizes)
         models = Models(path=None, tokenizer=None, policy=model)
-        t = StepTensors(batch=batch, old_logprobs=None)  # on-policy: the update's forward gives them
-        compute_advantages(algo, t)
+        t = StepTensors(batch=batch, old_logprobs_BT=None)  # on-policy: the update's forward gives them
+        t = t.with_advantages(compute_advantages(algo, t))
         rows = torch.arange(n, device=device)
         micro = split_rows(batch, rows, cfg.micro_batch, cfg.micro_batch_tokens)
         result["forwards"] = len(micro)

@@ -43,8 +43,7 @@ def step_tensors(cfg: TrainConfig):
         torch.nn.init.normal_(models.value_head.linear.weight, std=0.1)
     batch = collate(make_episodes(), models.pad_token_id)
     t = old_and_ref_logprobs(models, algo, cfg, batch)
-    compute_advantages(algo, t)
-    return algo, models, t
+    return algo, models, t.with_advantages(compute_advantages(algo, t))
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -155,10 +155,11 @@ def test_one_step_uses_the_teacher_and_the_students_old_logprobs(tmp_path, stude
     assert not update_is_on_policy(trainer.models, trainer.algo, trainer.config)
     t = trainer.prepare(trainer.rollout(0))
     mask = t.batch.loss_mask > 0
-    assert t.old_logprobs is not None and mask.any()
-    expected = torch.where(mask, t.ref_logprobs - t.old_logprobs, torch.zeros_like(t.old_logprobs))
+    old_BT, ref_BT = t.old_logprobs_BT, t.ref_logprobs_BT
+    assert old_BT is not None and mask.any()
+    expected = torch.where(mask, ref_BT - old_BT, torch.zeros_like(old_BT))
     assert torch.equal(t.advantages, expected)  # the env's reward plays no part
-    assert t.stats["teacher_kl"] == pytest.approx(float((t.old_logprobs - t.ref_logprobs)[mask].mean()), rel=1e-6)
+    assert t.stats["teacher_kl"] == pytest.approx(float((old_BT - ref_BT)[mask].mean()), rel=1e-6)
     metrics = trainer.train_step()
     assert {"teacher_kl", "kl", "reward_mean", "pass_rate"} <= set(metrics)  # env reward still logged
 

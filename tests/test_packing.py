@@ -5,6 +5,7 @@ path's, and no token of one packed sequence sees another; a short training run c
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -132,12 +133,11 @@ def grads(models, algo, cfg, t, rows):
 def with_mixed_rewards(batch):
     """The sampled batch with rewards 0, 0.5, 1, 0, ... (the hot tiny model solves nothing, and
     equal rewards would leave GRPO no advantage), also as each row's last-token turn reward (GAE)."""
-    batch = copy.copy(batch)
-    batch.rewards = (torch.arange(len(batch)) % 3) / 2.0
-    last = (batch.loss_mask > 0).cumsum(1).argmax(1)  # the last model token of each row
-    batch.turn_rewards = torch.zeros_like(batch.loss_mask)
-    batch.turn_rewards[torch.arange(len(batch)), last] = batch.rewards
-    return batch
+    rewards_B = (torch.arange(len(batch)) % 3) / 2.0
+    last_B = (batch.loss_mask > 0).cumsum(1).argmax(1)  # the last model token of each row
+    turn_rewards_BT = torch.zeros_like(batch.loss_mask)
+    turn_rewards_BT[torch.arange(len(batch)), last_B] = rewards_B
+    return dataclasses.replace(batch, rewards=rewards_B, turn_rewards=turn_rewards_BT)
 
 
 @pytest.mark.parametrize("attention,tolerance", [("sdpa", 1e-5), ("eager", 1e-6)])
@@ -161,7 +161,7 @@ def test_packed_gradients_equal_padded(real, name, attention, tolerance):
         torch.nn.init.normal_(models.value_head.linear.weight, std=0.1, generator=g)
     base = dict(tasks_per_step=4, group_size=4, temperature=0.7, epochs=2)
     t = old_and_ref_logprobs(models, algo, TrainConfig(**base), batch)
-    compute_advantages(algo, t)
+    t = t.with_advantages(compute_advantages(algo, t))
     with torch.no_grad():  # ratios a little away from 1 (more, and PPO's unbounded ratio on A < 0 blows gradients up)
         for p in models.policy.parameters():
             p.add_(0.001 * torch.randn(p.shape, generator=g))

@@ -4,6 +4,7 @@ value loss; advantages land where they should (multi-turn: model tokens only).""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -66,9 +67,9 @@ def test_micro_batches_give_the_big_batch_gradient(model, name):
     # Two epochs: the old logprobs come from their own forward (one epoch would fuse it into the update's).
     cfg = TrainConfig(tasks_per_step=3, group_size=4, temperature=0.8, epochs=2)
     t = old_and_ref_logprobs(models, algo, cfg, batch)  # also the value head's old values
-    assert t.old_logprobs is not None
-    assert (t.old_values is not None) == models.wants_values
-    compute_advantages(algo, t)
+    assert t.old_logprobs_BT is not None
+    assert (t.old_values_BT is not None) == models.wants_values
+    t = t.with_advantages(compute_advantages(algo, t))
     with torch.no_grad():  # move the policy a little so ratios differ from 1 and clipping can act
         for p in policy.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -90,11 +91,11 @@ def test_gae_rewards_sit_on_the_last_model_token(model):
     episodes = make_episodes(n_groups=2, group_size=3, seed=1)
     batch = collate(episodes, pad_token_id=0)
     t = old_and_ref_logprobs(models, algo, TrainConfig(), batch)
-    t.old_values = torch.zeros_like(batch.loss_mask)
-    compute_advantages(algo, t)
+    t = dataclasses.replace(t, old_values_BT=torch.zeros_like(batch.loss_mask))
+    adv = compute_advantages(algo, t)
     want = batch.rewards[:, None] * batch.loss_mask
-    torch.testing.assert_close(t.advantages, want)
-    torch.testing.assert_close(t.returns, want)
+    torch.testing.assert_close(adv.advantages, want)
+    torch.testing.assert_close(adv.returns_BT, want)
 
 
 def test_gae_credits_each_turn_with_its_own_and_later_rewards():
@@ -105,15 +106,16 @@ def test_gae_credits_each_turn_with_its_own_and_later_rewards():
     ep = Episode("rlvr/Test-v0", "0", 0, [1, 2], [3, 4, 5, 6, 7, 8], [1, 1, 0, 0, 1, 1], [-1.0] * 6,
                  [0.5, 0.25], Outcome.CORRECT, [], "stop")
     batch = collate([ep], pad_token_id=0)
-    t = StepTensors(batch=batch, old_logprobs=torch.zeros(1, 6), old_values=torch.zeros(1, 6))
-    compute_advantages(algo, t)
+    t = StepTensors(batch=batch, old_logprobs_BT=torch.zeros(1, 6), old_values_BT=torch.zeros(1, 6))
+    adv = compute_advantages(algo, t)
     want = torch.tensor([[0.75, 0.75, 0.0, 0.0, 0.25, 0.25]])
-    torch.testing.assert_close(t.advantages, want)
-    torch.testing.assert_close(t.returns, want)
+    torch.testing.assert_close(adv.advantages, want)
+    torch.testing.assert_close(adv.returns_BT, want)
+    assert t.advantages is None and t.returns_BT is None  # returned, not written into `t`
     # gamma 0.5 (lambda 1, V 0), env tokens spend no discount: turn 2's tokens 0.25 and
     # 0.5 * 0.25 = 0.125; turn 1's last 0.5 + 0.5 * 0.125 = 0.5625, its first 0.5 * 0.5625 = 0.28125.
-    compute_advantages(get_algorithm("ppo", gamma=0.5, lam=1.0, whiten_advantages=False, kl_coef=0.0), t)
-    torch.testing.assert_close(t.advantages, torch.tensor([[0.28125, 0.5625, 0.0, 0.0, 0.125, 0.25]]))
+    adv = compute_advantages(get_algorithm("ppo", gamma=0.5, lam=1.0, whiten_advantages=False, kl_coef=0.0), t)
+    torch.testing.assert_close(adv.advantages, torch.tensor([[0.28125, 0.5625, 0.0, 0.0, 0.125, 0.25]]))
 
 
 def test_dynamic_sampling_refills_the_batch():
@@ -144,11 +146,11 @@ def test_sequence_advantages_and_gap(model):
     episodes = make_episodes(n_groups=1, group_size=4, seed=2)
     batch = collate(episodes, pad_token_id=0)
     t = old_and_ref_logprobs(models, algo, TrainConfig(epochs=2), batch)
-    compute_advantages(algo, t)
+    t = t.with_advantages(compute_advantages(algo, t))
     # rewards [0, 1, 0, 1]: mean 0.5, sample std sqrt(1/3) -> +-0.5 / 0.57735 = +-0.8660
     torch.testing.assert_close(t.advantages, torch.tensor([-0.8660, 0.8660, -0.8660, 0.8660]), atol=1e-4, rtol=0)
     # sampler logprobs were -1 on model tokens: the gap is |trainer + 1| there and nothing elsewhere
-    want = ((t.old_logprobs + 1).abs() * batch.loss_mask).max()
+    want = ((t.old_logprobs_BT + 1).abs() * batch.loss_mask).max()
     assert t.stats["logprob_gap_max"] == pytest.approx(float(want), abs=1e-6)
 
 
@@ -169,29 +171,31 @@ def test_sampler_old_logprobs_weight_tokens_by_truncated_importance(model):
     models = Models(path=None, tokenizer=None, policy=model)
     batch = collate(make_episodes(seed=3), pad_token_id=0)
     t = old_and_ref_logprobs(models, algo, TrainConfig(old_logprobs="sampler", tis_cap=2.0), batch)
-    want = torch.clamp(torch.exp(t.old_logprobs + 1.0), max=2.0) * batch.loss_mask
-    torch.testing.assert_close(t.is_weights, want)
+    want = torch.clamp(torch.exp(t.old_logprobs_BT + 1.0), max=2.0) * batch.loss_mask
+    torch.testing.assert_close(t.is_weights_BT, want)
     assert 0 < t.stats["is_weight_mean"] <= 2.0
-    assert old_and_ref_logprobs(models, algo, TrainConfig(), batch).is_weights is None
+    assert old_and_ref_logprobs(models, algo, TrainConfig(), batch).is_weights_BT is None
 
 
 def test_masked_correction_takes_tokens_out_of_the_loss_mask(model):
     """rollout_correction='token_mask': a token whose ratio pi_old / pi_sampler leaves [1/c, c]
-    leaves the loss mask (and so the denominators); the others keep their ratio as the weight."""
+    leaves the loss mask (and so the denominators); the others keep their ratio as the weight.
+    The mask that changes is the returned tensors' batch's: the batch passed in stays as it was."""
     algo = get_algorithm("grpo", kl_coef=0.0)
     models = Models(path=None, tokenizer=None, policy=model)
-    batch = collate(make_episodes(seed=3), pad_token_id=0)
-    old = old_and_ref_logprobs(models, algo, TrainConfig(epochs=2), batch).old_logprobs
+    collated = collate(make_episodes(seed=3), pad_token_id=0)
+    old = old_and_ref_logprobs(models, algo, TrainConfig(epochs=2), collated).old_logprobs_BT
     shift = torch.zeros_like(old)
     shift[:, ::2] = 1.5  # the sampler was surer of every other token: ratio e^-1.5 = 0.22 < 1/2
-    batch.sampler_logprobs = (old + shift) * batch.loss_mask
+    batch = dataclasses.replace(collated, sampler_logprobs=(old + shift) * collated.loss_mask)
     mask_before = batch.loss_mask.clone()
     cfg = TrainConfig(old_logprobs="sampler", rollout_correction="token_mask", tis_cap=2.0)
     t = old_and_ref_logprobs(models, algo, cfg, batch)
     keep = (mask_before > 0) & (shift == 0)
     assert bool(((mask_before > 0) & ~keep).any()) and bool(keep.any())
-    torch.testing.assert_close(batch.loss_mask, keep.to(mask_before.dtype))
-    torch.testing.assert_close(t.is_weights, keep.to(t.is_weights.dtype), atol=1e-5, rtol=0)  # ratio 1 where kept
+    torch.testing.assert_close(t.batch.loss_mask, keep.to(mask_before.dtype))
+    assert torch.equal(batch.loss_mask, mask_before)  # not rewritten in place
+    torch.testing.assert_close(t.is_weights_BT, keep.to(t.is_weights_BT.dtype), atol=1e-5, rtol=0)  # ratio 1 if kept
     masked = float(((mask_before > 0) & ~keep).sum() / mask_before.sum())
     assert t.stats["is_masked_frac"] == pytest.approx(masked)
 
@@ -209,8 +213,8 @@ def test_separate_critic_gets_value_gradients_only(model):
     cfg = TrainConfig(tasks_per_step=3, group_size=4)
     t = old_and_ref_logprobs(models, algo, cfg, batch)
     with torch.no_grad():
-        t.old_values = models.critic(batch)
-    compute_advantages(algo, t)
+        t = dataclasses.replace(t, old_values_BT=models.critic(batch))
+    t = t.with_advantages(compute_advantages(algo, t))
     rows = torch.arange(len(batch))
     with_critic = gradients(models, algo, cfg, t, rows)
     trunk = models.critic.model.get_decoder()
@@ -250,8 +254,8 @@ def test_on_policy_update_equals_the_two_forward_update(model, name):
     for epochs in (1, 2):
         cfg = TrainConfig(tasks_per_step=3, group_size=4, micro_batch_size=5, epochs=epochs)
         t = old_and_ref_logprobs(models, algo, cfg, batch)
-        assert (t.old_logprobs is None) == (epochs == 1)
-        compute_advantages(algo, t)
+        assert (t.old_logprobs_BT is None) == (epochs == 1)
+        t = t.with_advantages(compute_advantages(algo, t))
         for p in models.policy_parameters():
             p.grad = None
         sums = UpdateSums()
@@ -264,3 +268,14 @@ def test_on_policy_update_equals_the_two_forward_update(model, name):
     for key in ("logprob_gap_max", "logprob_gap_mean", "entropy", "kl"):
         assert fused_stats[key] == pytest.approx(separate_stats[key], rel=1e-5, abs=1e-7), key
     assert fused_stats["kl"] > 0 and fused_stats["entropy"] > 0
+
+
+def test_a_batch_is_not_changed_in_place():
+    """A `Batch` is frozen: a phase derives a changed one (`dataclasses.replace`) and the one it
+    was given stays as it was, whoever else holds it."""
+    batch = collate(make_episodes(n_groups=1, group_size=2), pad_token_id=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        batch.loss_mask = torch.zeros_like(batch.loss_mask)  # type: ignore[misc]
+    t = StepTensors(batch=batch, old_logprobs_BT=None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.advantages = torch.zeros(len(batch))  # type: ignore[misc]

@@ -6,6 +6,10 @@ P + j and is predicted by the logits at column P + j - 1. Everything per token (
 `sampler_logprobs`, and the trainer's logprobs, values and advantages) is then a (B, T) tensor
 in completion space. Position ids count real tokens only, so left padding does not shift them and
 the trainer sees the same positions the sampler did.
+
+A `Batch` is frozen: a phase that changes rewards or the loss mask (reward shaping, overlong
+filtering, masked importance sampling) derives a new one with `dataclasses.replace`, so that no
+phase sees a batch change under it.
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ class BatchError(ValueError):
     """Episodes that cannot form a batch (empty, or token lists of different lengths)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Batch:
     input_ids: torch.Tensor         # (B, P+T) long
     attention_mask: torch.Tensor    # (B, P+T) long, 0 on padding

@@ -16,6 +16,7 @@ ratios must compare the policy with itself, not with a randomly thinned copy.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
 import time
@@ -32,6 +33,7 @@ from rlvr.envs.episode import TruncationReason
 from rlvr.envs.evaluate import context_cut_warning
 from rlvr.envs.rollout import rollout as rollout_groups
 from rlvr.envs.sampler import RequestSampler, SamplingSettings
+from rlvr.envs.seeds import SEED_SPACE
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from rlvr.trainers.batch import collate, is_truncated
@@ -48,8 +50,6 @@ from rlvr.trainers.producer import ProducerError, RolloutProducer
 from rlvr.trainers.rollout_correction import staleness_stats
 from rlvr.trainers.update import run_update
 from rlvr.verifiers.verdict import Outcome
-
-SEED_SPACE = 2**31 - 1  # reset seeds are drawn from [0, SEED_SPACE)
 
 
 @dataclass
@@ -314,23 +314,24 @@ class Trainer:
 
     @torch.no_grad()
     def prepare(self, rollout: Rollout) -> StepTensors:
-        """Old and reference logprobs, the sampler/trainer gap, values and advantages."""
-        batch = collate(rollout.episodes, self.models.pad_token_id)
+        """Old and reference logprobs, the sampler/trainer gap, values and advantages. Each phase
+        returns its result (frozen); none changes a batch in place (`trainers.phases`)."""
+        collated = collate(rollout.episodes, self.models.pad_token_id)
         # the length penalty sees what the model generated; the filter then drops truncated rows
-        raw_rewards = batch.rewards
-        batch.rewards, batch.turn_rewards = shape_rewards(self.algo, batch.rewards, batch.turn_rewards, batch.loss_mask)
-        batch.loss_mask = filter_loss_mask(self.algo, batch.loss_mask, batch.truncated)
-        staleness = {} if batch.versions is None else staleness_stats(
+        rewards_B, turn_rewards_BT = shape_rewards(self.algo, collated.rewards, collated.turn_rewards,
+                                                   collated.loss_mask)
+        batch = dataclasses.replace(collated, rewards=rewards_B, turn_rewards=turn_rewards_BT,
+                                    loss_mask=filter_loss_mask(self.algo, collated.loss_mask, collated.truncated))
+        stats = {} if batch.versions is None else staleness_stats(
             batch.versions, batch.loss_mask, self.version, self.config.max_staleness)
-        t = old_and_ref_logprobs(self.models, self.algo, self.config, batch)  # and the value head's values
-        t.stats.update(staleness)
         if self.algo.overlong_buffer_frac > 0:
-            t.stats["overlong_penalty_mean"] = float((batch.rewards - raw_rewards).mean())
+            stats["overlong_penalty_mean"] = float((rewards_B - collated.rewards).mean())
+        t = old_and_ref_logprobs(self.models, self.algo, self.config, batch).with_stats(stats)  # and values
         if self.models.critic is not None:
-            (t.old_values,) = per_micro_batch(batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),),
-                                              self.config.micro_batch_tokens)
-        compute_advantages(self.algo, t)
-        return t
+            (values_BT,) = per_micro_batch(t.batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),),
+                                           self.config.micro_batch_tokens)
+            t = dataclasses.replace(t, old_values_BT=values_BT)
+        return t.with_advantages(compute_advantages(self.algo, t))
 
     def update(self, t: StepTensors) -> dict[str, float]:
         """Epochs over shuffled minibatches; one optimizer step per minibatch, its gradient

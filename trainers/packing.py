@@ -12,6 +12,7 @@ does not change.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -61,8 +62,7 @@ def split_rows(batch: Batch, rows: torch.Tensor, size: int, tokens: int | None) 
 def micro_batch(batch: Batch, rows: torch.Tensor, packed: bool) -> Batch:
     """`batch.select(rows)`, marked to run packed (one flattened sequence) when `packed`."""
     mb = batch.select(rows)
-    mb.packed = packed
-    return mb
+    return dataclasses.replace(mb, packed=True) if packed else mb
 
 
 @dataclass

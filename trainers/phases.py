@@ -9,9 +9,16 @@
   before the update: distillation takes the separate no-grad forward, never the fused path);
 - `accumulate_gradients`: one minibatch's loss, backwarded micro-batch by micro-batch with the
   minibatch's (global) denominators.
+
+Data flows by return values: `StepTensors` and `Advantages` are frozen, and no phase changes a
+`Batch` it was given (a phase that changes the loss mask returns a new batch, `dataclasses.replace`).
+Why: the same tensors go to every data-parallel rank and into every epoch; a phase that rewrote its
+input in place would make a step's numbers depend on the order in which phases and tests call them.
 """
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -79,18 +86,37 @@ class UpdateSums:
     pre: PreUpdateSums = field(default_factory=PreUpdateSums)  # on-policy: from the update's forward
 
 
-@dataclass
+@dataclass(frozen=True)
+class Advantages:
+    """What `compute_advantages` gives: the advantages, GAE's returns, and their metrics."""
+
+    advantages: torch.Tensor  # (B,) sequence-level, or (B, T) per token (GAE, distillation)
+    returns_BT: torch.Tensor | None = None  # GAE's value targets only
+    stats: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class StepTensors:
-    """Everything the update needs, computed once per step before any weight changes."""
+    """Everything the update needs, computed once per step before any weight changes. Frozen:
+    derive a changed copy with `dataclasses.replace` (or `with_advantages`)."""
 
     batch: Batch
-    old_logprobs: torch.Tensor | None  # (B, T); None: the update's own forward gives them (`update_is_on_policy`)
-    ref_logprobs: torch.Tensor | None = None  # (B, T)
-    old_values: torch.Tensor | None = None  # (B, T)
-    advantages: torch.Tensor | None = None  # (B,) or (B, T)
-    returns: torch.Tensor | None = None  # (B, T), GAE only
-    is_weights: torch.Tensor | None = None  # (B, T), rollout correction (old_logprobs sampler) only
-    stats: dict[str, float] = field(default_factory=dict)
+    old_logprobs_BT: torch.Tensor | None  # None: the update's own forward gives them (`update_is_on_policy`)
+    ref_logprobs_BT: torch.Tensor | None = None
+    old_values_BT: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None  # (B,) or (B, T): `Advantages.advantages`
+    returns_BT: torch.Tensor | None = None  # GAE only
+    is_weights_BT: torch.Tensor | None = None  # rollout correction (old_logprobs sampler) only
+    stats: Mapping[str, float] = field(default_factory=dict)  # the step's metrics so far
+
+    def with_advantages(self, adv: Advantages) -> "StepTensors":
+        """These tensors with `adv`'s advantages and returns, and its metrics added."""
+        return dataclasses.replace(self, advantages=adv.advantages, returns_BT=adv.returns_BT,
+                                   stats={**self.stats, **adv.stats})
+
+    def with_stats(self, stats: Mapping[str, float]) -> "StepTensors":
+        """These tensors with `stats` added to their metrics."""
+        return dataclasses.replace(self, stats={**self.stats, **stats})
 
 
 def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> bool:
@@ -107,29 +133,29 @@ def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> b
 @torch.no_grad()
 def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, batch: Batch) -> StepTensors:
     """Trainer logprobs before the update, the reference model's, and the rollout-correction
-    weights (`trainers.rollout_correction`; a masking mode also takes tokens out of the loss mask). The
+    weights (`trainers.rollout_correction`; a masking mode also takes tokens out of the loss mask
+    of the returned tensors' batch, a copy: `batch` itself is left as it is). The
     sampler holds the same weights right now (synced after the last step), so the difference
     between its logprobs and these is the sync gap, measured on this step's tokens. When
     `update_is_on_policy`, `old_logprobs` is left None and `accumulate_gradients` measures
     the gap, entropy and KL from the update's forward instead."""
     if update_is_on_policy(models, algo, cfg):
-        return StepTensors(batch=batch, old_logprobs=None, ref_logprobs=reference_logprobs(models, cfg, batch))
+        return StepTensors(batch=batch, old_logprobs_BT=None, ref_logprobs_BT=reference_logprobs(models, cfg, batch))
 
     def policy(mb: Batch):
         out = forward(models.policy, mb, cfg.temperature, with_entropy=True, value_head=models.value_head)
         return out.logprobs, out.entropy, out.values
 
     old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy, cfg.micro_batch_tokens)
-    t = StepTensors(batch=batch, old_logprobs=old, old_values=values, ref_logprobs=reference_logprobs(models, cfg, batch))
+    ref = reference_logprobs(models, cfg, batch)
     sums = PreUpdateSums()
-    sums.add(old, entropy, batch, t.ref_logprobs, algo.kl_estimator)
-    t.stats.update(sums.stats())
-    if cfg.decoupled:
-        c = correction_weights(old, batch.sampler_logprobs, batch.loss_mask, cfg.rollout_correction, cfg.tis_cap)
-        t.is_weights = c.weights
-        batch.loss_mask = batch.loss_mask * c.keep.to(batch.loss_mask.dtype)  # masked IS: out of the loss
-        t.stats.update(c.stats)
-    return t
+    sums.add(old, entropy, batch, ref, algo.kl_estimator)
+    t = StepTensors(batch=batch, old_logprobs_BT=old, old_values_BT=values, ref_logprobs_BT=ref, stats=sums.stats())
+    if not cfg.decoupled:
+        return t
+    c = correction_weights(old, batch.sampler_logprobs, batch.loss_mask, cfg.rollout_correction, cfg.tis_cap)
+    kept = dataclasses.replace(batch, loss_mask=batch.loss_mask * c.keep.to(batch.loss_mask.dtype))  # masked IS
+    return dataclasses.replace(t, batch=kept, is_weights_BT=c.weights).with_stats(c.stats)
 
 
 def reference_logprobs(models: Models, cfg: TrainConfig, batch: Batch) -> torch.Tensor | None:
@@ -143,34 +169,38 @@ def reference_logprobs(models: Models, cfg: TrainConfig, batch: Batch) -> torch.
     return ref
 
 
-def compute_advantages(algo: AlgoConfig, t: StepTensors) -> None:
+def compute_advantages(algo: AlgoConfig, t: StepTensors) -> Advantages:
     """Sequence-level (REINFORCE, RLOO, GRPO: the episode's total reward) or token-level (GAE:
     turn k's reward on turn k's last model token, so a token is credited with the rewards of its
     own and later turns only) advantages, with the KL penalty in the reward when the preset says
     so. Rows without model tokens (e.g. removed by overlong filtering) get no reward in GAE.
     On-policy distillation (`teacher_kl`): per token, the teacher's (reference slot) logprob minus
-    the student's before the update; the environment's reward is not used (only logged)."""
-    batch, mask = t.batch, t.batch.loss_mask
+    the student's before the update; the environment's reward is not used (only logged).
+    Returns them (`t.with_advantages` puts them into the step's tensors); `t` is left as it is."""
+    batch, mask_BT = t.batch, t.batch.loss_mask
     if algo.needs_teacher:
-        if t.old_logprobs is None or t.ref_logprobs is None:
+        if t.old_logprobs_BT is None or t.ref_logprobs_BT is None:
             raise ValueError(f"{algo.name}: distillation needs the student's old logprobs and the teacher's")
-        t.advantages = teacher_advantages(algo, t.old_logprobs, t.ref_logprobs, mask)
+        advantages_BT = teacher_advantages(algo, t.old_logprobs_BT, t.ref_logprobs_BT, mask_BT)
         # k1 of KL(student || teacher), mean over the step's model tokens: what distillation lowers
-        t.stats["teacher_kl"] = float(masked_mean(t.old_logprobs - t.ref_logprobs, mask))
-        t.stats["advantage_abs_mean"] = float(masked_mean(t.advantages.abs(), mask))
-        return
-    kl = kl_estimate(t.old_logprobs, t.ref_logprobs, mask, algo.kl_estimator) if algo.kl_in_reward else None
+        return Advantages(advantages_BT, stats={
+            "teacher_kl": float(masked_mean(t.old_logprobs_BT - t.ref_logprobs_BT, mask_BT)),
+            "advantage_abs_mean": float(masked_mean(advantages_BT.abs(), mask_BT))})
+    kl_BT = (kl_estimate(t.old_logprobs_BT, t.ref_logprobs_BT, mask_BT, algo.kl_estimator)
+             if algo.kl_in_reward else None)
     if algo.advantage != "gae":
-        rewards_B = batch.rewards if kl is None else kl_penalized_rewards(batch.rewards, kl, mask, algo.kl_coef)
-        t.advantages = sequence_advantages(algo, rewards_B, batch.group_ids)
-        t.stats["advantage_abs_mean"] = float(t.advantages.abs().mean())
-        return
-    has_tokens_B = (mask > 0).any(dim=1, keepdim=True)
+        rewards_B = batch.rewards
+        if kl_BT is not None:
+            rewards_B = kl_penalized_rewards(rewards_B, kl_BT, mask_BT, algo.kl_coef)
+        advantages_B = sequence_advantages(algo, rewards_B, batch.group_ids)
+        return Advantages(advantages_B, stats={"advantage_abs_mean": float(advantages_B.abs().mean())})
+    has_tokens_B = (mask_BT > 0).any(dim=1, keepdim=True)
     rewards_BT = torch.where(has_tokens_B, batch.turn_rewards, torch.zeros_like(batch.turn_rewards))
-    if kl is not None:
-        rewards_BT = kl_penalized_rewards(rewards_BT, kl, mask, algo.kl_coef)
-    t.advantages, t.returns = token_advantages(algo, rewards_BT, t.old_values, mask)
-    t.stats["advantage_abs_mean"] = float(masked_mean(t.advantages.abs(), mask))
+    if kl_BT is not None:
+        rewards_BT = kl_penalized_rewards(rewards_BT, kl_BT, mask_BT, algo.kl_coef)
+    advantages_BT, returns_BT = token_advantages(algo, rewards_BT, t.old_values_BT, mask_BT)
+    stats = {"advantage_abs_mean": float(masked_mean(advantages_BT.abs(), mask_BT))}
+    return Advantages(advantages_BT, returns_BT, stats)
 
 
 def accumulate_gradients(
@@ -180,10 +210,10 @@ def accumulate_gradients(
     """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
     the whole minibatch's, so the summed gradient equals one backward over the minibatch.
     Micro-batches are `cfg.micro_batch` rows, or with `micro_batch_tokens` padding-free packed
-    forwards (`trainers.packing`). Without `t.old_logprobs` (on-policy), the forward's detached
+    forwards (`trainers.packing`). Without `t.old_logprobs_BT` (on-policy), the forward's detached
     logprobs are the old ones. `denominator_rows` (default `rows`): the minibatch whose
     denominators to use, when `rows` is a data-parallel rank's share of it."""
-    fused = t.old_logprobs is None
+    fused = t.old_logprobs_BT is None
     mask = t.batch.loss_mask[rows if denominator_rows is None else denominator_rows]
     policy_denom = loss_denominator(mask, algo.aggregation)
     value_denom = loss_denominator(mask, "token_mean")
@@ -194,19 +224,19 @@ def accumulate_gradients(
         pick = lambda x: None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])  # noqa: E731
         out = forward(models.policy, mb, cfg.temperature, with_entropy=algo.entropy_coef > 0 or fused,
                       value_head=models.value_head)
-        old = out.logprobs.detach() if fused else pick(t.old_logprobs)
+        old = out.logprobs.detach() if fused else pick(t.old_logprobs_BT)
         if fused:
-            sums.pre.add(old, out.entropy.detach(), mb, pick(t.ref_logprobs), algo.kl_estimator)
+            sums.pre.add(old, out.entropy.detach(), mb, pick(t.ref_logprobs_BT), algo.kl_estimator)
         pl = compute_policy_loss(
             algo, out.logprobs, old, pick(t.advantages), mb.loss_mask,
-            ref_logprobs_BT=pick(t.ref_logprobs), entropy_BT=out.entropy, is_weights_BT=pick(t.is_weights),
+            ref_logprobs_BT=pick(t.ref_logprobs_BT), entropy_BT=out.entropy, is_weights_BT=pick(t.is_weights_BT),
         )
         loss = aggregate_loss(pl.loss, mb.loss_mask, algo.aggregation, policy_denom, algo.constant_length)
         m = mb.loss_mask > 0
         sums.policy_loss += float(loss.detach())
         if models.wants_values:
             values = out.values if models.critic is None else models.critic(mb)
-            vl = value_loss(values, pick(t.old_values), pick(t.returns), mb.loss_mask, algo.value_clip)
+            vl = value_loss(values, pick(t.old_values_BT), pick(t.returns_BT), mb.loss_mask, algo.value_clip)
             v = aggregate_loss(vl.loss, mb.loss_mask, "token_mean", value_denom)
             loss = loss + algo.value_coef * v
             sums.value_loss += float(v.detach())

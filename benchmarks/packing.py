@@ -58,7 +58,7 @@ def child(args) -> None:
 
     from rlvr.trainers.algorithms import get_algorithm
     from rlvr.trainers.batch import collate
-    from rlvr.trainers.components import Models
+    from rlvr.trainers.model_set import Models
     from rlvr.trainers.config import TrainConfig
     from rlvr.trainers.models import load_causal_lm
     from rlvr.trainers.packing import split_rows

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.envs.chat_template import template_ids
     from rlvr.envs.rollout import rollout
     from rlvr.envs.sampler import SamplingSettings
-    from rlvr.trainers.components import timed
+    from rlvr.trainers.samplers.local import local_sampler
     from rlvr.trainers.models import load_tokenizer, resolve_model
     from rlvr.trainers.samplers import VLLMSampler
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         return sum(len(c.token_ids) for o in outputs for c in o.outputs), seconds
 
     sampling_seconds: list[float] = []
-    timed_sampler = timed(sampler)  # as the trainer wraps it: the engine's time counted, the rest is overhead
+    timed_sampler = local_sampler(sampler)  # as the trainer wraps it: the engine's time counted, the rest is overhead
 
     def rlvr() -> tuple[int, float]:
         timed_sampler.reset_clock()

@@ -15,7 +15,8 @@ from conftest import assert_adam_runs_agree
 from test_train_update import make_episodes
 from rlvr.trainers.algorithms import resolve
 from rlvr.trainers.batch import collate
-from rlvr.trainers.components import build_models, build_optimizer
+from rlvr.trainers.model_set import build_models
+from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, rendezvous
 from rlvr.trainers.phases import compute_advantages, old_and_ref_logprobs

@@ -14,7 +14,7 @@ from conftest import float32_bound
 
 from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.batch import collate
-from rlvr.trainers.components import Models
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.packing import PackingError, micro_batch, pack, packed_layout, split_rows
 from rlvr.trainers.phases import UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch

@@ -11,9 +11,10 @@ import pytest
 
 from conftest import require
 from rlvr.envs.sampler import SamplingSettings
-from rlvr.trainers.components import VLLMSpec
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.ray_rollout import RayRolloutPool, RolloutWorkerError, chunks_of
+from rlvr.trainers.samplers.factory import build_sampler
+from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
 
 pytestmark = pytest.mark.vllm
 MODEL_INFO = {"model": "tiny", "step": 0}
@@ -37,15 +38,19 @@ def test_bad_ray_settings_are_config_errors(settings, problem):
 @pytest.fixture(scope="module")
 def spec(model_dir):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    return VLLMSpec(model_dir=str(model_dir), seed=0, max_model_len=1024, dtype="float32", max_num_seqs=64,
-                    seq_tokens=256, gpu_memory=0.3)
+    return SamplerSpec("vllm", str(model_dir), seed=0, max_model_len=1024, dtype="float32", max_num_seqs=64,
+                       seq_tokens=256, gpu_memory=0.3, chunked_prefill=False)
 
 
 @pytest.fixture(scope="module")
 def pool(ray_cluster, spec, model_dir):
-    pool = RayRolloutPool(spec, str(model_dir), 2, threads=1)
+    pool = RayRolloutPool(spec, 2, threads=1)
     yield pool
     pool.close()
+
+
+def roll(pool, env: str, env_args: dict, seeds, **kw) -> list:
+    return pool.rollout(RolloutRequest(env, env_args, tuple(seeds), **kw))
 
 
 def sampling(**kw) -> SamplingSettings:
@@ -61,9 +66,9 @@ def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
     from rlvr.envs.rollout import rollout
 
     seeds = list(range(40, 50))
-    got = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=4, sampling=sampling(),
+    got = roll(pool, "rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=4, sampling=sampling(),
                        model_info=MODEL_INFO, max_length=1024, group_id_start=7)
-    local = spec.build()
+    local = build_sampler(spec)
     try:
         want = rollout("rlvr/Arithmetic-v0", {}, local, tokenizer, seeds=seeds, group_size=4, sampling=sampling(),
                        model_info=MODEL_INFO, progress=False, max_length=1024, group_id_start=7)
@@ -79,13 +84,13 @@ def test_new_weights_reach_every_worker_with_their_version(pool, hf_model):
     import torch
 
     seeds = list(range(8))
-    before = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
+    before = roll(pool, "rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
                           model_info=MODEL_INFO, max_length=1024)
     moved = [(n, p.detach() + 0.05 * torch.randn_like(p)) for n, p in hf_model.named_parameters()]
     original = [(n, p.detach()) for n, p in hf_model.named_parameters()]
     try:
         pool.update_weights(moved, version=3)
-        after = pool.rollout("rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
+        after = roll(pool, "rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
                              model_info=MODEL_INFO, max_length=1024)
         assert pool.version == 3
         assert {v for g in after for ep in g.episodes for v in ep.versions} == {3}
@@ -101,16 +106,16 @@ def test_a_worker_that_dies_mid_rollout_is_replaced_and_its_groups_redone(ray_cl
     the same as a rollout in which nobody died."""
     marker = tmp_path / "died"
     env_args = {"marker": str(marker), "seed": 5}
-    pool = RayRolloutPool(spec, str(model_dir), 2, threads=1)
+    pool = RayRolloutPool(spec, 2, threads=1)
     try:
         dead_pids = {w: ray_cluster.get(w.pid.remote()) for w in pool.workers}
         kwargs = dict(seeds=list(range(8)), group_size=2, sampling=sampling(), model_info=MODEL_INFO,
                       max_length=1024)
-        got = pool.rollout("ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)
+        got = roll(pool, "ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)
         assert marker.exists() and int(marker.read_text()) in dead_pids.values()
         assert pool.replaced == 1
         assert [g.group_id for g in got] == list(range(8)) and all(len(g.episodes) == 2 for g in got)
-        again = pool.rollout("ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)  # nobody dies now
+        again = roll(pool, "ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)  # nobody dies now
         assert tokens(got) == tokens(again) and pool.replaced == 1
     finally:
         pool.close()
@@ -119,10 +124,10 @@ def test_a_worker_that_dies_mid_rollout_is_replaced_and_its_groups_redone(ray_cl
 def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster, spec, model_dir, tmp_path):
     """A task that kills every worker it lands on: after `max_replacements` new workers, a
     `RolloutWorkerError` (an RlvrError: one line from the CLI), not an endless loop."""
-    pool = RayRolloutPool(spec, str(model_dir), 1, threads=1, max_replacements=1)
+    pool = RayRolloutPool(spec, 1, threads=1, max_replacements=1)
     try:
         with pytest.raises(RolloutWorkerError, match="died 2 times on the tasks of groups from 0"):
-            pool.rollout("ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path), "seed": 1}, seeds=[1],
+            roll(pool, "ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path), "seed": 1}, seeds=[1],
                          group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
         assert pool.replaced == 1
     finally:
@@ -134,25 +139,25 @@ def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
     replaced = pool.replaced
     with pytest.raises(Exception, match="FileNotFoundError"):
         # the marker's directory does not exist: writing it raises before the process could end
-        pool.rollout("ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path / "no" / "x"), "seed": 1},
+        roll(pool, "ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path / "no" / "x"), "seed": 1},
                      seeds=[1], group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
     assert pool.replaced == replaced
 
 
 def test_a_worker_killed_between_steps_is_replaced_at_the_next_sync(ray_cluster, pool, hf_model):
     kwargs = dict(seeds=list(range(6)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
-    before = pool.rollout("rlvr/Arithmetic-v0", {}, **kwargs)
+    before = roll(pool, "rlvr/Arithmetic-v0", {}, **kwargs)
     replaced, victim = pool.replaced, pool.workers[0]
     ray_cluster.kill(victim)
     pool.update_weights([(n, p.detach()) for n, p in hf_model.named_parameters()], version=0)
     assert pool.replaced == replaced + 1 and pool.workers[0] is not victim
-    assert tokens(pool.rollout("rlvr/Arithmetic-v0", {}, **kwargs)) == tokens(before)
+    assert tokens(roll(pool, "rlvr/Arithmetic-v0", {}, **kwargs)) == tokens(before)
 
 
 def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, spec, model_dir, tmp_path):
-    broken = dataclasses.replace(spec, model_dir=str(tmp_path / "no-model"))
+    broken = dataclasses.replace(spec, model=str(tmp_path / "no-model"))
     with pytest.raises(RolloutWorkerError, match="a rollout worker could not start"):
-        RayRolloutPool(broken, str(model_dir), 1, threads=1)
+        RayRolloutPool(broken, 1, threads=1)
 
 
 def train(tmp_path, **settings):
@@ -228,14 +233,14 @@ def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(r
     reason = unavailable_reason()
     require(reason is None, reason or "")
     verifier = RaySandbox(2, pool_size=2)
-    pool = RayRolloutPool(spec, str(model_dir), 1, threads=1, verifier=verifier)
+    pool = RayRolloutPool(spec, 1, threads=1, verifier=verifier)
     try:
         kwargs = dict(seeds=list(range(4)), group_size=2, sampling=sampling(), model_info=MODEL_INFO,
                       max_length=1024)
         killer = threading.Timer(1.0, lambda: ray_cluster.kill(verifier.workers[0]))
         started = time.monotonic()
         killer.start()
-        groups = pool.rollout("ray_test_envs:test/VerifiesInSandbox-v0", {"sleep_s": 2.0}, **kwargs)
+        groups = roll(pool, "ray_test_envs:test/VerifiesInSandbox-v0", {"sleep_s": 2.0}, **kwargs)
         killer.join()
         assert time.monotonic() - started > 1.0  # the kill came while programs ran
         episodes = [ep for g in groups for ep in g.episodes]

@@ -195,7 +195,7 @@ def test_the_trainer_sizes_the_kv_cache_to_its_env(tokenizer):
     """Single-step: twice the longest of 64 opening prompts plus max_tokens; multi-turn: the whole context."""
     from rlvr.envs import make
     from rlvr.envs.chat_template import template_ids
-    from rlvr.trainers.components import PROBE_TASKS, sequence_tokens
+    from rlvr.trainers.samplers.sizing import PROBE_TASKS, sequence_tokens
     from rlvr.trainers.config import TrainConfig
 
     env = make("rlvr/Arithmetic-v0", difficulty=4)

@@ -13,7 +13,7 @@ from conftest import random_qwen2
 from rlvr.envs.episode import Episode
 from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.batch import collate
-from rlvr.trainers.components import Models
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import collect_groups, training_seeds
 from rlvr.trainers.phases import (

@@ -20,8 +20,6 @@ import dataclasses
 import math
 import sys
 import time
-import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,15 +29,18 @@ import torch
 
 from rlvr.envs.episode import TruncationReason
 from rlvr.envs.evaluate import context_cut_warning
-from rlvr.envs.rollout import rollout as rollout_groups
-from rlvr.envs.sampler import RequestSampler, SamplingSettings
+from rlvr.envs.sampler import SamplingSettings
 from rlvr.envs.seeds import SEED_SPACE
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from rlvr.trainers.batch import collate, is_truncated
-from rlvr.trainers.components import (
-    Models, build_models, build_optimizer, build_ray_pool, build_sampler, build_trainer_ranks, max_model_len, timed,
-)
+from rlvr.trainers.model_set import Models, build_models
+from rlvr.trainers.optimizer import build_optimizer
+from rlvr.trainers.ray_trainer import start_trainer_ranks
+from rlvr.trainers.samplers.protocol import RolloutRequest, TrainerSampler
+from rlvr.trainers.samplers.registry import backend
+from rlvr.trainers.samplers.sizing import max_model_len
+from rlvr.trainers.samplers.training import start_sampler
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
@@ -111,21 +112,14 @@ class Trainer:
         if resume_from is not None:
             self._restore(resume_from)
             print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
-        if config.ray:
-            self.sampler = build_ray_pool(config, self.models, resume_from, version=self.version)
-        else:
-            self.sampler = timed(build_sampler(config, self.models, resume_from))
-            if self.sampler.version is not None:
-                self.sampler.inner.version = self.version  # policy version = updates done
+        if self.overlap and not backend(config.sampler).overlaps:
+            raise ConfigError(f"overlapped sampling needs a sampler that loads weights between engine steps "
+                              f"(vllm), got {config.sampler!r}")
+        # here or on the Ray rollout workers, holding the policy as `version` (the updates done)
+        self.sampler: TrainerSampler = start_sampler(config, self.models, resume_from, self.version)
         # data-parallel ranks 1 .. N-1 (this process is rank 0), holding its weights and optimizer state
-        self.ranks = build_trainer_ranks(config, self.algo, self.models, self.optimizer, resume_from)
-        if self.overlap and config.sampler != "vllm":
-            raise ConfigError(f"overlapped sampling needs the vllm sampler, got {config.sampler!r}")
+        self.ranks = start_trainer_ranks(config, self.algo, self.models, self.optimizer, resume_from)
         self.producer: RolloutProducer | None = None
-        # The environments' threads, kept for the whole run: starting them anew for each rollout
-        # costs more than a step's short completions spend on their environments.
-        self.env_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="rlvr-env")
-        weakref.finalize(self, self.env_pool.shutdown, wait=False)
         self._saved_step = self.step  # the step of the last checkpoint (resumed from, or saved)
         self.logger: MetricsLogger | None = None
         self._warned_context = False  # the context-cut warning is given once per run
@@ -181,9 +175,8 @@ class Trainer:
         """End the sampler (its engine, or the Ray workers) and the data-parallel ranks now rather
         than at exit: a notebook or a test session goes on."""
         for part in (self.ranks, self.sampler):
-            close = getattr(part, "close", None)
-            if close is not None:
-                close()
+            if part is not None:
+                part.close()
 
     # ---- overlapped sampling (asynchronous RL) ---------------------------------------------------
     def _start_producer(self) -> None:
@@ -206,8 +199,7 @@ class Trainer:
         if self.producer is not None:
             self.producer.close()
             self.producer = None
-            if isinstance(self.sampler, RequestSampler):
-                self.sampler.cancel()  # a rollout stopped part-way leaves none of its requests
+            self.sampler.stop_producing()  # a rollout stopped part-way leaves none of its requests
 
     def _engine(self):
         """A context in which this thread may drive the engine (the producer is paused)."""
@@ -383,14 +375,11 @@ class Trainer:
         }
 
     def _roll(self, seeds: list[int], group_size: int, sampling: SamplingSettings, group_id_start: int = 0) -> list:
-        """`envs.rollout.rollout` on this run's environment: here, or on the Ray rollout workers."""
+        """This run's environment rolled out by its sampler (here, or on the Ray rollout workers)."""
         cfg = self.config
-        kwargs = dict(seeds=seeds, group_size=group_size, sampling=sampling, model_info=self._model_info(),
-                      max_length=max_model_len(self.models), group_id_start=group_id_start)
-        if cfg.ray:
-            return self.sampler.rollout(cfg.env, cfg.env_args, **kwargs)
-        return rollout_groups(cfg.env, cfg.env_args, self.sampler, self.models.tokenizer, progress=False,
-                              executor=self.env_pool, **kwargs)
+        return self.sampler.rollout(RolloutRequest(
+            cfg.env, cfg.env_args, tuple(seeds), group_size, sampling, model_info=self._model_info(),
+            max_length=max_model_len(self.models.policy), group_id_start=group_id_start))
 
     # ---- evaluation and checkpoints --------------------------------------------------------
     def evaluate(self, n: int | None = None, temperature: float | None = None) -> dict[str, Any]:
@@ -417,7 +406,7 @@ class Trainer:
         """Once per run: say so when more than 20% of a rollout's episodes did not fit in the context."""
         if self._warned_context:
             return
-        text = context_cut_warning(episodes, max_model_len(self.models), self.config.max_tokens)
+        text = context_cut_warning(episodes, max_model_len(self.models.policy), self.config.max_tokens)
         if text is not None:
             self._warned_context = True
             if self.logger is not None:

@@ -28,7 +28,7 @@ from rlvr.trainers.algorithms import (
     AlgoConfig, compute_policy_loss, sequence_advantages, teacher_advantages, token_advantages,
 )
 from rlvr.trainers.batch import Batch
-from rlvr.trainers.components import Models
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.kl import kl_estimate, kl_penalized_rewards
 from rlvr.trainers.packing import micro_batch, split_rows

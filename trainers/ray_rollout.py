@@ -1,9 +1,10 @@
 """Rollout workers on Ray (`rlvr train --ray --rollout-workers N`).
 
-Each worker is a Ray actor holding its own vLLM engine (started from the run's `VLLMSpec`; or with
-`--sampler hf` a `generate` sampler on its own copy of the model, `HFSpec`) and its own environment
-copies: it runs `envs.rollout.rollout` on the tasks it is handed and returns the
-groups, plain picklable data. The driver (`RayRolloutPool`, in the trainer's process) cuts a
+Each worker is a Ray actor holding its own sampler, built by the one sampler factory from the run's
+`SamplerSpec` (a vLLM engine; or with `--sampler hf` a `generate` sampler on its own copy of the
+model), and its own environment copies: it rolls out the `RolloutRequest` it is handed
+(`trainers.samplers.local.LocalSampler`) and returns the groups, plain picklable data. The driver
+(`RayRolloutPool`, in the trainer's process, a `TrainerSampler` like the local one) cuts a
 rollout's tasks into one contiguous chunk per worker and gathers the groups in task order.
 
 Seeds: a chunk that starts at the k-th task samples with seed + k * G. `envs.rollout` gives the
@@ -38,31 +39,17 @@ import dataclasses
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable
 
-from rlvr.envs.sampler import SamplingSettings
 from rlvr.errors import RlvrError
 from rlvr.sandbox.ray_pool import kill_actors
+from rlvr.trainers.config import ConfigError
+from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
 
 
 class RolloutWorkerError(RlvrError):
     """Rollout workers kept dying on the same tasks, or none could be started."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """The tasks one worker rolls out: `seeds[i]` becomes group `group_id_start + i`."""
-
-    env: str
-    env_args: Mapping[str, Any]
-    seeds: tuple[int, ...]
-    group_size: int
-    sampling: SamplingSettings
-    model_info: Mapping[str, Any]
-    max_length: int
-    group_id_start: int
 
 
 @dataclass(frozen=True)
@@ -74,10 +61,11 @@ class ChunkResult:
 class RolloutWorker:
     """The actor: a sampler (vLLM, or `generate` on a model copy) and environment copies in one process."""
 
-    def __init__(self, spec: Any, tokenizer_dir: str, threads: int | None, verifier: Any = None):
+    def __init__(self, spec: SamplerSpec, threads: int | None, verifier: Any = None):
         import torch
 
-        from rlvr.trainers.models import load_tokenizer
+        from rlvr.trainers.samplers.factory import build_sampler
+        from rlvr.trainers.samplers.local import local_sampler
 
         if threads:
             torch.set_num_threads(threads)  # before vLLM starts: it makes the call a no-op afterwards
@@ -85,24 +73,15 @@ class RolloutWorker:
             from rlvr import sandbox
 
             sandbox.use_shared_sandbox(verifier)
-        self.sampler = spec.build()
-        self.tokenizer = load_tokenizer(tokenizer_dir)
-        self.env_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="rlvr-env")
+        self.sampler = local_sampler(build_sampler(spec))  # the pool loads the current weights before any rollout
 
     def load(self, weights: list, version: int) -> None:
         self.sampler.update_weights(weights, version)
 
-    def rollout(self, chunk: Chunk) -> ChunkResult:
-        from rlvr.envs.rollout import rollout
-
-        from rlvr.trainers.components import timed
-
-        sampler = timed(self.sampler)
-        groups = rollout(chunk.env, chunk.env_args, sampler, self.tokenizer, seeds=list(chunk.seeds),
-                         group_size=chunk.group_size, sampling=chunk.sampling, model_info=chunk.model_info,
-                         progress=False, max_length=chunk.max_length, group_id_start=chunk.group_id_start,
-                         executor=self.env_pool)
-        return ChunkResult(groups, sampler.seconds)
+    def rollout(self, chunk: RolloutRequest) -> ChunkResult:
+        self.sampler.reset_clock()
+        groups = self.sampler.rollout(chunk)
+        return ChunkResult(groups, self.sampler.seconds)
 
     def pid(self) -> int:
         return os.getpid()
@@ -129,12 +108,32 @@ def start_ray(address: str | None) -> None:
         ray.init(include_dashboard=False, log_to_driver=False)
 
 
+def start_rollout_pool(spec: SamplerSpec, weights: Iterable[tuple[str, Any]], version: int, *, workers: int,
+                       address: str | None, threads: int | None, verifier_workers: int) -> "RayRolloutPool":
+    """Rollout workers (`rlvr train --ray`) in place of the local sampler, each building `spec`,
+    holding `weights` as `version` (a resumed run's, a LoRA adapter's merged in); with
+    `verifier_workers`, the sandbox actors their environments verify on."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--ray needs Ray ({exc}): pip install 'rlvr[ray]'") from None
+    start_ray(address)  # before the verifier workers, which join it
+    verifier = None
+    if verifier_workers:
+        from rlvr.sandbox import RaySandbox
+
+        verifier = RaySandbox(verifier_workers)
+    pool = RayRolloutPool(spec, workers, address=address, threads=threads, verifier=verifier)
+    pool.update_weights(weights, version)
+    return pool
+
+
 class RayRolloutPool:
-    """`workers` rollout actors, used by the trainer as its sampler: `rollout` instead of
-    `envs.rollout.rollout`, `update_weights(named_tensors, version)` after each step, and the
+    """`workers` rollout actors, a `TrainerSampler` (`trainers.samplers.protocol`): `rollout` of a
+    request cut among them, `update_weights(named_tensors, version)` after each step, and the
     `seconds` of sampling since `reset_clock` (the slowest worker's engine time of each rollout)."""
 
-    def __init__(self, spec: Any, tokenizer_dir: str, workers: int, *, address: str | None = None,
+    def __init__(self, spec: SamplerSpec, workers: int, *, address: str | None = None,
                  threads: int | None = None, max_replacements: int = 3, verifier: Any = None):
         import ray
 
@@ -146,7 +145,7 @@ class RayRolloutPool:
         # smaller than N; vLLM and the environments share the cores as threads in one process do.
         self._actor = ray.remote(num_cpus=0, max_restarts=0)(RolloutWorker)
         # `verifier`: a `sandbox.RaySandbox` (the verifier workers) for every worker's environments
-        self._args = (spec, tokenizer_dir, threads, verifier)
+        self._args = (spec, threads, verifier)
         self.verifier = verifier  # closed with the pool
         self._lock = threading.Lock()  # the workers and weights: the producer's thread and the trainer's
         self._weights: Any = None  # the object-store reference of the current weights
@@ -202,9 +201,12 @@ class RayRolloutPool:
         return [entry for entry in loads if entry[2] not in finished]
 
     # ---- as the asynchronous producer's sampler (`trainers.loop`) -------------------------------
-    def start_producing(self, stop_requested: Any) -> None:
+    def start_producing(self, stop_requested: Callable[[], bool]) -> None:
         """Nothing to set up: a worker loads new weights between its chunks, never mid-sample, and
         a rollout in progress ends with its chunks."""
+
+    def stop_producing(self) -> None:
+        """Nothing left in flight: a rollout returns only when all its chunks have."""
 
     def stage(self, named_tensors: Iterable[tuple[str, Any]], version: int) -> None:
         """Send the weights without waiting: each worker loads them after the chunk it is sampling."""
@@ -216,19 +218,19 @@ class RayRolloutPool:
             self.verifier.close()
 
     # ---- rollouts ------------------------------------------------------------------------------
-    def rollout(self, env: str, env_args: Mapping[str, Any], *, seeds: Sequence[int], group_size: int,
-                sampling: SamplingSettings, model_info: Mapping[str, Any], max_length: int,
-                group_id_start: int = 0) -> list:
-        """The groups of `envs.rollout.rollout` for these tasks, sampled by the workers."""
+    def rollout(self, request: RolloutRequest) -> list:
+        """The groups of `envs.rollout.rollout` for these tasks, sampled by the workers: one
+        request per worker, for a contiguous chunk of the seeds."""
         from ray.exceptions import RayActorError
 
         with self._lock:
             workers = list(self.workers)
-        chunks = [Chunk(env, dict(env_args), tuple(int(seeds[i]) for i in part), group_size,
-                        dataclasses.replace(sampling, seed=None if sampling.seed is None
-                                            else sampling.seed + part.start * group_size),
-                        dict(model_info), max_length, group_id_start + part.start)
-                  for part in chunks_of(len(seeds), len(workers))]
+        seeds, g, sampling = request.seeds, request.group_size, request.sampling
+        chunks = [dataclasses.replace(
+            request, env_args=dict(request.env_args), seeds=tuple(int(seeds[i]) for i in part),
+            sampling=dataclasses.replace(sampling, seed=None if sampling.seed is None else sampling.seed + part.start * g),
+            model_info=dict(request.model_info), group_id_start=request.group_id_start + part.start)
+            for part in chunks_of(len(seeds), len(workers))]
         pending = {workers[i].rollout.remote(c): (i, workers[i], c) for i, c in enumerate(chunks)}
         results: dict[int, ChunkResult] = {}
         deaths: dict[int, int] = {}

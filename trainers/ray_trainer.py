@@ -25,16 +25,34 @@ from typing import Any
 import torch
 
 from rlvr.sandbox.ray_pool import kill_actors
+from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, backend_for, rendezvous
+from rlvr.trainers.device import model_device
+from rlvr.trainers.model_set import Models, build_models
+from rlvr.trainers.optimizer import build_optimizer
+from rlvr.trainers.precision import MasterWeightAdamW
+from rlvr.trainers.ray_rollout import start_ray
+from rlvr.trainers.update import run_update, trainable_parameters
+
+
+def start_trainer_ranks(config: TrainConfig, algo: Any, models: Models, optimizer: torch.optim.Optimizer,
+                        resume_from: Path | None) -> RayTrainerRanks | None:
+    """Data-parallel ranks 1 .. N-1 on Ray, holding this process's weights and optimizer state;
+    None for one rank."""
+    if config.trainer_ranks < 2:
+        return None
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"--trainer-ranks needs Ray ({exc}): pip install 'rlvr[ray]'") from None
+    return RayTrainerRanks(config.to_dict(), algo, models, optimizer, config.trainer_ranks, resume_from,
+                           address=config.ray_address)
 
 
 class TrainerRank:
     """The actor: rank `rank`'s models and optimizer, built from the run's settings."""
 
     def __init__(self, settings: dict[str, Any], algo: Any, resume_from: str | None, device: str):
-        from rlvr.trainers.components import build_models, build_optimizer
-        from rlvr.trainers.config import TrainConfig
-
         # rank 0's settings and resolved algorithm, checked there (this rank may be on another machine)
         self.config = TrainConfig.from_dict({**settings, "device": device})
         self.algo = algo
@@ -49,10 +67,6 @@ class TrainerRank:
         self.group = RankGroup(address, rank)
 
     def start(self, optimizer_state: dict | None) -> None:
-        from rlvr.trainers.update import trainable_parameters
-
-        from rlvr.trainers.precision import MasterWeightAdamW
-
         self.group.broadcast_(trainable_parameters(self.models))
         if isinstance(self.optimizer, MasterWeightAdamW):  # its float32 copies were made before
             self.optimizer.reload_masters()
@@ -60,8 +74,6 @@ class TrainerRank:
             self.optimizer.load_state_dict(optimizer_state)
 
     def update(self, tensors: Any, shuffle_seed: int, lrs: list[float]) -> None:
-        from rlvr.trainers.update import run_update
-
         for group, lr in zip(self.optimizer.param_groups, lrs):
             group["lr"] = lr
         try:
@@ -74,8 +86,6 @@ class TrainerRank:
 
     def weights(self) -> list[torch.Tensor]:
         """The trainable parameters, for tests: they must equal rank 0's."""
-        from rlvr.trainers.update import trainable_parameters
-
         return [p.detach().cpu().clone() for p in trainable_parameters(self.models)]
 
     def pid(self) -> int:
@@ -88,10 +98,6 @@ class RayTrainerRanks:
     def __init__(self, settings: dict[str, Any], algo: Any, models: Any, optimizer: torch.optim.Optimizer,
                  ranks: int, resume_from: Path | None, *, address: str | None = None):
         import ray
-
-        from rlvr.trainers.device import model_device
-        from rlvr.trainers.ray_rollout import start_ray
-        from rlvr.trainers.update import trainable_parameters
 
         if ranks < 2:
             raise ValueError(f"data-parallel training needs >= 2 ranks, got {ranks}")

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from rlvr.trainers.algorithms import AlgoConfig
-from rlvr.trainers.components import Models
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.data_parallel import RankGroup
 from rlvr.trainers.phases import StepTensors, UpdateSums, accumulate_gradients

@@ -90,35 +90,27 @@ def model_label(args: argparse.Namespace) -> str:
     return str(resolve_model(args.model))
 
 
-def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
-    """(sampler, tokenizer)."""
-    from rlvr.trainers.models import load_causal_lm, load_tokenizer, resolve_model
+def sampler_spec(args: argparse.Namespace) -> Any:
+    """The `SamplerSpec` of the evaluated model: the sampler `rlvr train` would build (the same
+    factory, `trainers.samplers.factory`), with the engine's defaults for what this command does not set."""
+    from rlvr.trainers.models import resolve_model
+    from rlvr.trainers.samplers.protocol import SamplerSpec
 
     kind = sampler_kind(args)
     if kind in ("openai", "openai-chat"):
-        from rlvr.trainers.samplers import ChatSampler, OpenAISampler
+        return SamplerSpec(kind, args.model, tokenizer=served_tokenizer_source(args), base_url=args.base_url,
+                           api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None)
+    path = str(resolve_model(args.model))  # a LoRA checkpoint: vllm serves its base with the adapter merged
+    return SamplerSpec(kind, path, tokenizer=args.tokenizer, seed=args.seed, max_model_len=args.max_model_len)
 
-        api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
-        source = served_tokenizer_source(args)
-        if kind == "openai-chat":  # the sampler's own tokenizer: it remembers each prompt's messages
-            sampler = ChatSampler(args.base_url, args.model, api_key,
-                                  tokenizer=None if source is None else load_tokenizer(source))
-            return sampler, sampler.tokenizer
-        tokenizer = load_tokenizer(source)  # not None: sampler_kind checked it
-        return OpenAISampler(args.base_url, args.model, api_key, tokenizer=tokenizer), tokenizer
-    path = resolve_model(args.model)
-    tokenizer = load_tokenizer(args.tokenizer or path)
-    if kind == "hf":
-        from rlvr.trainers.samplers import HFSampler
 
-        return HFSampler(load_causal_lm(path), tokenizer), tokenizer
-    from rlvr.trainers.models import servable_dir
-    from rlvr.trainers.samplers import VLLMSampler
+def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
+    """(sampler, tokenizer): the tokenizer is the sampler's own (the chat sampler's remembers each
+    prompt's messages, so the rollout must template with it)."""
+    from rlvr.trainers.samplers.factory import build_sampler as build
 
-    model_dir = servable_dir(path)  # a LoRA checkpoint: its base with the adapter merged, in a temporary dir
-    sampler = VLLMSampler(str(model_dir), seed=args.seed, max_model_len=args.max_model_len)
-    sampler.model_dir = model_dir  # kept (and the temporary dir with it) as long as the sampler
-    return sampler, tokenizer
+    sampler = build(sampler_spec(args))
+    return sampler, sampler.tokenizer
 
 
 def _identity(env_id: str, env_args: dict, model: str, sampling: dict, group_size: int, chunk: int) -> dict[str, Any]:

@@ -1,8 +1,13 @@
-"""Implementations of `envs.sampler.Sampler`: vLLM (training and evaluation), Hugging Face
-`generate` (machines without vLLM), OpenAI-compatible HTTP (a served model: token-id completions,
-or chat completions for evaluation only).
+"""The sampler backends, implementations of `envs.sampler.Sampler`: vLLM (training and evaluation),
+Hugging Face `generate` (machines without vLLM), OpenAI-compatible HTTP (a served model: token-id
+completions, or chat completions for evaluation only); and the seam between them and their users:
+the contract (`protocol`), the backends by name (`registry`), the one factory (`factory`), the
+trainer's local sampler (`local`) and how the trainer starts its own (`training`).
 
-Imported lazily: `import trainers.samplers` loads neither vLLM nor transformers."""
+A new backend is its own file (the class and a `build(spec, version, policy)`) and one line in
+`registry.BACKENDS`.
+
+Imported lazily: `import rlvr.trainers.samplers` loads neither vLLM nor transformers."""
 from __future__ import annotations
 
 import importlib
@@ -16,6 +21,12 @@ _WHERE = {
     "ChatSampler": "rlvr.trainers.samplers.chat_sampler",
     "TextTokenizer": "rlvr.trainers.samplers.chat_sampler",
     "SamplerError": "rlvr.trainers.samplers.openai_sampler",
+    "SamplerSpec": "rlvr.trainers.samplers.protocol",
+    "SamplerBackend": "rlvr.trainers.samplers.protocol",
+    "TrainerSampler": "rlvr.trainers.samplers.protocol",
+    "RolloutRequest": "rlvr.trainers.samplers.protocol",
+    "BACKENDS": "rlvr.trainers.samplers.registry",
+    "build_sampler": "rlvr.trainers.samplers.factory",
 }
 __all__ = list(_WHERE)
 

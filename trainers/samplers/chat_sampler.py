@@ -189,3 +189,17 @@ class ChatSampler(OpenAISampler):
         if tokens != ours:
             return nan
         return values + [math.nan] * (len(ids) - len(values))
+
+
+def build(spec: Any, version: int = 0, policy: Any = None) -> ChatSampler:
+    """The registry's builder (`trainers.samplers.registry`): chat messages to `spec.base_url`;
+    `spec.tokenizer`, when set, is the served model's tokenizer (else UTF-8 bytes count as tokens).
+    Its `tokenizer` (what rollouts must template with) remembers each prompt's messages."""
+    if spec.base_url is None:
+        raise ValueError("the openai-chat sampler needs base_url")
+    tokenizer = None
+    if spec.tokenizer is not None:
+        from rlvr.trainers.models import load_tokenizer
+
+        tokenizer = load_tokenizer(spec.tokenizer)
+    return ChatSampler(spec.base_url, spec.model, spec.api_key, tokenizer=tokenizer)

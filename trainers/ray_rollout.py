@@ -225,12 +225,17 @@ class RayRolloutPool:
 
         with self._lock:
             workers = list(self.workers)
-        seeds, g, sampling = request.seeds, request.group_size, request.sampling
-        chunks = [dataclasses.replace(
-            request, env_args=dict(request.env_args), seeds=tuple(int(seeds[i]) for i in part),
-            sampling=dataclasses.replace(sampling, seed=None if sampling.seed is None else sampling.seed + part.start * g),
-            model_info=dict(request.model_info), group_id_start=request.group_id_start + part.start)
-            for part in chunks_of(len(seeds), len(workers))]
+        seeds, sampling = request.seeds, request.sampling
+
+        def seed(start: int) -> int | None:  # the sampling seed of the chunk from the start-th task
+            return None if sampling.seed is None else sampling.seed + start * request.group_size
+
+        chunks = [dataclasses.replace(request, env_args=dict(request.env_args),
+                                      seeds=tuple(int(seeds[i]) for i in part),
+                                      sampling=dataclasses.replace(sampling, seed=seed(part.start)),
+                                      model_info=dict(request.model_info),
+                                      group_id_start=request.group_id_start + part.start)
+                  for part in chunks_of(len(seeds), len(workers))]
         pending = {workers[i].rollout.remote(c): (i, workers[i], c) for i, c in enumerate(chunks)}
         results: dict[int, ChunkResult] = {}
         deaths: dict[int, int] = {}

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from rlvr.config_flags import given_values
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.trainers.config import CommonSettings, setting
+from rlvr.trainers.samplers.registry import SAMPLER_CHOICES
 from rlvr.usage import UsageError
 
-SAMPLERS = ("vllm", "hf", "openai")
+SAMPLERS = SAMPLER_CHOICES  # vllm, hf, openai: the registry's (openai-chat is --api chat)
 APIS = ("completions", "chat")
 ALIASES = {"env_args": ["--env-arg"]}  # the option string the flag had before it was generated
 # A command's own sentence after a shared field's description in --help.

@@ -2,7 +2,8 @@
 
 Each entry names the backend's builder as "module:function" (imported on first use, so naming a
 backend loads no engine) and says what the trainer may ask of it. This module imports nothing:
-settings, flags and checks read the names from here without loading torch or an engine.
+settings, flags and checks read the names from here without loading torch or an engine
+(`TrainConfig.sampler`'s choices are `TRAINING_BACKENDS`, `rlvr eval --sampler`'s `SAMPLER_CHOICES`).
 """
 from __future__ import annotations
 
@@ -15,16 +16,19 @@ class Backend:
     trains: bool  # takes the trainer's weights (`update_weights`): `rlvr train` may sample with it
     overlaps: bool = False  # loads weights between engine steps, tagging each token's version: asynchronous RL
     needs: str = ""  # what to install when its module cannot be imported
+    choice: bool = True  # offered by `--sampler` (openai-chat is chosen by `rlvr eval --api chat` instead)
 
 
 BACKENDS: dict[str, Backend] = {
     "vllm": Backend("rlvr.trainers.samplers.vllm_sampler:build", trains=True, overlaps=True, needs="vLLM"),
     "hf": Backend("rlvr.trainers.samplers.hf_sampler:build", trains=True),
     "openai": Backend("rlvr.trainers.samplers.openai_sampler:build", trains=False),  # a served model, token ids
-    "openai-chat": Backend("rlvr.trainers.samplers.chat_sampler:build", trains=False),  # text: evaluation only
+    "openai-chat": Backend("rlvr.trainers.samplers.chat_sampler:build", trains=False, choice=False),  # text: eval only
 }
 
-TRAINING_BACKENDS = tuple(name for name, b in BACKENDS.items() if b.trains)
+TRAINING_BACKENDS = tuple(name for name, b in BACKENDS.items() if b.trains and b.choice)
+SAMPLER_CHOICES = tuple(name for name, b in BACKENDS.items() if b.choice)
+OVERLAPPING_BACKENDS = tuple(name for name, b in BACKENDS.items() if b.overlaps)
 
 
 def backend(name: str) -> Backend:

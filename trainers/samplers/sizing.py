@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlvr.trainers.config import TrainConfig
+
 PROBE_TASKS = 64  # opening prompts measured to size the sampler's KV cache
 
 
-def sequence_tokens(config: Any, tokenizer: Any, max_len: int) -> int:
+def sequence_tokens(config: TrainConfig, tokenizer: Any, max_len: int) -> int:
     """Tokens a sequence needs in the sampler's KV cache: for a single-step environment twice the
     longest opening prompt of `PROBE_TASKS` tasks (room for longer ones not drawn) plus
     `max_tokens`; for a multi-turn one, whose context grows turn by turn, the whole `max_len`.
-    A sequence longer than this still runs, with fewer beside it. `config`: a `TrainConfig`."""
+    A sequence longer than this still runs, with fewer beside it."""
     from rlvr.envs import make
     from rlvr.envs.chat_template import template_ids
 

@@ -4,22 +4,23 @@ the backend in this process, or (`ray`) the Ray rollout workers, each building t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.local import local_sampler
 from rlvr.trainers.samplers.protocol import SamplerSpec, TrainerSampler
 from rlvr.trainers.samplers.sizing import max_model_len, sequence_tokens
 
 
-def training_spec(config: Any, models: Any, resume_from: Path | None) -> SamplerSpec:
+def training_spec(config: TrainConfig, models: Models, resume_from: Path | None) -> SamplerSpec:
     """The run's backend, started from the checkpoint resumed from (so that it starts in sync), or
     with LoRA from the base (a checkpoint holds only the adapter: `start_sampler` loads the merged
     weights). One step's episodes run at once (on CPU the KV cache is sized to them; evaluation
     batches run in waves of that size), in the training dtype (the sampler/trainer logprob gap is
     then about rounding, not dtype). No chunked prefill: vLLM 0.32 on CPU crashes ("CPU Generator
     does not use offset") when a seeded request's prefill is split across engine steps, which large
-    evaluation batches do. `config`: a `TrainConfig`; `models`: its `trainers.model_set.Models`."""
+    evaluation batches do."""
     length = max_model_len(models.policy)
     start = models.path if models.lora else resume_from or models.path
     return SamplerSpec(backend=config.sampler, model=str(start), tokenizer=str(models.path), seed=config.seed,
@@ -28,7 +29,7 @@ def training_spec(config: Any, models: Any, resume_from: Path | None) -> Sampler
                        chunked_prefill=False)
 
 
-def start_sampler(config: Any, models: Any, resume_from: Path | None, version: int) -> TrainerSampler:
+def start_sampler(config: TrainConfig, models: Models, resume_from: Path | None, version: int) -> TrainerSampler:
     """The trainer's sampler holding the policy's weights as `version` (the updates done): a backend
     in this process (hf on the live policy itself), or the Ray rollout pool (`config.ray`)."""
     spec = training_spec(config, models, resume_from)

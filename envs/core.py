@@ -177,7 +177,7 @@ class TextEnv(gym.Env[list, str]):
         task, task_id = options.get("task"), options.get("task_id")
         if task is not None:  # a group's copy: its first episode's task, shared (a Task is frozen)
             if not isinstance(task, Task):
-                raise TypeError(f"options['task'] must be an envs.Task, got {type(task).__name__}")
+                raise TypeError(f"options['task'] must be an rlvr.envs.Task, got {type(task).__name__}")
             self._task = task
         elif task_id is not None:
             self._task = self.get_task(str(task_id))

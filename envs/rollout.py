@@ -21,6 +21,8 @@ reply tokens) run in a thread pool, since a step may wait on a sandbox or a veri
   the engine never waits for a step.
 - Lockstep (any other `Sampler`): each turn is ONE `sampler.generate` call for every active
   episode, then every episode's environment steps; the next turn waits for the slowest.
+Both read the call's settings from one frozen `RolloutPlan`; the per-episode schedule keeps its
+state (requests in flight, steps in the pool, whether steps are still quick) in `_PerEpisodeSchedule`.
 
 Token exactness. `prompt_ids` is the chat template of the opening messages with the generation
 prompt. After it, the model's tokens are stored exactly as sampled (loss mask 1, sampler
@@ -108,6 +110,20 @@ class Group:
         return sum(rewards) / len(rewards) if rewards else None
 
 
+@dataclass(frozen=True)
+class RolloutPlan:
+    """One `rollout` call's settings, fixed for the call: what the schedules and their helpers
+    read (one value passed down, instead of the same seven arguments threaded through each)."""
+
+    make_env: Callable[[], Any]  # a fresh env of the call's id and kwargs (the call closes it at its end)
+    starts: tuple[tuple[str | None, int | None], ...]  # per group: (task id, None) or (None, reset seed)
+    tokenizer: Tokenizer
+    group_size: int  # G
+    sampling: SamplingSettings  # turn 0's; later turns' seeds follow from it (`_seeded`)
+    limit: int | None  # the longest prompt a turn may start from: max_length - max_tokens; None: no limit
+    group_id_start: int
+
+
 @dataclass
 class _Run:
     """One episode in progress."""
@@ -149,7 +165,8 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
         task = run.env.unwrapped.task
         run.env.reset(seed=run.seed, options={"task": task})
         if run.env.unwrapped.task is not task:
-            raise EnvError(f"a copy of task {run.task_id} reset to another task: the env ignores options={{'task': ...}}")
+            raise EnvError(f"a copy of task {run.task_id} reset to another task: "
+                           "the env ignores options={'task': ...}")
     run.completion_ids += sample.token_ids
     run.loss_mask += [1] * len(sample.token_ids)
     run.logprobs += sample.logprobs
@@ -192,7 +209,9 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
 
 
 def _seeded(sampling: SamplingSettings, turn: int) -> SamplingSettings:
-    return sampling if sampling.seed is None else dataclasses.replace(sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
+    if sampling.seed is None:
+        return sampling
+    return dataclasses.replace(sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
 
 
 def _generate(sampler: Sampler, prompts: list[list[int]], n: int, sampling: SamplingSettings) -> list[list[Sample]]:
@@ -220,7 +239,7 @@ def _single_step(run: _Run) -> bool:
     return isinstance(env, TextEnv) and env.kind == SingleTurnEnv.kind
 
 
-def _followers(make_env: Callable[[], Any], leader: _Run, tokenizer: Tokenizer, count: int) -> list[_Run]:
+def _followers(plan: RolloutPlan, leader: _Run) -> list[_Run]:
     """The other G-1 copies of a group, with the leader's seed and task. A single-step rlvr env
     is one env for the whole group: each copy resets it onto the leader's `Task` just before its
     step (`reset_first`), so the copies step one after another (`_by_env`). Any other env is one
@@ -229,10 +248,12 @@ def _followers(make_env: Callable[[], Any], leader: _Run, tokenizer: Tokenizer, 
     if _single_step(leader):
         return [_Run(env=leader.env, group=leader.group, task_id=leader.task_id, seed=leader.seed,
                      messages=list(leader.messages), prompt_ids=leader.prompt_ids, outcome=leader.outcome,
-                     note=leader.note, truncation=leader.truncation, reset_first=True) for _ in range(count)]
+                     note=leader.note, truncation=leader.truncation, reset_first=True)
+                for _ in range(plan.group_size - 1)]
     env = leader.env.unwrapped
     task = env.task if isinstance(env, TextEnv) else None
-    runs = [_open(make_env, leader.group, leader.task_id, leader.seed, leader.prompt_ids, task) for _ in range(count)]
+    runs = [_open(plan.make_env, leader.group, leader.task_id, leader.seed, leader.prompt_ids, task)
+            for _ in range(plan.group_size - 1)]
     if any(r.messages != leader.messages for r in runs):
         raise EnvError(f"copies of task {leader.task_id} reset to different prompts: the env is not deterministic")
     for r in runs:
@@ -255,7 +276,7 @@ def _verifier_version(verdict: Verdict | None) -> str | None:
 
 
 def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: dict[str, Any],
-             model_info: Mapping[str, Any]) -> Episode:
+             model_info: Mapping[str, Any], max_length: int | None) -> Episode:
     env = run.env.unwrapped
     verdict = run.verdict
     metadata = {
@@ -268,6 +289,7 @@ def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: dict[
     }
     if run.error is not None:
         metadata["error"] = run.error
+    metadata["max_length"] = max_length  # the context the episode had to fit in
     return Episode(
         env_id=env_id, task_id=run.task_id, group_id=run.group, prompt_ids=list(run.prompt_ids),
         completion_ids=run.completion_ids, loss_mask=run.loss_mask, logprobs=[float(x) for x in run.logprobs],
@@ -317,29 +339,29 @@ def rollout(
     elif per_episode and not isinstance(sampler, RequestSampler):
         raise TypeError(f"per-episode rollouts need a RequestSampler (submit, poll, unfinished); "
                         f"{type(sampler).__name__} has only generate")
-    limit = None if max_length is None else max_length - sampling.max_tokens  # longest prompt of a turn
-    play = _play_per_episode if per_episode else _play_lockstep
+    plan = RolloutPlan(
+        make_env=make_env, starts=tuple(starts), tokenizer=tokenizer, group_size=group_size, sampling=sampling,
+        limit=None if max_length is None else max_length - sampling.max_tokens, group_id_start=group_id_start,
+    )
     try:
         with (contextlib.nullcontext(executor) if executor is not None else ThreadPoolExecutor(max_workers)) as pool, \
                 tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
-            groups = play(pool, bar, make_env, starts, sampler, tokenizer, group_size, sampling, limit, group_id_start)
+            if per_episode:
+                groups = _PerEpisodeSchedule(plan, pool, bar, sampler).play()
+            else:
+                groups = _play_lockstep(plan, pool, bar, sampler)
         settings = dataclasses.asdict(sampling)  # once: asdict is slow, and every episode records it
-        out = [
-            Group(g[0].task_id, group_id_start + i, [_episode(r, env_id, env_kwargs, settings, model_info) for r in g])
+        return [
+            Group(g[0].task_id, group_id_start + i,
+                  [_episode(r, env_id, env_kwargs, settings, model_info, max_length) for r in g])
             for i, g in enumerate(groups)
         ]
-        for g in out:
-            for ep in g.episodes:
-                ep.metadata["max_length"] = max_length  # the context the episode had to fit in
-        return out
     finally:
         for env in opened:
             env.close()
 
 
-def _open_leaders(pool: Executor, make_env: Callable[[], Any], starts: list, tokenizer: Tokenizer,
-                  group_size: int, limit: int | None, group_id_start: int,
-                  ) -> tuple[list[_Run], list[Callable[[], list[_Run]]]]:
+def _open_leaders(plan: RolloutPlan, pool: Executor) -> tuple[list[_Run], list[Callable[[], list[_Run]]]]:
     """Reset each group's first episode (its leader); return the leaders, and for each group a
     call that gives its other G-1 copies. Only the leader is needed to sample the first turn:
     copies that need envs of their own are reset in the pool meanwhile; those that share the
@@ -347,130 +369,151 @@ def _open_leaders(pool: Executor, make_env: Callable[[], Any], starts: list, tok
     here, one after another: a reset is short Python work, which threads would only slow (the
     GIL). Their prompts are rendered after every reset: alternating resets and templates took a
     third longer (64 of each: 16 ms against 11; the two evict each other from the CPU's caches)."""
-    leaders = [_open(make_env, group_id_start + i, *start, prompt_ids=[]) for i, start in enumerate(starts)]
+    leaders = [_open(plan.make_env, plan.group_id_start + i, *start, prompt_ids=[])
+               for i, start in enumerate(plan.starts)]
     for r in leaders:
-        r.prompt_ids = template_ids(tokenizer, r.messages, True, r.tools)
+        r.prompt_ids = template_ids(plan.tokenizer, r.messages, True, r.tools)
     for r in leaders:
-        if limit is not None and len(r.prompt_ids) > limit:
+        if plan.limit is not None and len(r.prompt_ids) > plan.limit:
             r.outcome, r.note = Outcome.TRUNCATED, "the prompt does not fit in the context"
             r.truncation = TruncationReason.CONTEXT
 
     def copies(r: _Run) -> Callable[[], list[_Run]]:
         if _single_step(r):
-            return functools.partial(_followers, make_env, r, tokenizer, group_size - 1)
-        return pool.submit(_followers, make_env, r, tokenizer, group_size - 1).result
+            return functools.partial(_followers, plan, r)
+        return pool.submit(_followers, plan, r).result
 
     return leaders, [copies(r) for r in leaders]
 
 
-def _play_per_episode(pool: Executor, bar: Any, make_env: Callable[[], Any], starts: list,
-                      sampler: RequestSampler, tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings,
-                      limit: int | None, group_id_start: int) -> list[list[_Run]]:
-    """Reset the groups and play every episode to its end, each on its own: a finished turn's
-    environment step goes to the pool at once, and its next turn to the sampler as soon as the
-    step returns, while the sampler keeps generating for the others."""
-    leaders, pending = _open_leaders(pool, make_env, starts, tokenizer, group_size, limit, group_id_start)
-    groups: list[list[_Run]] = [[r] for r in leaders]
-    waiting: dict[str, Callable[[], list[_Run]]] = {}  # request -> the episodes its samples go to
+class _PerEpisodeSchedule:
+    """One rollout played per episode: a finished turn's environment step goes to the pool at once,
+    and its next turn to the sampler as soon as the step returns, while the sampler keeps
+    generating for the others. While the steps are quick, the engine waits a little for them
+    (`quick`; the module docstring says when and why)."""
 
-    def whole_group(i: int) -> Callable[[], list[_Run]]:
-        def runs() -> list[_Run]:
-            groups[i] += pending[i]()
-            for k, r in enumerate(groups[i]):
-                r.slot = i * group_size + k
-            return groups[i]
-        return runs
+    def __init__(self, plan: RolloutPlan, pool: Executor, bar: Any, sampler: RequestSampler):
+        self.plan, self.pool, self.bar, self.sampler = plan, pool, bar, sampler
+        self.leaders, self.pending = _open_leaders(plan, pool)
+        self.groups: list[list[_Run]] = [[r] for r in self.leaders]
+        # request -> where its samples go: a group index (turn 1: the whole group) or one episode
+        self.waiting: dict[str, int | _Run] = {}
+        # Each batch's episodes with their errors, and its steps' CPU time, as the batch returns (one
+        # hand-over per batch: the rollout's thread wakes for each, and takes the GIL from the pool).
+        self.stepped: queue.SimpleQueue = queue.SimpleQueue()
+        self.in_pool = 0  # episodes handed to the pool whose step has not been taken back yet
+        self.quick = True  # so far this rollout's steps have been CPU work, and the engine waits for them
 
-    live = [i for i, r in enumerate(leaders) if not r.done]
-    first = _seeded(sampling, 0)
-    for j, i in enumerate(live):  # turn 1: n = G on each group's shared prompt, seeded as one generate call
-        seed = None if first.seed is None else first.seed + j * group_size
-        waiting[sampler.submit(leaders[i].prompt_ids, group_size, dataclasses.replace(first, seed=seed))] = whole_group(i)
-    # Each batch's episodes with their errors, and its steps' CPU time, as the batch returns (one
-    # hand-over per batch: the rollout's thread wakes for each, and takes the GIL from the pool).
-    stepped: queue.SimpleQueue = queue.SimpleQueue()
+    def play(self) -> list[list[_Run]]:
+        """Every episode played to its end: the groups, each leader first."""
+        self._submit_first_turns()
+        try:
+            while self.waiting or self.in_pool:
+                submitted = self._dispatch_finished_turns()
+                self._take_steps(submitted)
+        except BaseException:
+            self.sampler.cancel()  # the engine must not keep requests that nobody will collect
+            raise
+        for i, copies in enumerate(self.pending):  # groups whose leader never sampled (its prompt did not fit)
+            if len(self.groups[i]) == 1 and self.plan.group_size > 1:
+                self.groups[i] += copies()
+        self.bar.update(self.bar.total - self.bar.n)
+        return self.groups
 
-    def step(batch: list[tuple[_Run, Sample]]) -> None:  # in the pool
+    def _submit_first_turns(self) -> None:
+        """Turn 1: n = G on each group's shared prompt, seeded as one generate call would be."""
+        first, g = _seeded(self.plan.sampling, 0), self.plan.group_size
+        live = [i for i, r in enumerate(self.leaders) if not r.done]
+        for j, i in enumerate(live):
+            seed = None if first.seed is None else first.seed + j * g
+            self.waiting[self.sampler.submit(self.leaders[i].prompt_ids, g, dataclasses.replace(first, seed=seed))] = i
+
+    def _runs_for(self, target: int | _Run) -> list[_Run]:
+        """The episodes a request's samples go to: one episode, or (turn 1) a whole group, its
+        copies joined to the leader now and numbered (their later turns' seed offsets)."""
+        if isinstance(target, _Run):
+            return [target]
+        group = self.groups[target]
+        group += self.pending[target]()
+        for k, r in enumerate(group):
+            r.slot = target * self.plan.group_size + k
+        return group
+
+    def _dispatch_finished_turns(self) -> int:
+        """Hand the turns the sampler finished to the pool, to step; returns how many episodes."""
+        submitted = 0
+        if self.waiting:
+            for key, samples in self.sampler.poll():
+                runs = self._runs_for(self.waiting.pop(key))
+                if len(samples) != len(runs):
+                    raise RuntimeError(f"the sampler returned {len(samples)} samples for {len(runs)} episodes")
+                for batch in _by_env(list(zip(runs, samples))):
+                    self.pool.submit(self._step_batch, batch)
+                submitted += len(runs)
+        self.in_pool += submitted
+        return submitted
+
+    def _step_batch(self, batch: list[tuple[_Run, Sample]]) -> None:  # in the pool
         t0, done = time.thread_time(), []  # CPU time: a step that waits (a sandbox, a tool) uses little
         for r, sample in batch:
             try:
-                _step(r, sample, tokenizer, limit)
+                _step(r, sample, self.plan.tokenizer, self.plan.limit)
                 done.append((r, None))
             except BaseException as e:  # noqa: BLE001 - re-raised in the rollout's thread
                 done.append((r, e))
-        stepped.put((done, time.thread_time() - t0))
+        self.stepped.put((done, time.thread_time() - t0))
 
-    def next_turn(r: _Run) -> None:  # a stepped episode: done, or its next turn to the sampler
+    def _take_steps(self, submitted: int) -> None:
+        """Take the steps that have returned. Nothing generating: wait for one. While steps are
+        quick, wait for the `submitted` ones just handed over, up to a deadline (module docstring)."""
+        start, cpu = time.perf_counter(), 0.0
+        deadline = start + min(QUICK_STEP_S * submitted, QUICK_ROUND_MAX_S) if self.quick and submitted else None
+        block = not self.waiting
+        while self.in_pool:
+            timeout = None if block else 0.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+            try:
+                done, seconds = self.stepped.get(timeout=timeout)
+            except queue.Empty:
+                if deadline is not None:  # late: the engine goes on, and waits no more
+                    self.quick = False
+                break
+            block, self.in_pool, cpu = False, self.in_pool - len(done), cpu + seconds
+            for r, error in done:
+                if error is not None:
+                    raise error  # a TemplateError (a setup problem) ends the rollout here
+                self._next_turn(r)
+        if deadline is not None and self.quick and time.perf_counter() - start > 2 * cpu + QUICK_SLACK_S:
+            self.quick = False  # the round's steps spent most of their time waiting, not computing
+
+    def _next_turn(self, r: _Run) -> None:
+        """A stepped episode: done, or its next turn to the sampler."""
         if r.done:
-            bar.update(1)
+            self.bar.update(1)
             return
-        turn = _seeded(sampling, r.turns)
+        turn = _seeded(self.plan.sampling, r.turns)
         seed = None if turn.seed is None else turn.seed + r.slot
-        waiting[sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = (lambda: [r])
-
-    in_pool = 0
-    quick = True  # so far this rollout's steps have been CPU work, and the engine waits for them
-    try:
-        while waiting or in_pool:
-            submitted = 0
-            if waiting:
-                for key, samples in sampler.poll():
-                    runs = waiting.pop(key)()
-                    if len(samples) != len(runs):
-                        raise RuntimeError(f"the sampler returned {len(samples)} samples for {len(runs)} episodes")
-                    for batch in _by_env(list(zip(runs, samples))):
-                        pool.submit(step, batch)
-                    submitted += len(runs)
-            in_pool += submitted
-            # Take the steps that have returned. Nothing generating: wait for one. While steps are
-            # quick, wait for the ones just submitted, up to a deadline (module docstring).
-            start, cpu = time.perf_counter(), 0.0
-            deadline = start + min(QUICK_STEP_S * submitted, QUICK_ROUND_MAX_S) if quick and submitted else None
-            block = not waiting
-            while in_pool:
-                timeout = None if block else 0.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-                try:
-                    done, seconds = stepped.get(timeout=timeout)
-                except queue.Empty:
-                    if deadline is not None:  # late: the engine goes on, and waits no more
-                        quick = False
-                    break
-                block, in_pool, cpu = False, in_pool - len(done), cpu + seconds
-                for r, error in done:
-                    if error is not None:
-                        raise error  # a TemplateError (a setup problem) ends the rollout here
-                    next_turn(r)
-            if deadline is not None and quick and time.perf_counter() - start > 2 * cpu + QUICK_SLACK_S:
-                quick = False  # the round's steps spent most of their time waiting, not computing
-    except BaseException:
-        sampler.cancel()  # the engine must not keep requests that nobody will collect
-        raise
-    for i, copies in enumerate(pending):  # groups whose leader never sampled (its prompt did not fit)
-        if len(groups[i]) == 1 and group_size > 1:
-            groups[i] += copies()
-    bar.update(bar.total - bar.n)
-    return groups
+        self.waiting[self.sampler.submit(r.context_ids(), 1, dataclasses.replace(turn, seed=seed))] = r
 
 
-def _play_lockstep(pool: Executor, bar: Any, make_env: Callable[[], Any], starts: list, sampler: Sampler,
-                   tokenizer: Tokenizer, group_size: int, sampling: SamplingSettings, limit: int | None,
-                   group_id_start: int) -> list[list[_Run]]:
+def _play_lockstep(plan: RolloutPlan, pool: Executor, bar: Any, sampler: Sampler) -> list[list[_Run]]:
     """Reset the groups and play every episode to its end, one sampler call per turn."""
-    leaders, pending = _open_leaders(pool, make_env, starts, tokenizer, group_size, limit, group_id_start)
+    leaders, pending = _open_leaders(plan, pool)
     # Turn 1: one call on the groups' shared prompts, n = G each.
     live = [r for r in leaders if not r.done]
-    samples = _generate(sampler, [r.prompt_ids for r in live], group_size, _seeded(sampling, 0)) if live else []
+    first = _seeded(plan.sampling, 0)
+    samples = _generate(sampler, [r.prompt_ids for r in live], plan.group_size, first) if live else []
     groups = [[leader] + copies() for leader, copies in zip(leaders, pending)]
     pairs = [(r, s) for g, ss in zip([g for g in groups if not g[0].done], samples) for r, s in zip(g, ss)]
     turn = 0
     while pairs:
-        list(pool.map(lambda batch: [_step(r, s, tokenizer, limit) for r, s in batch], _by_env(pairs)))
+        list(pool.map(lambda batch: [_step(r, s, plan.tokenizer, plan.limit) for r, s in batch], _by_env(pairs)))
         turn += 1
         bar.update(sum(r.done for r, _ in pairs))
         bar.set_postfix(turn=turn)
         # Later turns: one call on every active episode's context, n = 1 each.
         active = [r for g in groups for r in g if not r.done]
-        samples = _generate(sampler, [r.context_ids() for r in active], 1, _seeded(sampling, turn)) if active else []
+        contexts = [r.context_ids() for r in active]
+        samples = _generate(sampler, contexts, 1, _seeded(plan.sampling, turn)) if active else []
         pairs = [(r, ss[0]) for r, ss in zip(active, samples)]
     bar.update(bar.total - bar.n)
     return groups

@@ -1,10 +1,17 @@
-"""Code verifier speed: how many tests per second `verifiers.code.verify` gets through the warm
+r"""Code verifier speed: how many tests per second `verifiers.code.verify` gets through the warm
 sandbox pool, batched (many tests in one sandbox call, the default) against one test per call,
 a HumanEval-shaped test that only the harness's judge can run (its `check` has a loop, a helper
 and a comprehension: 17 calls of the program by proxy), and the whole rlvr/Code-v0 reference
 sweep from several threads. One run prints one table.
 
-    python benchmarks/code_verifier.py [--repeats 20] [--threads 4]
+    python -m benchmarks.code_verifier [--repeats 20] [--threads 4]     (from the repository root)
+
+`ms/test` is the row's wall time over its tests: the column to compare across versions whose tasks
+hold different numbers of tests (Code-v0 runs about 10 a task since issue #26, 4 before). To compare
+with an older tree that imports bare names (8c5c807): `git worktree add /tmp/base8c 8c5c807`, then
+`sed -e 's/^from rlvr import sandbox/import sandbox/' -e 's/^from rlvr\.\(envs\|verifiers\)/from \1/'
+benchmarks/code_verifier.py > /tmp/cv_old.py` and, from /tmp, `PYTHONPATH=/tmp/base8c python /tmp/cv_old.py`
+(it builds its own sandbox image on first use), alternating runs of the two.
 
 Targets (on a quiet 2-core machine): batched >= 100 tests/s from one thread, i.e. a per-test
 cost under 10 ms, and batching at least 3x faster than one sandbox call per test."""
@@ -98,9 +105,10 @@ def main() -> int:
     rows.append(timed_verifications(f"Code-v0 references, {args.threads} threads", sweep, box,
                                     threads=args.threads, function=None))
 
-    print(f"{'method':44s} {'tests':>6s} {'calls':>6s} {'tests/s':>8s} {'median ms/call':>15s}")
+    print(f"{'method':44s} {'tests':>6s} {'calls':>6s} {'tests/s':>8s} {'median ms/call':>15s} {'ms/test':>8s}")
     for r in rows:
-        print(f"{r.method:44s} {r.tests:6d} {r.calls:6d} {r.tests_per_s:8.1f} {r.median_ms:15.1f}")
+        print(f"{r.method:44s} {r.tests:6d} {r.calls:6d} {r.tests_per_s:8.1f} {r.median_ms:15.1f} "
+              f"{1000 / r.tests_per_s:8.2f}")
     batched, unbatched = rows[2], rows[3]
     speedup = batched.tests_per_s / unbatched.tests_per_s
     print(f"\nbatched vs one call per test: {speedup:.1f}x (target >= {TARGET_BATCH_SPEEDUP:.0f}x); "

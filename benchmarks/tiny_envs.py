@@ -44,7 +44,7 @@ def cases(data_dir: Path) -> list[EnvCase]:
         EnvCase("rlvr/GuessNumber-v0"),
         EnvCase("rlvr/Code-v0", max_tokens=128, tasks=CODE_SEEDS),
         EnvCase("rlvr/CodeDataset-v0", max_tokens=128, tasks=CODE_SEEDS,
-                env_args={"path": str(files("envs") / "data" / "code_tasks.jsonl")}),
+                env_args={"path": str(files("rlvr.envs") / "data" / "code_tasks.jsonl")}),
         EnvCase("rlvr/CodeFeedback-v0", max_tokens=128, tasks=CODE_SEEDS),
         EnvCase("rlvr/PythonTool-v0", max_tokens=128),
     ]

@@ -23,7 +23,7 @@ from rlvr.envs.core import EnvError, Message, SingleTurnEnv, Task, TaskNotFoundE
 from rlvr.verifiers import code as code_verifier
 from rlvr.verifiers.verdict import Verdict
 
-TASKS_RESOURCE = ("envs", "data/code_tasks.jsonl")
+TASKS_RESOURCE = ("rlvr.envs", "data/code_tasks.jsonl")
 FUNCTION_INSTRUCTIONS = (
     "Write it in Python 3 (standard library only). Answer with the complete code, including any "
     "imports, in a single ```python code block."

@@ -28,4 +28,4 @@ __all__ = ["DockerSandbox", "shared_sandbox", "use_shared_sandbox", "unavailable
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(f"rlvr.sandbox.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'sandbox' has no attribute {name!r}")
+    raise AttributeError(f"module 'rlvr.sandbox' has no attribute {name!r}")

@@ -86,7 +86,7 @@ def test_python_tool_conversations_call_the_tool_then_answer(corpus):
 
 
 def test_code_tasks_are_not_code_v0_tasks_and_their_references_run(corpus):
-    shipped = [json.loads(line) for line in (files("envs") / "data" / "code_tasks.jsonl").read_text().splitlines()]
+    shipped = [json.loads(line) for line in (files("rlvr.envs") / "data" / "code_tasks.jsonl").read_text().splitlines()]
     names, statements = {r["entry_point"] for r in shipped}, {r["prompt"].strip() for r in shipped}
     for seed in range(300):
         statement, entry_point, code = code_task(seed)

@@ -5,6 +5,7 @@ minibatches with a value head, packed micro-batches, and minibatches too small t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import time
 
@@ -109,8 +110,7 @@ def test_a_rank_that_fails_fails_the_step_with_its_error_at_once(ray_cluster):
     algo, models, t = step_tensors(cfg)
     optimizer = build_optimizer(cfg, models)
     ranks = RayTrainerRanks(cfg.to_dict(), algo, models, optimizer, 2, None)
-    broken = copy.copy(t)
-    broken.advantages = None  # the rank's loss cannot be computed
+    broken = dataclasses.replace(t, advantages=None)  # the rank's loss cannot be computed
     started = time.monotonic()
     pending = ranks.launch(broken, 5, [g["lr"] for g in optimizer.param_groups])
     with pytest.raises(TrainerRankError) as failed:

@@ -11,7 +11,7 @@ the model and builds the batch (the memory floor). Each runs in its own process:
 of `--repeats` timed passes after one warm-up; peak memory is the process's peak resident set
 (`_peak_memory`), and on CUDA also `torch.cuda.max_memory_allocated`. "computed" counts the token
 positions the forwards ran, padding included. The packed gradient equals the padded one (to ~1e-6:
-`tests/test_packing.py`); here it is only timed.
+`tests/trainers/test_packing.py`); here it is only timed.
 
     python benchmarks/packing.py                           # tiny model, 64 episodes
     python benchmarks/packing.py --model DIR --episodes 32 --max-completion 1024

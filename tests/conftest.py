@@ -7,8 +7,15 @@ import contextlib
 import importlib.util
 import math
 import os
+import sys
 
 import pytest
+
+# The environments that tests make by module name (`run_test_envs:test/...`, `ray_test_envs:test/...`, also in
+# subprocesses and Ray workers, which get this folder on PYTHONPATH) live beside this file.
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+if TESTS_DIR not in sys.path:
+    sys.path.insert(0, TESTS_DIR)
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
@@ -137,8 +144,7 @@ def ray_cluster():
     require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
     import ray
 
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    path = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    path = os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")]))
     ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}})
     yield ray

@@ -1,4 +1,4 @@
-"""Environments for tests/test_ray_rollout.py, made inside Ray rollout workers by module name
+"""Environments for tests/trainers/test_ray_rollout.py, made inside Ray rollout workers by module name
 (`ray_test_envs:test/DiesOnce-v0`)."""
 from __future__ import annotations
 

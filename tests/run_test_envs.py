@@ -1,5 +1,5 @@
-"""Environments for the tests of runs that train on nothing (tests/test_train_skipped_steps.py,
-tests/test_cli_no_signal.py), made by module name (`run_test_envs:test/GraderOutage-v0`).
+"""Environments for the tests of runs that train on nothing (tests/trainers/test_skipped_steps.py,
+tests/rlvr/test_nothing_produced.py), made by module name (`run_test_envs:test/GraderOutage-v0`).
 
 The verifiers count their calls per process and per `key` (each test passes its own), so that
 "the first N verifications" means the first N of that run whichever environment copy makes them."""

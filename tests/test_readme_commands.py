@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require
+from tests.conftest import require
 from rlvr.trainers.checkpoint import latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,11 +27,11 @@ HERE = "tests/test_readme_commands.py"
 COVERAGE: dict[str, str] = {
     # The main job. Its first half is what CI's own setup runs (scripts/test.sh starts with
     # scripts/setup.sh); the training run itself, at 100 instead of 150 steps, is the grpo case of
-    # tests/test_train_learning.py::test_algorithm_raises_held_out_accuracy (slow), which goes
+    # tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy (slow), which goes
     # through `rlvr train` with the same algorithm, default model and 400 held-out tasks and
-    # asserts the rise in held-out accuracy; test_train_config pins the defaults to the main job.
+    # asserts the rise in held-out accuracy; tests/trainers/test_config.py pins the defaults to the main job.
     "bash scripts/setup.sh && .venv/bin/rlvr train --algo grpo --steps 150 --eval-tasks 400 --out runs/demo":
-        "tests/test_train_learning.py::test_algorithm_raises_held_out_accuracy",
+        "tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy",
     "bash scripts/test.sh":
         "not run: it is the test suite itself (what CI runs); scripts/setup.sh is tested in tests/test_setup_scripts.py",
     ".venv/bin/rlvr envs": f"{HERE}::test_rlvr_envs",
@@ -47,7 +47,7 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
     # as written (a short run), plus --out, --threads 1 and --no-progress; slow
     ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 40 --max-tokens 12 --out runs/lora":
-        "tests/test_lora.py::test_lora_raises_reward",
+        "tests/trainers/test_lora.py::test_lora_raises_reward",
     # 20 steps of the ~30M model are minutes: run with --steps 2 (every other flag as written), slow
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
     "--micro-batch-tokens 1024 --steps 20 --out runs/small": f"{HERE}::test_rlvr_train_small_model_options",

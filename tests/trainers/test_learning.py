@@ -1,0 +1,93 @@
+"""Learning, proven (short versions; benchmarks/learning.py has the 10-minute runs): each of
+reinforce, rloo, grpo and ppo raises held-out accuracy of the tiny model on rlvr/Arithmetic-v0,
+and reward rises on the multi-turn rlvr/GuessNumber-v0. Every run goes through `rlvr train`
+with the vLLM sampler, as a user would run it, and checks what it writes."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+ROOT = Path(__file__).resolve().parents[2]
+# Sampler/trainer logprob gap after every sync, float32. Measured: the mean over a step's tokens
+# is 5e-7 and the worst token of a step about 1e-5, up to 8e-5 in these 100-step runs; 6 of 4,533
+# steps of the 10-minute runs had one token at 1e-4 to 1.6e-4, late, when the sharpened model's
+# logits are large (benchmarks/README.md). The 1e-4 bound on every token is asserted on fresh
+# syncs in tests/trainers/samplers/test_vllm_training.py; here the worst token may reach 2e-4, so float rounding on
+# another CPU cannot fail a learning run. A stale sampler shows about 1e-1.
+GAP_MEAN, GAP_MAX = 1e-5, 2e-4
+# Held-out accuracy is measured on the same 400 tasks with the same sampling seeds before and
+# after, so most of the sampling noise cancels; a rise of MARGIN points is far beyond it.
+EVAL_TASKS = 400
+MARGIN = 5.0
+
+
+def train(out: Path, *args: str, timeout: int = 420, fresh_sampler: bool = True) -> tuple[list[dict], list[dict]]:
+    """`rlvr train` with `args`; `fresh_sampler`: the sampler holds the trained weights at every
+    step, so its logprobs must match the trainer's (not so with --max-staleness > 0)."""
+    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    cmd = [sys.executable, "-m", "rlvr", "train", "--out", str(out), "--no-progress", "--threads", "1", *args]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-4000:]
+    metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    evals = [json.loads(x) for x in (out / "eval.jsonl").read_text().splitlines()]
+    assert (out / "reward.png").stat().st_size > 1000
+    assert any((out / "tensorboard").glob("events.out.tfevents.*"))
+    if fresh_sampler:
+        assert max(m["logprob_gap_mean"] for m in metrics) < GAP_MEAN
+        assert max(m["logprob_gap_max"] for m in metrics) < GAP_MAX
+    return metrics, evals
+
+
+# Short runs (about a minute of training each); the defaults of `rlvr train` (lr 1e-4, warm-up
+# 30 steps, 16 tasks x 8 samples) except PPO, whose 4 epochs per batch want a smaller step.
+SHORT = {
+    "reinforce": ["--steps", "100"],
+    "rloo": ["--steps", "100"],
+    "grpo": ["--steps", "100"],
+    "ppo": ["--steps", "60", "--lr", "3e-5"],
+}
+
+
+@pytest.mark.parametrize("algo", sorted(SHORT))
+def test_algorithm_raises_held_out_accuracy(algo, tmp_path):
+    metrics, evals = train(tmp_path, "--algo", algo, "--eval-tasks", str(EVAL_TASKS), "--max-tokens", "12", *SHORT[algo])
+    before, after = evals[0]["accuracy"], evals[-1]["accuracy"]
+    assert 100 * (after - before) >= MARGIN, f"{algo}: held-out accuracy {before:.3f} -> {after:.3f}"
+    assert len(metrics) == int(SHORT[algo][1]) and sum(m["errors"] for m in metrics) == 0
+
+
+def test_asynchronous_grpo_raises_held_out_accuracy(tmp_path):
+    """--max-staleness 1 (sampling overlaps training, decoupled PPO with truncated IS) learns as the
+    synchronous grpo run above does, on tokens at most one update old."""
+    metrics, evals = train(tmp_path, "--algo", "grpo", "--max-staleness", "1", "--eval-tasks", str(EVAL_TASKS),
+                           "--max-tokens", "12", *SHORT["grpo"], fresh_sampler=False)
+    before, after = evals[0]["accuracy"], evals[-1]["accuracy"]
+    assert 100 * (after - before) >= MARGIN, f"held-out accuracy {before:.3f} -> {after:.3f}"
+    assert all(m["staleness_max"] <= 1 for m in metrics) and any(m["staleness_1_frac"] > 0 for m in metrics)
+    assert sum(m["errors"] for m in metrics) == 0
+
+
+def test_multi_turn_reward_rises(tmp_path):
+    """GuessNumber (n=8, 3 turns, per-turn rewards): the tiny model was warm-started on the game with
+    n=100 only (its first guess is 50, out of this range), and learns within 20 steps to make guesses
+    that narrow the range. Episodes interleave the
+    model's tokens with the environment's replies; only the model's carry loss."""
+    metrics, evals = train(
+        tmp_path, "--env", "rlvr/GuessNumber-v0", "--env-arg", "n=8", "--env-arg", "max_turns=3",
+        "--env-arg", "reward=per_turn", "--algo", "grpo", "--algo-arg", "kl_coef=0", "--steps", "20",
+        "--tasks-per-step", "8", "--group-size", "8", "--max-tokens", "8", "--lr", "1e-3", "--warmup-steps", "0",
+        "--eval-tasks", "64",
+    )
+    before, after = evals[0]["reward_mean"], evals[-1]["reward_mean"]
+    assert after > before + 0.2, f"held-out reward {before:.3f} -> {after:.3f}"
+    assert all(m["response_length"] > 0 for m in metrics)

@@ -1,0 +1,98 @@
+"""A run prints its own lines only: no library warnings or loading bars on stderr unless
+--verbose; --no-progress keeps a metrics line every N steps; a resumed run still reports
+held-out accuracy before -> after; the reward plot's legend stays off the curves."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+RLVR = [sys.executable, "-m", "rlvr"]
+SHORT = ["--tasks-per-step", "2", "--group-size", "2", "--eval-tasks", "4"]
+# What `rlvr train` may print on stderr: its header, the progress bar, evaluation lines, a
+# metrics line (--no-progress), and the context warning.
+ALLOWED = re.compile(r"(training .* -> .*|train: .*|step \d+: held-out accuracy .*|step \d+/\d+ \| .*"
+                     r"|resuming from .*|warning: .* did not fit in the context.*)")
+
+
+def run(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VLLM_LOGGING_LEVEL", "TORCH_CPP_LOG_LEVEL", "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    p = subprocess.run([*RLVR, *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def stray_lines(stderr: str) -> list[str]:
+    lines = [s.strip() for line in stderr.splitlines() for s in line.split("\r")]
+    return [s for s in lines if s and not ALLOWED.fullmatch(s)]
+
+
+def test_train_is_quiet_resumes_with_before_after_and_logs_without_progress(tmp_path):
+    out = tmp_path / "run"
+    first = run("train", "--steps", "2", *SHORT, "--out", str(out), cwd=tmp_path)
+    assert stray_lines(first.stderr) == []
+    assert "train:" in first.stderr and "step 0: held-out accuracy" in first.stderr
+    before = json.loads((out / "eval.jsonl").read_text().splitlines()[0])["accuracy"]
+    assert f"{before:.3f} -> " in first.stdout
+
+    resumed = run("train", "--steps", "3", *SHORT, "--out", str(out), "--resume", "--no-progress",
+                  "--log-every", "1", cwd=tmp_path)
+    assert stray_lines(resumed.stderr) == [] and "train:" not in resumed.stderr
+    assert re.search(r"^step 3/3 \| reward ", resumed.stderr, re.M)
+    last = resumed.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(rf"held-out accuracy on 4 tasks: {before:.3f} -> \d\.\d{{3}} \([+-]\d+\.\d points\)", last)
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all(f"truncated_{r}_rate" in m for m in metrics for r in ("turns", "context", "length"))
+
+
+def test_no_progress_prints_every_n_steps(tmp_path, capsys):
+    from rlvr.trainers.metrics import MetricsLogger
+
+    logger = MetricsLogger(tmp_path, total_steps=25, progress=False, log_every=10)
+    for step in range(1, 26):
+        logger.log(step, {"reward_mean": 0.5, "pass_rate": 0.25})
+    logger.close()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"step {s}/25 | reward 0.500 | pass 0.25" for s in (10, 20, 25)]
+
+
+def test_quiet_configure_sets_what_libraries_read_and_verbose_undoes_it(monkeypatch):
+    from rlvr.trainers import quiet
+
+    for key in quiet.QUIET_ENV:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(quiet, "_ours", {})
+    quiet.configure(False)
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "ERROR" and os.environ["TORCH_CPP_LOG_LEVEL"] == "ERROR"
+    quiet.configure(True)
+    assert "TORCH_CPP_LOG_LEVEL" not in os.environ and os.environ["VLLM_LOGGING_LEVEL"] == "INFO"
+    monkeypatch.setenv("VLLM_LOGGING_LEVEL", "DEBUG")  # the user's own setting wins
+    quiet.configure(False)
+    assert os.environ["VLLM_LOGGING_LEVEL"] == "DEBUG"
+
+
+def test_reward_plot_legend_is_outside_the_axes(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rlvr.trainers.metrics import plot_reward
+
+    history = [{"step": s, "reward_mean": 0.3 + 0.004 * s, "reward_std": 0.3, "episodes": 8} for s in range(1, 101)]
+    evals = [{"step": 0, "accuracy": 0.3}, {"step": 100, "accuracy": 0.7}]
+    captured = {}
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: captured.setdefault("fig", fig))  # keep it to measure
+    assert plot_reward(history, evals, tmp_path / "reward.png").is_file()
+    fig = captured["fig"]
+    renderer = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    legend = fig.legends[0] if fig.legends else ax.get_legend()
+    assert not legend.get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    real_close(fig)

@@ -17,14 +17,16 @@ small tensors than without, enough to reverse LoRA's saving. `allocator_env(...,
 threshold (`MALLOC_MMAP_THRESHOLD_`, which also stops the adjustment), so that a comparison of
 training options measures their tensors; "glibc" leaves glibc's default.
 """
+
 from __future__ import annotations
 
 import os
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Sequence
+from typing import IO
 
 import psutil
 
@@ -68,8 +70,15 @@ def _tree_memory(root: psutil.Process) -> int:
     return total
 
 
-def run_measured(cmd: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                 poll_seconds: float = 0.05, timeout: float | None = None, output: IO | None = None) -> Measured:
+def run_measured(
+    cmd: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    poll_seconds: float = 0.05,
+    timeout: float | None = None,
+    output: IO | None = None,
+) -> Measured:
     """Run `cmd` to completion (its output goes to ours, or to the file `output`) and return its peak memory."""
     started = time.perf_counter()
     proc = subprocess.Popen(list(cmd), env=env, cwd=cwd, stdout=output, stderr=output)

@@ -1,6 +1,7 @@
 """What both sides of `trl_compare.py` share: the run's settings, the tasks of each step, and
 the reward (rlvr's own environment scoring one completion), so TRL and rlvr see the same
 prompts, the same chat formatting and the same scores."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -65,7 +66,7 @@ class Settings:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2))
 
     @classmethod
-    def load(cls, path: Path) -> "Settings":
+    def load(cls, path: Path) -> Settings:
         return cls(**json.loads(Path(path).read_text()))
 
 
@@ -91,8 +92,10 @@ def step_seeds(settings: Settings, step: int) -> list[int]:
     from rlvr.trainers.config import TrainConfig
     from rlvr.trainers.loop import training_seeds
 
-    return training_seeds(TrainConfig(seed=settings.seed, tasks_per_step=settings.tasks_per_step,
-                                      eval_tasks=settings.held_out_tasks), step)
+    return training_seeds(
+        TrainConfig(seed=settings.seed, tasks_per_step=settings.tasks_per_step, eval_tasks=settings.held_out_tasks),
+        step,
+    )
 
 
 class EnvReward:

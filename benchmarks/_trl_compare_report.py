@@ -8,12 +8,14 @@ Accuracy is compared task by task: both trained models are evaluated on the same
 with the same sampling seeds, so the per-task difference in pass rate is paired, and its 95%
 percentile-bootstrap interval over tasks says whether rlvr learned less than TRL beyond noise.
 """
+
 from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 SPEEDUP_TARGET = 2.0
 
@@ -59,8 +61,12 @@ def verdicts(trl: dict[str, Any], rlvr: dict[str, Any], accuracy_diff: dict[str,
     t, r = (median_after_warmup(step_seconds_without_waits(x)) for x in (trl, rlvr))
     speedup = t / r
     memory_ratio = rlvr["peak_rss_bytes"] / trl["peak_rss_bytes"]
-    out: dict[str, Any] = {"speedup": speedup, "faster": speedup >= SPEEDUP_TARGET,
-                           "memory_ratio": memory_ratio, "leaner": memory_ratio <= 1.0}
+    out: dict[str, Any] = {
+        "speedup": speedup,
+        "faster": speedup >= SPEEDUP_TARGET,
+        "memory_ratio": memory_ratio,
+        "leaner": memory_ratio <= 1.0,
+    }
     if accuracy_diff is not None:
         out["learns_as_well"] = accuracy_diff["ci_high"] >= 0.0
     return out
@@ -94,13 +100,23 @@ def table(trl: dict[str, Any], rlvr: dict[str, Any], evals: dict[str, Any], accu
     net = [median_after_warmup(step_seconds_without_waits(x)) for x in (trl, rlvr)]
     rows = [
         ("", "TRL GRPOTrainer", "rlvr grpo", "rlvr vs TRL", "target"),
-        ("seconds / step, less CPU waits", f"{net[0]:.3f}", f"{net[1]:.3f}", f"{v['speedup']:.2f}x faster",
-         f">= {SPEEDUP_TARGET:g}x: {_pass(v['faster'])}"),
+        (
+            "seconds / step, less CPU waits",
+            f"{net[0]:.3f}",
+            f"{net[1]:.3f}",
+            f"{v['speedup']:.2f}x faster",
+            f">= {SPEEDUP_TARGET:g}x: {_pass(v['faster'])}",
+        ),
         ("seconds / step, wall clock", f"{wall[0]:.3f}", f"{wall[1]:.3f}", f"{wall[0] / wall[1]:.2f}x faster", ""),
         ("  of which waiting for a CPU", f"{wait[0]:.3f}", f"{wait[1]:.3f}", "", ""),
         ("CPU seconds / step", f"{t_cpu:.3f}", f"{r_cpu:.3f}", f"{t_cpu / r_cpu:.2f}x less", ""),
-        ("peak memory (MiB)", f"{trl['peak_rss_bytes'] / 2**20:,.0f}", f"{rlvr['peak_rss_bytes'] / 2**20:,.0f}",
-         f"{v['memory_ratio']:.2f}x", f"<= 1x: {_pass(v['leaner'])}"),
+        (
+            "peak memory (MiB)",
+            f"{trl['peak_rss_bytes'] / 2**20:,.0f}",
+            f"{rlvr['peak_rss_bytes'] / 2**20:,.0f}",
+            f"{v['memory_ratio']:.2f}x",
+            f"<= 1x: {_pass(v['leaner'])}",
+        ),
         ("train reward, first 3 steps", _mean(trl["train_rewards"][:3]), _mean(rlvr["train_rewards"][:3]), "", ""),
         ("train reward, last 3 steps", _mean(trl["train_rewards"][-3:]), _mean(rlvr["train_rewards"][-3:]), "", ""),
     ]
@@ -108,9 +124,13 @@ def table(trl: dict[str, Any], rlvr: dict[str, Any], evals: dict[str, Any], accu
         d = accuracy_diff
         rows += [
             ("held-out pass@1, start", _acc(evals["base"]), _acc(evals["base"]), "", ""),
-            ("held-out pass@1, after", _acc(evals["trl"]), _acc(evals["rlvr"]),
-             f"{100 * d['estimate']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}] pts",
-             f"not below: {_pass(v['learns_as_well'])}"),
+            (
+                "held-out pass@1, after",
+                _acc(evals["trl"]),
+                _acc(evals["rlvr"]),
+                f"{100 * d['estimate']:+.1f} [{100 * d['ci_low']:+.1f}, {100 * d['ci_high']:+.1f}] pts",
+                f"not below: {_pass(v['learns_as_well'])}",
+            ),
         ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]

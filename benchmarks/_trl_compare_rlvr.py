@@ -7,6 +7,7 @@ the update, the weight sync), timed one by one the way the TRL side times its op
 what `Trainer.train` adds around them (metric files, checkpoints, the reward plot) is left out
 on both sides. The trained policy is saved as a Hugging Face directory for the evaluation.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,17 +24,37 @@ PHASES = ("time_sampling", "time_scoring", "time_training", "time_syncing")
 def train_config(settings: Settings, out_dir: Path):
     from rlvr.trainers.config import TrainConfig
 
-    return TrainConfig.from_dict({
-        "model": settings.model, "env": settings.env, "env_args": dict(settings.env_args), "algo": "grpo",
-        "algo_args": {"kl_coef": settings.beta, "clip_eps_low": settings.epsilon, "clip_eps_high": settings.epsilon},
-        "steps": settings.steps, "tasks_per_step": settings.tasks_per_step, "group_size": settings.group_size,
-        "max_tokens": settings.max_tokens, "temperature": settings.temperature, "top_p": 1.0,
-        "lr": settings.lr, "lr_schedule": "constant", "warmup_steps": settings.warmup_steps,
-        "weight_decay": 0.0, "max_grad_norm": 1.0, "sampler": settings.rlvr_sampler, "seed": settings.seed,
-        "out": str(out_dir / "rlvr_run"),
-        # only keeps training off the held-out seeds: `train_step` never evaluates
-        "eval_tasks": settings.held_out_tasks, "threads": settings.threads, "progress": False,
-    })
+    return TrainConfig.from_dict(
+        {
+            "model": settings.model,
+            "env": settings.env,
+            "env_args": dict(settings.env_args),
+            "algo": "grpo",
+            "algo_args": {
+                "kl_coef": settings.beta,
+                "clip_eps_low": settings.epsilon,
+                "clip_eps_high": settings.epsilon,
+            },
+            "steps": settings.steps,
+            "tasks_per_step": settings.tasks_per_step,
+            "group_size": settings.group_size,
+            "max_tokens": settings.max_tokens,
+            "temperature": settings.temperature,
+            "top_p": 1.0,
+            "lr": settings.lr,
+            "lr_schedule": "constant",
+            "warmup_steps": settings.warmup_steps,
+            "weight_decay": 0.0,
+            "max_grad_norm": 1.0,
+            "sampler": settings.rlvr_sampler,
+            "seed": settings.seed,
+            "out": str(out_dir / "rlvr_run"),
+            # only keeps training off the held-out seeds: `train_step` never evaluates
+            "eval_tasks": settings.held_out_tasks,
+            "threads": settings.threads,
+            "progress": False,
+        }
+    )
 
 
 def run(settings: Settings, out_dir: Path) -> dict:
@@ -56,9 +77,15 @@ def run(settings: Settings, out_dir: Path) -> dict:
     model_dir = out_dir / "rlvr_model"
     trainer.models.save(model_dir)
     return {
-        "side": "rlvr", "step_seconds": seconds, "step_cpu_seconds": cpu_seconds,
-        "step_wait_seconds": wait_seconds, "train_seconds": total,
-        "train_rewards": rewards, "step_lrs": lrs, "phases": phases, "model_dir": str(model_dir),
+        "side": "rlvr",
+        "step_seconds": seconds,
+        "step_cpu_seconds": cpu_seconds,
+        "step_wait_seconds": wait_seconds,
+        "train_seconds": total,
+        "train_rewards": rewards,
+        "step_lrs": lrs,
+        "phases": phases,
+        "model_dir": str(model_dir),
         "sampler": settings.rlvr_sampler,
     }
 

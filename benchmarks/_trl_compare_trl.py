@@ -10,6 +10,7 @@ tasks x G completions, rlvr's learning-rate schedule (linear warm-up, then const
 those rlvr trains on, step for step. Generation is TRL's own `model.generate` unless the
 settings ask for another backend.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,18 +42,42 @@ def grpo_config(settings: Settings, out_dir: Path):
         "vllm": {"use_vllm": True, "vllm_mode": "colocate", "vllm_max_model_length": 256},
     }[settings.trl_generation]
     return GRPOConfig(
-        output_dir=str(out_dir / "trl_run"), use_cpu=True, report_to="none", save_strategy="no",
-        logging_steps=1, disable_tqdm=True, seed=settings.seed, bf16=False, fp16=False,
+        output_dir=str(out_dir / "trl_run"),
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
+        seed=settings.seed,
+        bf16=False,
+        fp16=False,
         gradient_checkpointing=settings.trl_gradient_checkpointing,
         # one optimizer step per generation batch of tasks_per_step x group_size completions
-        max_steps=settings.steps, per_device_train_batch_size=settings.batch_size, gradient_accumulation_steps=1,
-        num_generations=settings.group_size, shuffle_dataset=False, dataloader_pin_memory=False,
-        max_completion_length=settings.max_tokens, temperature=settings.temperature, top_p=1.0, top_k=0,
-        learning_rate=settings.lr, weight_decay=0.0,  # the schedule: see `trainer_class`
-        adam_beta1=0.9, adam_beta2=0.999, max_grad_norm=1.0,
-        beta=settings.beta, epsilon=settings.epsilon, loss_type="grpo", scale_rewards="group",
-        use_bias_correction_kl=False, num_iterations=1, mask_truncated_completions=False,
-        disable_dropout=True, model_init_kwargs={"dtype": torch.float32}, **backend,
+        max_steps=settings.steps,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=1,
+        num_generations=settings.group_size,
+        shuffle_dataset=False,
+        dataloader_pin_memory=False,
+        max_completion_length=settings.max_tokens,
+        temperature=settings.temperature,
+        top_p=1.0,
+        top_k=0,
+        learning_rate=settings.lr,
+        weight_decay=0.0,  # the schedule: see `trainer_class`
+        adam_beta1=0.9,
+        adam_beta2=0.999,
+        max_grad_norm=1.0,
+        beta=settings.beta,
+        epsilon=settings.epsilon,
+        loss_type="grpo",
+        scale_rewards="group",
+        use_bias_correction_kl=False,
+        num_iterations=1,
+        mask_truncated_completions=False,
+        disable_dropout=True,
+        model_init_kwargs={"dtype": torch.float32},
+        **backend,
     )
 
 
@@ -65,8 +90,9 @@ def trainer_class(warmup_steps: int):
     class GRPOTrainerRlvrSchedule(GRPOTrainer):
         def create_scheduler(self, num_training_steps, optimizer=None):
             if self.lr_scheduler is None:
-                self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer,
-                                                                      lr_factor(warmup_steps))
+                self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                    optimizer or self.optimizer, lr_factor(warmup_steps)
+                )
             return self.lr_scheduler
 
     return GRPOTrainerRlvrSchedule
@@ -112,8 +138,11 @@ def run(settings: Settings, out_dir: Path) -> dict:
     reward = EnvReward(settings.env, settings.env_args)
     timer = step_timer()
     trainer = trainer_class(settings.warmup_steps)(
-        model=settings.model, reward_funcs=reward, args=grpo_config(settings, out_dir),
-        train_dataset=build_dataset(settings, reward), processing_class=load_tokenizer(settings.model),
+        model=settings.model,
+        reward_funcs=reward,
+        args=grpo_config(settings, out_dir),
+        train_dataset=build_dataset(settings, reward),
+        processing_class=load_tokenizer(settings.model),
         callbacks=[timer],
     )
     started = time.perf_counter()
@@ -122,10 +151,16 @@ def run(settings: Settings, out_dir: Path) -> dict:
     model_dir = out_dir / "trl_model"
     trainer.save_model(str(model_dir))
     return {
-        "side": "trl", "step_seconds": timer.seconds, "step_cpu_seconds": timer.cpu_seconds,
-        "step_wait_seconds": timer.wait_seconds, "train_seconds": total,
-        "train_rewards": timer.rewards, "step_lrs": timer.lrs,
-        "model_dir": str(model_dir), "grader_errors": reward.errors, "generation": settings.trl_generation,
+        "side": "trl",
+        "step_seconds": timer.seconds,
+        "step_cpu_seconds": timer.cpu_seconds,
+        "step_wait_seconds": timer.wait_seconds,
+        "train_seconds": total,
+        "train_rewards": timer.rewards,
+        "step_lrs": timer.lrs,
+        "model_dir": str(model_dir),
+        "grader_errors": reward.errors,
+        "generation": settings.trl_generation,
     }
 
 

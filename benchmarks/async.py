@@ -17,6 +17,7 @@ runs are then the single-process K = 0 (the baseline) and the Ray mode at K = 0,
     python benchmarks/async.py --steps 30 --repeats 1 --eval-tasks 100   # a quick look
     python benchmarks/async.py --ray --threads 1   # the producer in its own process, one core each
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,23 @@ class Mode:
 
 def train(out: Path, mode: Mode, steps: int, threads: int | None) -> tuple[float, int]:
     """One run; returns (steps per second of the training loop, peak memory in bytes)."""
-    cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "grpo", "--steps", str(steps), "--save-every", str(steps),
-           "--max-staleness", str(mode.k), "--out", str(out), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--algo",
+        "grpo",
+        "--steps",
+        str(steps),
+        "--save-every",
+        str(steps),
+        "--max-staleness",
+        str(mode.k),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     cmd += ["--ray", "--rollout-workers", "1"] if mode.ray else []
     cmd += ["--threads", str(threads)] if threads else []
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
@@ -66,8 +82,23 @@ def train(out: Path, mode: Mode, steps: int, threads: int | None) -> tuple[float
 def held_out(out: Path, steps: int, tasks: int) -> dict[str, bool]:
     """Per held-out task, whether the final checkpoint's one sample (seed 0) is correct."""
     model = out / "checkpoints" / f"step-{steps:08d}"
-    cmd = [sys.executable, "-m", "rlvr", "eval", "--model", str(model), "--tasks", str(tasks), "--seed", "0",
-           "--max-tokens", "32", "--out", str(out / "eval"), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "eval",
+        "--model",
+        str(model),
+        "--tasks",
+        str(tasks),
+        "--seed",
+        "0",
+        "--max-tokens",
+        "32",
+        "--out",
+        str(out / "eval"),
+        "--no-progress",
+    ]
     with (out.parent / f"{out.name}.eval.log").open("w") as log:
         m = run_measured(cmd, cwd=str(ROOT), output=log)
     if m.returncode != 0:
@@ -87,8 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--eval-tasks", type=int, default=4000,
-                   help="held-out tasks (4,000: a paired interval of about +-1 point, narrow enough to judge 2)")
+    p.add_argument(
+        "--eval-tasks",
+        type=int,
+        default=4000,
+        help="held-out tasks (4,000: a paired interval of about +-1 point, narrow enough to judge 2)",
+    )
     p.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary directory)")
     p.add_argument("--ray", action="store_true", help="sample on a Ray rollout worker (its own process)")
     p.add_argument("--threads", type=int, default=None, help="torch threads of each process (default: torch's)")
@@ -109,12 +144,17 @@ def main(argv: list[str] | None = None) -> int:
             speed[m].append(rate)
             memory[m].append(peak)
             correct[m].append(held_out(out, args.steps, args.eval_tasks))
-            print(f"repeat {r + 1}/{args.repeats} K={m.name}: {rate:.3f} steps/s, "
-                  f"accuracy {statistics.mean(correct[m][-1].values()):.3f}", flush=True)
+            print(
+                f"repeat {r + 1}/{args.repeats} K={m.name}: {rate:.3f} steps/s, "
+                f"accuracy {statistics.mean(correct[m][-1].values()):.3f}",
+                flush=True,
+            )
 
     base = statistics.median(speed[base_mode])
-    print(f"\nrlvr/Arithmetic-v0, grpo, 16 tasks x 8, {args.steps} steps, {args.repeats} repeats, "
-          f"{args.eval_tasks} held-out tasks, threads {args.threads or 'default'}; runs in {root}")
+    print(
+        f"\nrlvr/Arithmetic-v0, grpo, 16 tasks x 8, {args.steps} steps, {args.repeats} repeats, "
+        f"{args.eval_tasks} held-out tasks, threads {args.threads or 'default'}; runs in {root}"
+    )
     print(f"{'K':>5} {'steps/s':>8} {'range':>13} {'vs K=0':>7} {'accuracy':>9} {'vs K=0 (95%)':>15} {'peak MiB':>9}")
     verdicts = []
     for m in modes:
@@ -129,8 +169,10 @@ def main(argv: list[str] | None = None) -> int:
                 verdicts.append(("steps/s at K=1", f"{ratio:.2f}x", ratio >= SPEED_TARGET, f">= {SPEED_TARGET}x"))
                 inside = abs(mean) + half <= ACCURACY_POINTS
                 verdicts.append(("accuracy K=1 - K=0", diff_text, inside, f"within +-{ACCURACY_POINTS:g} points"))
-        print(f"{m.name:>5} {statistics.median(speed[m]):>8.3f} {min(speed[m]):>6.3f}-{max(speed[m]):<6.3f} "
-              f"{ratio:>6.2f}x {acc:>9.3f} {diff_text:>15} {statistics.median(memory[m]) / 2**20:>9.0f}")
+        print(
+            f"{m.name:>5} {statistics.median(speed[m]):>8.3f} {min(speed[m]):>6.3f}-{max(speed[m]):<6.3f} "
+            f"{ratio:>6.2f}x {acc:>9.3f} {diff_text:>15} {statistics.median(memory[m]) / 2**20:>9.0f}"
+        )
     for name, value, ok, target in verdicts:
         print(f"{name}: {value} (target {target}: {'PASS' if ok else 'FAIL'})")
     return 0 if all(ok for *_, ok, _ in verdicts) else 1

@@ -15,6 +15,7 @@ benchmarks/code_verifier.py > /tmp/cv_old.py` and, from /tmp, `PYTHONPATH=/tmp/b
 
 Targets (on a quiet 2-core machine): batched >= 100 tests/s from one thread, i.e. a per-test
 cost under 10 ms, and batching at least 3x faster than one sandbox call per test."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,10 @@ from rlvr.envs.code import CodeEnv
 from rlvr.verifiers import code
 from rlvr.verifiers.verdict import Outcome
 
-PROGRAM = "```python\nimport sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n" \
-          "    print(add(*map(int, sys.stdin.read().split())))\n```"
+PROGRAM = (
+    "```python\nimport sys\ndef add(a, b):\n    return a + b\nif __name__ == '__main__':\n"
+    "    print(add(*map(int, sys.stdin.read().split())))\n```"
+)
 TARGET_TESTS_PER_S, TARGET_BATCH_SPEEDUP = 100.0, 3.0
 # HumanEval-shaped: a `check(candidate)` with a loop, a helper and a comprehension, which the
 # host-side converter does not take: the test code runs in the judge, calling the program by proxy.
@@ -51,8 +54,11 @@ check(rotate)
 
 
 def make_tests(n: int) -> list[code.Test]:
-    kinds = [lambda i: code.IOTest(f"{i} {i}", f"{2 * i}"), lambda i: code.CallTest("add", (i, 1), i + 1),
-             lambda i: code.AssertTest(f"assert add({i}, -{i}) == 0")]
+    kinds = [
+        lambda i: code.IOTest(f"{i} {i}", f"{2 * i}"),
+        lambda i: code.CallTest("add", (i, 1), i + 1),
+        lambda i: code.AssertTest(f"assert add({i}, -{i}) == 0"),
+    ]
     return [kinds[i % 3](i) for i in range(n)]
 
 
@@ -94,25 +100,39 @@ def main() -> int:
     box = sandbox.shared_sandbox()
     timed_verifications("warm-up", [(PROGRAM, make_tests(3))] * 4, box, threads=4)
 
-    rows = [timed_verifications(f"batched, {n} tests per call", [(PROGRAM, make_tests(n))] * args.repeats, box)
-            for n in (1, 6, 24)]
+    rows = [
+        timed_verifications(f"batched, {n} tests per call", [(PROGRAM, make_tests(n))] * args.repeats, box)
+        for n in (1, 6, 24)
+    ]
     singles = [(PROGRAM, [t]) for t in make_tests(24)]
     rows.append(timed_verifications("unbatched, 1 test per call (24 calls)", singles, box))
-    rows.append(timed_verifications("HumanEval-shaped check, 1 test per call",
-                                    [(HUMANEVAL_PROGRAM, [code.AssertTest(HUMANEVAL_TEST)])] * args.repeats, box))
+    rows.append(
+        timed_verifications(
+            "HumanEval-shaped check, 1 test per call",
+            [(HUMANEVAL_PROGRAM, [code.AssertTest(HUMANEVAL_TEST)])] * args.repeats,
+            box,
+        )
+    )
     env = CodeEnv()
     sweep = [(t.reference, list(t.answer)) for t in env.tasks]
-    rows.append(timed_verifications(f"Code-v0 references, {args.threads} threads", sweep, box,
-                                    threads=args.threads, function=None))
+    rows.append(
+        timed_verifications(
+            f"Code-v0 references, {args.threads} threads", sweep, box, threads=args.threads, function=None
+        )
+    )
 
     print(f"{'method':44s} {'tests':>6s} {'calls':>6s} {'tests/s':>8s} {'median ms/call':>15s} {'ms/test':>8s}")
     for r in rows:
-        print(f"{r.method:44s} {r.tests:6d} {r.calls:6d} {r.tests_per_s:8.1f} {r.median_ms:15.1f} "
-              f"{1000 / r.tests_per_s:8.2f}")
+        print(
+            f"{r.method:44s} {r.tests:6d} {r.calls:6d} {r.tests_per_s:8.1f} {r.median_ms:15.1f} "
+            f"{1000 / r.tests_per_s:8.2f}"
+        )
     batched, unbatched = rows[2], rows[3]
     speedup = batched.tests_per_s / unbatched.tests_per_s
-    print(f"\nbatched vs one call per test: {speedup:.1f}x (target >= {TARGET_BATCH_SPEEDUP:.0f}x); "
-          f"batched {batched.tests_per_s:.0f} tests/s (target >= {TARGET_TESTS_PER_S:.0f})")
+    print(
+        f"\nbatched vs one call per test: {speedup:.1f}x (target >= {TARGET_BATCH_SPEEDUP:.0f}x); "
+        f"batched {batched.tests_per_s:.0f} tests/s (target >= {TARGET_TESTS_PER_S:.0f})"
+    )
     return 0
 
 

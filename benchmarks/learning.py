@@ -9,6 +9,7 @@ training time) and each run's own metrics, TensorBoard logs and reward.png under
     python benchmarks/learning.py                       # reinforce, rloo, grpo, ppo; 10 min each
     python benchmarks/learning.py --algos grpo --minutes 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,19 @@ GAP_BOUND = 1e-4  # the sampler/trainer logprob gap the issue allows after a syn
 # Settings shared by every algorithm; each algorithm's own below them. Tuned on this 2-core
 # machine for the tiny model (see the README's learning section for what they reached).
 COMMON = {
-    "model": "tiny", "env": "rlvr/Arithmetic-v0", "sampler": "vllm", "tasks_per_step": 16, "group_size": 8,
-    "max_tokens": 12, "temperature": 1.0, "threads": 1, "seed": 0, "save_every": 1000, "keep_last": 1,
-    "lr": 1e-4, "warmup_steps": 30,  # as `rlvr train`'s defaults
+    "model": "tiny",
+    "env": "rlvr/Arithmetic-v0",
+    "sampler": "vllm",
+    "tasks_per_step": 16,
+    "group_size": 8,
+    "max_tokens": 12,
+    "temperature": 1.0,
+    "threads": 1,
+    "seed": 0,
+    "save_every": 1000,
+    "keep_last": 1,
+    "lr": 1e-4,
+    "warmup_steps": 30,  # as `rlvr train`'s defaults
 }
 PER_ALGO: dict[str, dict] = {
     "reinforce": {},
@@ -45,16 +56,30 @@ def run_one(algo: str, out: Path, minutes: float, eval_tasks: int, eval_every: i
     """Train one algorithm in its own `rlvr train` process; return its numbers."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    settings = {**COMMON, **PER_ALGO.get(algo, {}), **extra, "algo": algo, "out": str(out),
-                "steps": 1_000_000, "time_limit": minutes * 60, "eval_tasks": eval_tasks, "eval_every": eval_every,
-                "progress": False}
+    settings = {
+        **COMMON,
+        **PER_ALGO.get(algo, {}),
+        **extra,
+        "algo": algo,
+        "out": str(out),
+        "steps": 1_000_000,
+        "time_limit": minutes * 60,
+        "eval_tasks": eval_tasks,
+        "eval_every": eval_every,
+        "progress": False,
+    }
     config = out / "config.yaml"
     config.write_text(yaml.safe_dump(settings, sort_keys=False))
     started = time.monotonic()
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     with (out / "train.log").open("w") as log:
-        proc = subprocess.run([sys.executable, "-m", "rlvr", "train", "--config", str(config)], cwd=ROOT,
-                              stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "rlvr", "train", "--config", str(config)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     wall = time.monotonic() - started
     if proc.returncode != 0:
         tail = (out / "train.log").read_text()[-2000:]
@@ -63,28 +88,41 @@ def run_one(algo: str, out: Path, minutes: float, eval_tasks: int, eval_every: i
     steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     elapsed = {r["step"]: r["time_elapsed"] for r in steps}
     return {
-        "algo": algo, "steps": steps[-1]["step"], "train_minutes": steps[-1]["time_elapsed"] / 60,
-        "wall_minutes": wall / 60, "before": evals[0]["accuracy"], "after": evals[-1]["accuracy"],
+        "algo": algo,
+        "steps": steps[-1]["step"],
+        "train_minutes": steps[-1]["time_elapsed"] / 60,
+        "wall_minutes": wall / 60,
+        "before": evals[0]["accuracy"],
+        "after": evals[-1]["accuracy"],
         "curve": [(elapsed.get(e["step"], 0.0) / 60, e["accuracy"]) for e in evals],
         "gap_mean": sum(r.get("logprob_gap_mean", 0.0) for r in steps) / len(steps),
         "gap_max": max(r.get("logprob_gap_max", 0.0) for r in steps),
-        "gap_over": sum(r.get("logprob_gap_max", 0.0) >= GAP_BOUND for r in steps), "settings": {**PER_ALGO.get(algo, {}), **extra},
+        "gap_over": sum(r.get("logprob_gap_max", 0.0) >= GAP_BOUND for r in steps),
+        "settings": {**PER_ALGO.get(algo, {}), **extra},
     }
 
 
 def table(results: list[dict], eval_tasks: int) -> str:
-    head = (f"{'algorithm':<10} {'steps':>6} {'train min':>9} {'before':>7} {'after':>7} {'points':>7}  {'+15?':<5} "
-            f"{'gap mean':>8} {'gap max':>8} {'>=1e-4':>6}")
-    lines = [f"held-out accuracy on {eval_tasks} fixed tasks of rlvr/Arithmetic-v0, temperature 1.0; "
-             "gap: |sampler - trainer| logprob after each sync (mean over tokens; worst token; steps whose worst token reached 1e-4)", head, "-" * len(head)]
+    head = (
+        f"{'algorithm':<10} {'steps':>6} {'train min':>9} {'before':>7} {'after':>7} {'points':>7}  {'+15?':<5} "
+        f"{'gap mean':>8} {'gap max':>8} {'>=1e-4':>6}"
+    )
+    lines = [
+        f"held-out accuracy on {eval_tasks} fixed tasks of rlvr/Arithmetic-v0, temperature 1.0; "
+        "gap: |sampler - trainer| logprob after each sync (mean over tokens; worst token; steps whose worst token reached 1e-4)",
+        head,
+        "-" * len(head),
+    ]
     for r in results:
         if "error" in r:
             lines.append(f"{r['algo']:<10} failed: {r['error'].splitlines()[0]}")
             continue
         points = 100 * (r["after"] - r["before"])
-        lines.append(f"{r['algo']:<10} {r['steps']:>6} {r['train_minutes']:>9.1f} {r['before']:>7.3f} "
-                     f"{r['after']:>7.3f} {points:>+7.1f}  {'yes' if round(points, 6) >= TARGET_POINTS else 'NO':<5} "
-                     f"{r['gap_mean']:>8.1e} {r['gap_max']:>8.1e} {r['gap_over']:>6}")
+        lines.append(
+            f"{r['algo']:<10} {r['steps']:>6} {r['train_minutes']:>9.1f} {r['before']:>7.3f} "
+            f"{r['after']:>7.3f} {points:>+7.1f}  {'yes' if round(points, 6) >= TARGET_POINTS else 'NO':<5} "
+            f"{r['gap_mean']:>8.1e} {r['gap_max']:>8.1e} {r['gap_over']:>6}"
+        )
     return "\n".join(lines)
 
 

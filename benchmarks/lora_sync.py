@@ -17,6 +17,7 @@ the size of a trained one.
     python benchmarks/lora_sync.py                      # tiny model, rank 8, all-linear
     python benchmarks/lora_sync.py --model small --rank 16
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,9 +69,15 @@ def run(mode: str, args: argparse.Namespace) -> dict[str, float]:
     policy = load_causal_lm(path)
     if mode != "full":
         policy = lora.wrap(policy, path, args.rank, None, args.targets)
-    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": f"What is {i} + {2 * i}?"}],
-                                             add_generation_prompt=True, tokenize=True, return_dict=False)
-               for i in range(args.prompts)]
+    prompts = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": f"What is {i} + {2 * i}?"}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+        )
+        for i in range(args.prompts)
+    ]
     prompts = [list(p["input_ids"]) if isinstance(p, dict) else list(p) for p in prompts]
     extra = {"enable_lora": True, "max_lora_rank": args.rank, "max_loras": 1} if mode == "vllm-lora" else {}
     sampler = VLLMSampler(str(path), seed=0, max_model_len=512, max_num_seqs=args.prompts * args.samples, **extra)
@@ -100,10 +107,13 @@ def run(mode: str, args: argparse.Namespace) -> dict[str, float]:
 
             from rlvr.trainers.samplers.vllm_sampler import _to_sample
 
-            params = [sampler.sampling_params(args.samples, sampling, sampling.seed + j * args.samples)
-                      for j in range(len(prompts))]
-            outs = sampler.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
-                                        lora_request=request, use_tqdm=False)
+            params = [
+                sampler.sampling_params(args.samples, sampling, sampling.seed + j * args.samples)
+                for j in range(len(prompts))
+            ]
+            outs = sampler.llm.generate(
+                [TokensPrompt(prompt_token_ids=p) for p in prompts], params, lora_request=request, use_tqdm=False
+            )
             samples = [[_to_sample(c, 0) for c in o.outputs] for o in outs]
         else:
             samples = sampler.generate(prompts, args.samples, sampling)
@@ -112,8 +122,12 @@ def run(mode: str, args: argparse.Namespace) -> dict[str, float]:
     sampler.close()
     tmp.cleanup()
     # the first sync and generation include one-off set-up (vLLM's LoRA manager): left out
-    return {"sync_s": statistics.median(syncs[1:]), "first_sync_s": syncs[0],
-            "generate_s": statistics.median(gens[1:]), "gap_max": max(gaps)}
+    return {
+        "sync_s": statistics.median(syncs[1:]),
+        "first_sync_s": syncs[0],
+        "generate_s": statistics.median(gens[1:]),
+        "gap_max": max(gaps),
+    }
 
 
 def main() -> None:
@@ -129,12 +143,15 @@ def main() -> None:
     parser.add_argument("--modes", default="merged,vllm-lora,full")
     args = parser.parse_args()
     rows = [(mode, run(mode, args)) for mode in args.modes.split(",")]
-    print(f"model {args.model}, rank {args.rank}, targets {args.targets}; {args.syncs} syncs, generation "
-          f"{args.prompts} x {args.samples} x {args.tokens} tokens; threads {torch.get_num_threads()}")
+    print(
+        f"model {args.model}, rank {args.rank}, targets {args.targets}; {args.syncs} syncs, generation "
+        f"{args.prompts} x {args.samples} x {args.tokens} tokens; threads {torch.get_num_threads()}"
+    )
     print(f"{'sync':<10} {'sync s':>8} {'1st sync s':>10} {'generate s':>11} {'gap max':>9}")
     for mode, r in rows:
-        print(f"{mode:<10} {r['sync_s']:>8.4f} {r['first_sync_s']:>10.4f} {r['generate_s']:>11.3f} "
-              f"{r['gap_max']:>9.1e}")
+        print(
+            f"{mode:<10} {r['sync_s']:>8.4f} {r['first_sync_s']:>10.4f} {r['generate_s']:>11.3f} {r['gap_max']:>9.1e}"
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ wall clock, after warm-up (our worker pool started; math-verify's imports done);
 the corpus is run several times and every call is timed. math-verify gets the gold as `$gold$`
 and the response as is, its documented usage; it runs in the main thread (it uses signal.alarm).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -101,18 +102,23 @@ def report(path: Path, systems: dict, repeat: int, show_errors: bool) -> dict[st
             print(f"\n{n} disagrees with the label on:")
             wrong = [(i, r) for i, (v, r) in enumerate(zip(results[n][0], rows)) if v != r["expected"]]
             for i, r in sorted(wrong, key=lambda ir: ir[1]["expected"]):  # false positives first
-                print(f"  line {i + 1} [{r['category']}] gold={r['gold']!r} expected={r['expected']} "
-                      f"response={r['response'][-80:]!r}")
+                print(
+                    f"  line {i + 1} [{r['category']}] gold={r['gold']!r} expected={r['expected']} "
+                    f"response={r['response'][-80:]!r}"
+                )
     print()
     return {n: summary(results[n][0], results[n][1], rows) for n in names}
 
 
 def summary(verdicts: list[bool], times: list[float], rows: list[dict]) -> tuple:
     """(accuracy, false positives, false negatives, mean ms, median ms) of one verifier on one corpus."""
-    return (sum(v == r["expected"] for v, r in zip(verdicts, rows)) / len(rows),
-            sum(v and not r["expected"] for v, r in zip(verdicts, rows)),
-            sum(r["expected"] and not v for v, r in zip(verdicts, rows)),
-            statistics.fmean(times) * 1e3, pct(times, 0.5) * 1e3)
+    return (
+        sum(v == r["expected"] for v, r in zip(verdicts, rows)) / len(rows),
+        sum(v and not r["expected"] for v, r in zip(verdicts, rows)),
+        sum(r["expected"] and not v for v, r in zip(verdicts, rows)),
+        statistics.fmean(times) * 1e3,
+        pct(times, 0.5) * 1e3,
+    )
 
 
 def print_summary(table: dict[str, dict[str, tuple]]) -> None:
@@ -125,8 +131,9 @@ def print_summary(table: dict[str, dict[str, tuple]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", type=Path, action="append",
-                        help="a labelled corpus (repeatable; default: all three)")
+    parser.add_argument(
+        "--corpus", type=Path, action="append", help="a labelled corpus (repeatable; default: all three)"
+    )
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--show-errors", action="store_true")
     parser.add_argument("--no-math-verify", action="store_true")

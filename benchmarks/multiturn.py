@@ -8,6 +8,7 @@ of each; the table gives episodes per second (median of --repeats) and the ratio
 
     python benchmarks/multiturn.py [--model tiny] [--tasks 32] [--group-size 4] [--repeats 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,17 @@ def main(argv: list[str] | None = None) -> int:
 
     def play(per_episode: bool) -> tuple[int, int, float]:
         t0 = time.perf_counter()
-        groups = rollout(ENV_ID, {"max_delay": args.max_delay}, sampler, tokenizer, seeds=seeds,
-                         group_size=args.group_size, sampling=sampling, progress=False, per_episode=per_episode)
+        groups = rollout(
+            ENV_ID,
+            {"max_delay": args.max_delay},
+            sampler,
+            tokenizer,
+            seeds=seeds,
+            group_size=args.group_size,
+            sampling=sampling,
+            progress=False,
+            per_episode=per_episode,
+        )
         seconds = time.perf_counter() - t0
         episodes = [ep for g in groups for ep in g.episodes]
         return len(episodes), sum(ep.metadata["turns"] for ep in episodes), seconds
@@ -76,15 +86,19 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(play(per_episode))
 
     rates = {name: [e / s for e, _, s in r] for name, r in runs.items()}
-    print(f"\n{ENV_ID} (GuessNumber, each step waits 0-{args.max_delay:g} s): {args.tasks} tasks x "
-          f"G={args.group_size}, max_tokens {args.max_tokens}, model {model}, {args.repeats} runs each")
+    print(
+        f"\n{ENV_ID} (GuessNumber, each step waits 0-{args.max_delay:g} s): {args.tasks} tasks x "
+        f"G={args.group_size}, max_tokens {args.max_tokens}, model {model}, {args.repeats} runs each"
+    )
     print(f"{'schedule':<12} {'episodes':>8} {'turns':>6} {'seconds':>8} {'episodes/s':>10} {'range':>13}")
     for name, r in runs.items():
         episodes, turns = r[0][0], statistics.median(t for _, t, _ in r)
         seconds = statistics.median(s for _, _, s in r)
         lo, hi = min(rates[name]), max(rates[name])
-        print(f"{name:<12} {episodes:>8} {turns:>6.0f} {seconds:>8.2f} {statistics.median(rates[name]):>10.2f} "
-              f"{lo:>6.2f}-{hi:<6.2f}")
+        print(
+            f"{name:<12} {episodes:>8} {turns:>6.0f} {seconds:>8.2f} {statistics.median(rates[name]):>10.2f} "
+            f"{lo:>6.2f}-{hi:<6.2f}"
+        )
     ratio = statistics.median(rates["per episode"]) / statistics.median(rates["lockstep"])
     verdict = "PASS" if ratio >= TARGET else "FAIL"
     print(f"per episode / lockstep: {ratio:.2f}x  (target >= {TARGET}x: {verdict})")

@@ -16,6 +16,7 @@ positions the forwards ran, padding included. The packed gradient equals the pad
     python benchmarks/packing.py                           # tiny model, 64 episodes
     python benchmarks/packing.py --model DIR --episodes 32 --max-completion 1024
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,21 @@ def episodes(args, vocab: int):
         c = min(args.max_completion, 1 + int(torch.empty(1).exponential_(1 / args.mean_completion, generator=g)))
         prompt = torch.randint(3, vocab, (p,), generator=g).tolist()
         completion = torch.randint(3, vocab, (c,), generator=g).tolist()
-        out.append(Episode("bench/Packing-v0", str(i // 8), i // 8, prompt, completion, [1] * c, [-1.0] * c,
-                           [float(i % 2)], Outcome.CORRECT if i % 2 else Outcome.INCORRECT, [], "stop"))
+        out.append(
+            Episode(
+                "bench/Packing-v0",
+                str(i // 8),
+                i // 8,
+                prompt,
+                completion,
+                [1] * c,
+                [-1.0] * c,
+                [float(i % 2)],
+                Outcome.CORRECT if i % 2 else Outcome.INCORRECT,
+                [],
+                "stop",
+            )
+        )
     return out
 
 
@@ -58,8 +72,8 @@ def child(args) -> None:
 
     from rlvr.trainers.algorithms import get_algorithm
     from rlvr.trainers.batch import collate
-    from rlvr.trainers.model_set import Models
     from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.model_set import Models
     from rlvr.trainers.models import load_causal_lm
     from rlvr.trainers.packing import split_rows
     from rlvr.trainers.phases import StepTensors, UpdateSums, accumulate_gradients, compute_advantages
@@ -112,8 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--malloc", choices=MALLOC_CHOICES, default="fixed",
-                   help="fixed (default): peaks measure tensors, not glibc's retained heap (see _peak_memory)")
+    p.add_argument(
+        "--malloc",
+        choices=MALLOC_CHOICES,
+        default="fixed",
+        help="fixed (default): peaks measure tensors, not glibc's retained heap (see _peak_memory)",
+    )
     p.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # a child process
     p.add_argument("--result", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -138,13 +156,17 @@ def main(argv: list[str] | None = None) -> int:
             if m.returncode != 0:
                 raise SystemExit(f"the {mode} run failed (exit {m.returncode})")
             rows[mode] = {**json.loads(result.read_text()), "rss": m.peak_rss_bytes}
-    mib = 2 ** 20
+    mib = 2**20
     floor = rows["load"]["rss"]
-    print(f"model {args.model}; {rows['load']['episodes']} episodes, {rows['load']['real']} real tokens; "
-          f"padded: {args.micro} episodes per forward; packed: <= {args.tokens} tokens per forward; "
-          f"{args.threads} thread(s), malloc {args.malloc}; GRPO forward+backward of the whole batch")
-    print(f"{'mode':8} {'forwards':>8} {'computed':>9} {'padding':>8} {'s/pass':>8} {'peak MiB':>9} {'over load':>9}"
-          + (f" {'CUDA MiB':>9}" if "cuda_peak" in rows["load"] else ""))
+    print(
+        f"model {args.model}; {rows['load']['episodes']} episodes, {rows['load']['real']} real tokens; "
+        f"padded: {args.micro} episodes per forward; packed: <= {args.tokens} tokens per forward; "
+        f"{args.threads} thread(s), malloc {args.malloc}; GRPO forward+backward of the whole batch"
+    )
+    print(
+        f"{'mode':8} {'forwards':>8} {'computed':>9} {'padding':>8} {'s/pass':>8} {'peak MiB':>9} {'over load':>9}"
+        + (f" {'CUDA MiB':>9}" if "cuda_peak" in rows["load"] else "")
+    )
     print("-" * (66 + (10 if "cuda_peak" in rows["load"] else 0)))
     for mode in MODES:
         r = rows[mode]
@@ -152,14 +174,18 @@ def main(argv: list[str] | None = None) -> int:
             line = f"{mode:8} {'':>8} {'':>9} {'':>8} {'':>8} {r['rss'] / mib:9.0f} {'':>9}"
         else:
             pad = 1 - r["real"] / r["computed"]
-            line = (f"{mode:8} {r['forwards']:8d} {r['computed']:9d} {pad:8.0%} {r['seconds']:8.3f} "
-                    f"{r['rss'] / mib:9.0f} {(r['rss'] - floor) / mib:9.0f}")
+            line = (
+                f"{mode:8} {r['forwards']:8d} {r['computed']:9d} {pad:8.0%} {r['seconds']:8.3f} "
+                f"{r['rss'] / mib:9.0f} {(r['rss'] - floor) / mib:9.0f}"
+            )
         if "cuda_peak" in r:
             line += f" {r['cuda_peak'] / mib:9.0f}"
         print(line)
     padded, packed = rows["padded"], rows["packed"]
-    print(f"packed vs padded: {padded['seconds'] / packed['seconds']:.2f}x faster, "
-          f"{(packed['rss'] - floor) / max(padded['rss'] - floor, 1):.2f}x the memory over load")
+    print(
+        f"packed vs padded: {padded['seconds'] / packed['seconds']:.2f}x faster, "
+        f"{(packed['rss'] - floor) / max(padded['rss'] - floor, 1):.2f}x the memory over load"
+    )
     return 0
 
 

@@ -7,6 +7,7 @@ target: within 3).
     python benchmarks/ray_learning.py                 # 150 steps, as the README's main command
     python benchmarks/ray_learning.py --steps 60 --modes single ray2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,11 +30,26 @@ HELD_OUT = re.compile(r"held-out accuracy on (\d+) tasks: ([0-9.]+) -> ([0-9.]+)
 
 def run(mode: str, out: Path, steps: int, eval_tasks: int) -> tuple[float, float, float]:
     """One `rlvr train` run; its held-out accuracy before and after, and its wall time."""
-    cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "grpo", "--steps", str(steps), "--eval-tasks",
-           str(eval_tasks), "--out", str(out), "--no-progress", *MODES[mode]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--algo",
+        "grpo",
+        "--steps",
+        str(steps),
+        "--eval-tasks",
+        str(eval_tasks),
+        "--out",
+        str(out),
+        "--no-progress",
+        *MODES[mode],
+    ]
     started = time.monotonic()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    done = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    )
     seconds = time.monotonic() - started
     (out.parent / f"{out.name}.log").write_text(done.stdout + done.stderr)
     match = HELD_OUT.search(done.stdout)

@@ -9,6 +9,7 @@ keeps them. Throughput is generated tokens per second; the target is rlvr >= 0.9
 
     python benchmarks/rollout.py [--model tiny] [--tasks 64] [--group-size 8] [--max-tokens 64]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.envs.chat_template import template_ids
     from rlvr.envs.rollout import rollout
     from rlvr.envs.sampler import SamplingSettings
-    from rlvr.trainers.samplers.local import local_sampler
     from rlvr.trainers.models import load_tokenizer, resolve_model
     from rlvr.trainers.samplers import VLLMSampler
+    from rlvr.trainers.samplers.local import local_sampler
 
     env_id, env_args = "rlvr/Arithmetic-v0", envs.parse_env_args(args.env_arg)
     model = resolve_model(args.model)
@@ -65,8 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     def rlvr() -> tuple[int, float]:
         timed_sampler.reset_clock()
         t0 = time.perf_counter()
-        groups = rollout(env_id, env_args, timed_sampler, tokenizer, seeds=seeds, group_size=G, sampling=sampling,
-                         progress=False, executor=env_pool)
+        groups = rollout(
+            env_id,
+            env_args,
+            timed_sampler,
+            tokenizer,
+            seeds=seeds,
+            group_size=G,
+            sampling=sampling,
+            progress=False,
+            executor=env_pool,
+        )
         seconds = time.perf_counter() - t0
         sampling_seconds.append(timed_sampler.seconds)
         return sum(sum(ep.loss_mask) for g in groups for ep in g.episodes), seconds
@@ -81,8 +91,10 @@ def main(argv: list[str] | None = None) -> int:
 
     rates = {name: statistics.median(t / s for t, s in r) for name, r in runs.items()}
     ratio = rates["rlvr rollout"] / rates["raw LLM.generate"]
-    print(f"\n{env_id} {env_args or ''}: {args.tasks} tasks x G={G}, max_tokens {args.max_tokens}, "
-          f"T={args.temperature}, model {model}")
+    print(
+        f"\n{env_id} {env_args or ''}: {args.tasks} tasks x G={G}, max_tokens {args.max_tokens}, "
+        f"T={args.temperature}, model {model}"
+    )
     print(f"{'':<18} {'tokens':>8} {'seconds':>8} {'tokens/s':>9} {'sampling s':>10} {'other s':>8}")
     for name, r in runs.items():
         tokens, seconds = statistics.median(t for t, _ in r), statistics.median(s for _, s in r)

@@ -6,6 +6,7 @@ SDK, with the pool's own hardening). One run prints one table.
 
 Targets (on a quiet 2-core machine): the pool at >= 100 runs/s with every container busy, and a
 median latency < 15 ms for one program through the warm pool."""
+
 from __future__ import annotations
 
 import argparse
@@ -56,29 +57,46 @@ def measure(method: str, one: Callable[[int], str], runs: int, threads: int) -> 
         list(workers.map(timed, range(runs)))
     wall = time.perf_counter() - start
     latencies.sort()
-    return Row(method, runs, runs / wall, statistics.median(latencies) * 1e3,
-               latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3)
+    return Row(
+        method,
+        runs,
+        runs / wall,
+        statistics.median(latencies) * 1e3,
+        latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e3,
+    )
 
 
 def bench_pool(runs: int, pool_size: int) -> list[Row]:
     with DockerSandbox(pool_size=pool_size, limits=LIMITS) as box:
+
         def one(_: int) -> str:
             result = box.run({"main.py": PROGRAM}, ["python3", "main.py"])
             return result.stdout if result.ok else f"{result.status}: {result.detail}"
 
         measure("warm-up", one, pool_size * 4, pool_size)  # start every container
-        return [measure("pool, 1 thread", one, max(runs // 4, 20), 1),
-                measure(f"pool, {pool_size} threads", one, runs, pool_size)]
+        return [
+            measure("pool, 1 thread", one, max(runs // 4, 20), 1),
+            measure(f"pool, {pool_size} threads", one, runs, pool_size),
+        ]
 
 
 def bench_exec(client: docker.DockerClient, tag: str, runs: int, containers: int) -> Row:
     """`docker exec python3 -c ...` round-robin into warm hardened containers."""
     options = hardening(Shape.of(LIMITS), Settings())
     options.pop("log_config")
-    warm = [client.containers.run(tag, ["sleep", "infinity"], detach=True, user="10001:10001",
-                                  labels={LABEL: "1", OWNER_LABEL: owner_token()}, **options)
-            for _ in range(containers)]
+    warm = [
+        client.containers.run(
+            tag,
+            ["sleep", "infinity"],
+            detach=True,
+            user="10001:10001",
+            labels={LABEL: "1", OWNER_LABEL: owner_token()},
+            **options,
+        )
+        for _ in range(containers)
+    ]
     try:
+
         def one(i: int) -> str:
             code, out = warm[i % containers].exec_run(["python3", "-c", PROGRAM], workdir="/work")
             return out.decode() if code == 0 else f"exit {code}"
@@ -96,9 +114,14 @@ def bench_cold(client: docker.DockerClient, tag: str, runs: int) -> Row:
     options.pop("log_config")  # the output comes back through the container's log
 
     def one(_: int) -> str:
-        return client.containers.run(tag, ["python3", "-c", PROGRAM], remove=True, user="10001:10001",
-                                     labels={LABEL: "1", OWNER_LABEL: owner_token()},
-                                     **options).decode()
+        return client.containers.run(
+            tag,
+            ["python3", "-c", PROGRAM],
+            remove=True,
+            user="10001:10001",
+            labels={LABEL: "1", OWNER_LABEL: owner_token()},
+            **options,
+        ).decode()
 
     return measure("cold docker run --rm", one, runs, 1)
 
@@ -106,8 +129,7 @@ def bench_cold(client: docker.DockerClient, tag: str, runs: int) -> Row:
 def table(rows: list[Row]) -> str:
     head = f"{'method':<28} {'runs':>5} {'runs/s':>8} {'median ms':>10} {'p99 ms':>8}"
     lines = [head, "-" * len(head)]
-    lines += [f"{r.method:<28} {r.runs:>5} {r.runs_per_s:>8.1f} {r.median_ms:>10.1f} {r.p99_ms:>8.1f}"
-              for r in rows]
+    lines += [f"{r.method:<28} {r.runs:>5} {r.runs_per_s:>8.1f} {r.median_ms:>10.1f} {r.p99_ms:>8.1f}" for r in rows]
     return "\n".join(lines)
 
 
@@ -128,9 +150,11 @@ def main() -> int:
     # once would need 1.5 programs in flight at most: with 4 in flight a queue forms by design.)
     sequential, loaded = rows[0], rows[1]
     met = loaded.runs_per_s >= TARGET_RUNS_PER_S and sequential.median_ms < TARGET_MEDIAN_MS
-    print(f"\ntarget: >= {TARGET_RUNS_PER_S:.0f} runs/s ({loaded.method}: {loaded.runs_per_s:.0f}) and "
-          f"median < {TARGET_MEDIAN_MS:.0f} ms ({sequential.method}: {sequential.median_ms:.1f} ms): "
-          f"{'met' if met else 'NOT met'}")
+    print(
+        f"\ntarget: >= {TARGET_RUNS_PER_S:.0f} runs/s ({loaded.method}: {loaded.runs_per_s:.0f}) and "
+        f"median < {TARGET_MEDIAN_MS:.0f} ms ({sequential.method}: {sequential.median_ms:.1f} ms): "
+        f"{'met' if met else 'NOT met'}"
+    )
     return 0 if met else 1
 
 

@@ -16,6 +16,7 @@ of the mode.
     python benchmarks/scale.py --workers 1 --ranks 2 --repeats 5 [--model small]
     python benchmarks/scale.py --env rlvr/Code-v0 --workers 2 --verifiers 1 2 --repeats 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,22 +47,49 @@ class Mode:
     def name(self) -> str:
         if not self.workers:
             return "single process"
-        extra = (f", {self.verifiers} verifier(s)" if self.verifiers else "") + \
-            (f", {self.ranks} ranks" if self.ranks > 1 else "")
+        extra = (f", {self.verifiers} verifier(s)" if self.verifiers else "") + (
+            f", {self.ranks} ranks" if self.ranks > 1 else ""
+        )
         return f"ray, {self.workers} worker(s){extra}"
 
     def flags(self) -> list[str]:
         if not self.workers:
             return []
-        return ["--ray", "--rollout-workers", str(self.workers), "--verifier-workers", str(self.verifiers),
-                "--trainer-ranks", str(self.ranks)]
+        return [
+            "--ray",
+            "--rollout-workers",
+            str(self.workers),
+            "--verifier-workers",
+            str(self.verifiers),
+            "--trainer-ranks",
+            str(self.ranks),
+        ]
 
 
 def run(out: Path, mode: Mode, args: argparse.Namespace) -> dict:
     """One `rlvr train` run; per-step phase seconds and the peak."""
-    cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "grpo", "--env", args.env, "--model", args.model,
-           "--steps", str(args.steps), "--save-every", str(args.steps), "--threads", "1", "--out", str(out),
-           "--no-progress", *mode.flags()]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--algo",
+        "grpo",
+        "--env",
+        args.env,
+        "--model",
+        args.model,
+        "--steps",
+        str(args.steps),
+        "--save-every",
+        str(args.steps),
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        *mode.flags(),
+    ]
     with (out.parent / f"{out.name}.log").open("w") as log:
         m = run_measured(cmd, cwd=str(ROOT), env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}, output=log)
     if m.returncode != 0:
@@ -80,10 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", default="rlvr/Arithmetic-v0")
     p.add_argument("--model", default="tiny", help="tiny, small (~30M parameters) or a model directory")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="rollout worker counts to compare")
-    p.add_argument("--verifiers", type=int, nargs="*", default=[],
-                   help="verifier worker counts to compare, with the most rollout workers of --workers")
-    p.add_argument("--ranks", type=int, nargs="*", default=[],
-                   help="trainer rank counts to compare, with the most rollout workers of --workers")
+    p.add_argument(
+        "--verifiers",
+        type=int,
+        nargs="*",
+        default=[],
+        help="verifier worker counts to compare, with the most rollout workers of --workers",
+    )
+    p.add_argument(
+        "--ranks",
+        type=int,
+        nargs="*",
+        default=[],
+        help="trainer rank counts to compare, with the most rollout workers of --workers",
+    )
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default=None, help="keep the runs here (default: a temporary directory)")
@@ -93,8 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="scale_"))
     out.mkdir(parents=True, exist_ok=True)
     most = max(args.workers)
-    modes = [Mode(), *(Mode(w) for w in args.workers), *(Mode(most, verifiers=v) for v in args.verifiers),
-             *(Mode(most, ranks=r) for r in args.ranks)]
+    modes = [
+        Mode(),
+        *(Mode(w) for w in args.workers),
+        *(Mode(most, verifiers=v) for v in args.verifiers),
+        *(Mode(most, ranks=r) for r in args.ranks),
+    ]
     runs: dict[Mode, list[dict]] = {m: [] for m in modes}
     for r in range(args.repeats):  # alternate the configurations within each repeat
         for i, m in enumerate(runs):
@@ -102,16 +144,22 @@ def main(argv: list[str] | None = None) -> int:
             runs[m].append(run(out / f"m{i}-r{r}", m, args))
     med = lambda m, k: statistics.median(x for run_ in runs[m] for x in run_[k])  # noqa: E731
     batch = 16 * 8
-    print(f"{args.env}, {args.model} model, grpo, 16 tasks x 8 samples, {args.steps} steps x {args.repeats} repeats, 1 torch thread; "
-          f"medians over the steps after the first")
-    print(f"{'mode':<34} {'step s':>7} {'rollout s':>9} {'sync s':>7} {'training s':>10} {'episodes/s':>10} "
-          f"{'x single':>8} {'peak MiB':>9}")
+    print(
+        f"{args.env}, {args.model} model, grpo, 16 tasks x 8 samples, {args.steps} steps x {args.repeats} repeats, 1 torch thread; "
+        f"medians over the steps after the first"
+    )
+    print(
+        f"{'mode':<34} {'step s':>7} {'rollout s':>9} {'sync s':>7} {'training s':>10} {'episodes/s':>10} "
+        f"{'x single':>8} {'peak MiB':>9}"
+    )
     single = med(Mode(), "time_step")
     for m in runs:
         step = med(m, "time_step")
-        print(f"{m.name:<34} {step:>7.3f} {med(m, 'rollout'):>9.3f} {med(m, 'time_syncing'):>7.3f} "
-              f"{med(m, 'time_training'):>10.3f} {batch / med(m, 'rollout'):>10.1f} {step / single:>8.2f} "
-              f"{statistics.median(x['peak'] for x in runs[m]) / 2**20:>9.0f}")
+        print(
+            f"{m.name:<34} {step:>7.3f} {med(m, 'rollout'):>9.3f} {med(m, 'time_syncing'):>7.3f} "
+            f"{med(m, 'time_training'):>10.3f} {batch / med(m, 'rollout'):>10.1f} {step / single:>8.2f} "
+            f"{statistics.median(x['peak'] for x in runs[m]) / 2**20:>9.0f}"
+        )
     print(f"(runs in {out})")
     return 0
 

@@ -8,6 +8,7 @@ it is. Alternating, `--repeats` runs of each; the table gives medians and ranges
 
     python benchmarks/startup.py [--repeats 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,13 @@ print(json.dumps({"built": built, "closed": time.perf_counter() - t0}), flush=Tr
 def one_run(policy: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, "-c", PROGRAM, policy, str(Path(out) / "run")], cwd=ROOT,
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-c", PROGRAM, policy, str(Path(out) / "run")],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"the {policy} run failed:\n{p.stderr[-2000:]}")

@@ -12,6 +12,7 @@ model cannot solve GSM8K). Code envs get 128 tokens a turn: a function does not 
 default 32. A code env's seed draws one of its 35 tasks at random, so 35 seeds reach only about 22
 of them: the code envs get 140 seeds (about 34 distinct tasks); the table counts distinct tasks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,12 @@ def cases(data_dir: Path) -> list[EnvCase]:
         EnvCase("rlvr/ReasoningGym-v0"),
         EnvCase("rlvr/GuessNumber-v0"),
         EnvCase("rlvr/Code-v0", max_tokens=128, tasks=CODE_SEEDS),
-        EnvCase("rlvr/CodeDataset-v0", max_tokens=128, tasks=CODE_SEEDS,
-                env_args={"path": str(files("rlvr.envs") / "data" / "code_tasks.jsonl")}),
+        EnvCase(
+            "rlvr/CodeDataset-v0",
+            max_tokens=128,
+            tasks=CODE_SEEDS,
+            env_args={"path": str(files("rlvr.envs") / "data" / "code_tasks.jsonl")},
+        ),
         EnvCase("rlvr/CodeFeedback-v0", max_tokens=128, tasks=CODE_SEEDS),
         EnvCase("rlvr/PythonTool-v0", max_tokens=128),
     ]
@@ -63,9 +68,25 @@ def write_math_file(path: Path, n: int) -> None:
 
 
 def evaluate(case: EnvCase, model: str, tasks: int, out: Path, timeout_s: float) -> dict:
-    command = [sys.executable, "-m", "rlvr", "eval", "--env", case.env, "--model", model, "--k", "1,8",
-               "--tasks", str(case.tasks or tasks), "--max-tokens", str(case.max_tokens), "--out", str(out),
-               "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "eval",
+        "--env",
+        case.env,
+        "--model",
+        model,
+        "--k",
+        "1,8",
+        "--tasks",
+        str(case.tasks or tasks),
+        "--max-tokens",
+        str(case.max_tokens),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     for key, value in case.env_args.items():
         command += ["--env-arg", f"{key}={value}"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
@@ -78,8 +99,13 @@ def row(case: EnvCase, summary: dict, episodes: Path) -> dict:
     passes = summary["pass_at_k"]
     distinct = {json.loads(line)["task_id"] for line in episodes.read_text().splitlines()}
     return {
-        "env": case.env, "tasks": summary["tasks"], "distinct_tasks": len(distinct), "episodes": summary["episodes"],
-        "max_tokens": case.max_tokens, "pass@1": passes["1"]["estimate"], "pass@8": passes["8"]["estimate"],
+        "env": case.env,
+        "tasks": summary["tasks"],
+        "distinct_tasks": len(distinct),
+        "episodes": summary["episodes"],
+        "max_tokens": case.max_tokens,
+        "pass@1": passes["1"]["estimate"],
+        "pass@8": passes["8"]["estimate"],
         "cut_by_context": summary["truncation"]["context"] / max(1, summary["valid_episodes"]),
         "errors": summary["episodes"] - summary["valid_episodes"],
     }
@@ -104,13 +130,21 @@ def main(argv: list[str] | None = None) -> int:
             out = data / case.env.replace("/", "_")
             rows.append(row(case, evaluate(case, args.model, args.tasks, out, args.timeout), out / "episodes.jsonl"))
             r = rows[-1]
-            print(f"{r['env']:<22} pass@1 {r['pass@1']:.3f}  pass@8 {r['pass@8']:.3f}  "
-                  f"cut by context {r['cut_by_context']:.1%}", file=sys.stderr, flush=True)
-    print("| env | tasks x 8 | distinct | tokens/turn | pass@1 | pass@8 | cut by context | errors |\n"
-          "|---|---|---|---|---|---|---|---|")
+            print(
+                f"{r['env']:<22} pass@1 {r['pass@1']:.3f}  pass@8 {r['pass@8']:.3f}  "
+                f"cut by context {r['cut_by_context']:.1%}",
+                file=sys.stderr,
+                flush=True,
+            )
+    print(
+        "| env | tasks x 8 | distinct | tokens/turn | pass@1 | pass@8 | cut by context | errors |\n"
+        "|---|---|---|---|---|---|---|---|"
+    )
     for r in rows:
-        print(f"| `{r['env']}` | {r['tasks']} | {r['distinct_tasks']} | {r['max_tokens']} | {r['pass@1']:.3f} | {r['pass@8']:.3f} | "
-              f"{r['cut_by_context']:.1%} | {r['errors']} |")
+        print(
+            f"| `{r['env']}` | {r['tasks']} | {r['distinct_tasks']} | {r['max_tokens']} | {r['pass@1']:.3f} | {r['pass@8']:.3f} | "
+            f"{r['cut_by_context']:.1%} | {r['errors']} |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

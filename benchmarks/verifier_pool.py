@@ -11,6 +11,7 @@ give the same verdicts (outcome and score), pass after pass. Ray is started loca
 
     python benchmarks/verifier_pool.py [--repeats 5] [--threads 32]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,12 +39,17 @@ class Config:
         return RaySandbox(self.workers, pool_size=self.pool_size)
 
 
-CONFIGS = (Config("local DockerSandbox", 0, 4), Config("RaySandbox", 1, 4), Config("RaySandbox", 2, 4),
-           Config("RaySandbox", 2, 2))
+CONFIGS = (
+    Config("local DockerSandbox", 0, 4),
+    Config("RaySandbox", 1, 4),
+    Config("RaySandbox", 2, 4),
+    Config("RaySandbox", 2, 2),
+)
 
 
 def score_all(env: CodeEnv, jobs: list, threads: int) -> tuple[float, list[tuple]]:
     """One pass over every episode: the seconds it took and each episode's verdict."""
+
     def one(job) -> tuple:
         task, response = job
         verdict = env.verify(task, response)
@@ -62,8 +68,9 @@ def cpu_model() -> str:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown (no lscpu)"
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")),
-                "unknown")
+    return next(
+        (line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "unknown"
+    )
 
 
 def main() -> int:
@@ -96,8 +103,10 @@ def main() -> int:
         assert got == verdicts[0], f"{config} gave other verdicts than {CONFIGS[0]}"
     correct = sum(outcome is Outcome.CORRECT for outcome, _ in verdicts[0])
 
-    print(f"rlvr/Code-v0: {len(jobs)} episodes ({len(tasks)} tasks x reference and wrong; {correct} correct) "
-          f"scored from {args.threads} threads; {args.repeats} passes after a warm-up; Ray on 2 CPUs")
+    print(
+        f"rlvr/Code-v0: {len(jobs)} episodes ({len(tasks)} tasks x reference and wrong; {correct} correct) "
+        f"scored from {args.threads} threads; {args.repeats} passes after a warm-up; Ray on 2 CPUs"
+    )
     print(f"CPU: {cpu_model()}")
     head = f"{'sandbox':<20} {'workers x containers':>20} {'episodes/s':>11} {'min-max':>13} {'x local':>8}"
     print(head)
@@ -107,8 +116,10 @@ def main() -> int:
         rates = [len(jobs) / s for s in secs]
         median = statistics.median(rates)
         shape = f"{config.workers or '-'} x {config.pool_size}"
-        print(f"{config.name:<20} {shape:>20} {median:>11.1f} {f'{min(rates):.1f}-{max(rates):.1f}':>13} "
-              f"{median / local:>8.2f}")
+        print(
+            f"{config.name:<20} {shape:>20} {median:>11.1f} {f'{min(rates):.1f}-{max(rates):.1f}':>13} "
+            f"{median / local:>8.2f}"
+        )
     print("same verdicts in every configuration: yes")
     return 0
 

@@ -4,6 +4,7 @@ Importing `envs` registers the built-in `rlvr/` environments with Gymnasium's re
 third-party ones declared under the `rlvr.envs` entry point (a plugin that fails to load is a
 warning, not an error), so that plain `gymnasium.make("ns/Name-v0")` finds both; `envs.make` also
 loads plugins installed later."""
+
 from rlvr.envs.checker import CheckResult, EnvCheckError, check_env
 from rlvr.envs.core import (
     EnvError,
@@ -37,9 +38,39 @@ register_builtins()
 load_plugins(warn=True)  # last: a plugin may itself `from envs import SingleTurnEnv`
 
 __all__ = [
-    "CheckResult", "EnvArgumentError", "EnvCheckError", "EnvError", "EnvInfo", "Episode", "FinishReason", "Message",
-    "MultiTurnEnv", "PluginFailure", "ProceduralTasks", "Sample", "Sampler", "SamplingSettings", "SingleTurnEnv",
-    "StepAfterDoneError", "Task", "TaskNotFoundError", "TextEnv", "Tool", "ToolCall", "ToolCallParser", "ToolEnv",
-    "ToolOutput", "ToolSpecError", "ToolUnavailableError", "TruncationReason", "TurnResult", "UnknownEnvError", "check_env",
-    "list_envs", "load_plugins", "make", "parse_env_args", "register_builtins",
+    "CheckResult",
+    "EnvArgumentError",
+    "EnvCheckError",
+    "EnvError",
+    "EnvInfo",
+    "Episode",
+    "FinishReason",
+    "Message",
+    "MultiTurnEnv",
+    "PluginFailure",
+    "ProceduralTasks",
+    "Sample",
+    "Sampler",
+    "SamplingSettings",
+    "SingleTurnEnv",
+    "StepAfterDoneError",
+    "Task",
+    "TaskNotFoundError",
+    "TextEnv",
+    "Tool",
+    "ToolCall",
+    "ToolCallParser",
+    "ToolEnv",
+    "ToolOutput",
+    "ToolSpecError",
+    "ToolUnavailableError",
+    "TruncationReason",
+    "TurnResult",
+    "UnknownEnvError",
+    "check_env",
+    "list_envs",
+    "load_plugins",
+    "make",
+    "parse_env_args",
+    "register_builtins",
 ]

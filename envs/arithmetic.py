@@ -6,6 +6,7 @@ difficulty 1: one + or - on numbers 0..9;  2 (default): one + or - on numbers 0.
 The model is asked for its final answer in `\\boxed{}`; any answer `verifiers.math` accepts
 as equal scores 1.
 """
+
 from __future__ import annotations
 
 import re

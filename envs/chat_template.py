@@ -1,6 +1,7 @@
 """The chat template's token arithmetic for token-exact rollouts: a prompt's tokens
 (`template_ids`) and the tokens an environment's reply appends after the model's turn
 (`reply_ids`), checked against the template's prefix property (`TemplateError` otherwise)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,11 +16,16 @@ class TemplateError(EnvError, ValueError):
     or no eos token closing an assistant turn)."""
 
 
-def template_ids(tokenizer: Tokenizer, messages: list[Message], add_generation_prompt: bool,
-                 tools: list[dict[str, Any]] | None = None) -> list[int]:
+def template_ids(
+    tokenizer: Tokenizer,
+    messages: list[Message],
+    add_generation_prompt: bool,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[int]:
     """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints."""
-    ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=add_generation_prompt,
-                                        return_dict=False, **_tools_kwarg(tools))
+    ids = tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=add_generation_prompt, return_dict=False, **_tools_kwarg(tools)
+    )
     if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
         ids = ids["input_ids"]
     return [int(t) for t in ids]
@@ -30,8 +36,13 @@ def _tools_kwarg(tools: list[dict[str, Any]] | None) -> dict[str, Any]:
     return {} if tools is None else {"tools": tools}
 
 
-def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message], model_ended_turn: bool,
-              tools: list[dict[str, Any]] | None = None) -> list[int]:
+def reply_ids(
+    tokenizer: Tokenizer,
+    conversation: list[Message],
+    reply: list[Message],
+    model_ended_turn: bool,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[int]:
     """Tokens that follow the model's last turn (the last message of `conversation`) up to the
     next generation prompt: the end of that turn when the model did not emit eos itself, the
     template's tail after eos, the reply messages, and the generation prompt. `tools`: the env's
@@ -41,8 +52,13 @@ def reply_ids(tokenizer: Tokenizer, conversation: list[Message], reply: list[Mes
     return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn, tools)
 
 
-def _reply_ids_whole(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
-                     model_ended_turn: bool, tools: list[dict[str, Any]] | None = None) -> list[int]:
+def _reply_ids_whole(
+    tokenizer: Tokenizer,
+    conversation: list[Message],
+    reply: list[Message],
+    model_ended_turn: bool,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[int]:
     """`reply_ids` from the template's tokens of the conversation before and after the reply."""
     before = template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
     after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
@@ -55,8 +71,10 @@ def _reply_ids_whole(tokenizer: Tokenizer, conversation: list[Message], reply: l
     return before[close_at if model_ended_turn else close_at - 1 :] + after[len(before) :]
 
 
-_NO_PREFIX = ("the chat template re-renders earlier turns when a message is added (no prefix property), "
-              "so environment replies cannot be appended as tokens")
+_NO_PREFIX = (
+    "the chat template re-renders earlier turns when a message is added (no prefix property), "
+    "so environment replies cannot be appended as tokens"
+)
 
 
 def _eos_splits_text(tokenizer: Tokenizer) -> bool:
@@ -69,12 +87,23 @@ def _eos_splits_text(tokenizer: Tokenizer) -> bool:
         return False
     eos, eos_id = getattr(tokenizer, "eos_token", None), tokenizer.eos_token_id
     added = getattr(tokenizer, "added_tokens_decoder", {}).get(eos_id)
-    return (getattr(tokenizer, "is_fast", False) and isinstance(eos, str) and added is not None
-            and str(added) == eos and added.special and not (added.lstrip or added.rstrip or added.single_word))
+    return (
+        getattr(tokenizer, "is_fast", False)
+        and isinstance(eos, str)
+        and added is not None
+        and str(added) == eos
+        and added.special
+        and not (added.lstrip or added.rstrip or added.single_word)
+    )
 
 
-def _reply_ids_after_eos(tokenizer: Tokenizer, conversation: list[Message], reply: list[Message],
-                         model_ended_turn: bool, tools: list[dict[str, Any]] | None = None) -> list[int]:
+def _reply_ids_after_eos(
+    tokenizer: Tokenizer,
+    conversation: list[Message],
+    reply: list[Message],
+    model_ended_turn: bool,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[int]:
     """`reply_ids` from the template's text: only the text after the eos that closes the model's
     turn is tokenized, not the whole conversation twice (a multi-turn episode's turns would
     otherwise cost time quadratic in its length). Same tokens (`_eos_splits_text`; a test checks)."""
@@ -86,6 +115,6 @@ def _reply_ids_after_eos(tokenizer: Tokenizer, conversation: list[Message], repl
     close = before.rfind(tokenizer.eos_token)
     if close < 0:
         raise TemplateError(f"the chat template does not close assistant turns with eos ({tokenizer.eos_token!r})")
-    tail = before[close + len(tokenizer.eos_token):] + after[len(before):]
+    tail = before[close + len(tokenizer.eos_token) :] + after[len(before) :]
     ids = [int(t) for t in tokenizer.encode(tail, add_special_tokens=False)]
     return ids if model_ended_turn else [tokenizer.eos_token_id] + ids

@@ -6,6 +6,7 @@ its known-bad one zero (multi-turn envs are played with `reference_action()` / `
 until done), and a pickle round trip that steps exactly like the original. Every check runs;
 all failures are reported together in one `EnvCheckError`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -93,7 +94,8 @@ def check_gymnasium(ctx: _Ctx) -> list[str]:
         warnings.simplefilter("always")
         gym_check_env(ctx.raw)
     return [
-        f"gymnasium warned: {w.message}" for w in caught
+        f"gymnasium warned: {w.message}"
+        for w in caught
         if "WARN" in str(w.message) and not any(b in str(w.message) for b in _BENIGN_WARNINGS)
     ]
 
@@ -104,12 +106,14 @@ def check_determinism(ctx: _Ctx) -> list[str]:
         obs_a, info_a = ctx.env.reset(seed=seed)
         obs_b, info_b = ctx.env.reset(seed=seed)
         if not data_equivalence(obs_a, obs_b) or info_a.get("task_id") != info_b.get("task_id"):
-            problems.append(f"seed {seed}: two resets gave different tasks ({info_a.get('task_id')!r}, "
-                            f"{info_b.get('task_id')!r})")
+            problems.append(
+                f"seed {seed}: two resets gave different tasks ({info_a.get('task_id')!r}, {info_b.get('task_id')!r})"
+            )
         obs_c, info_c = ctx.env.reset(options={"task_id": info_a.get("task_id")})
         if not data_equivalence(obs_a, obs_c):
-            problems.append(f"seed {seed}: options={{'task_id': {info_a.get('task_id')!r}}} did not "
-                            "rebuild the task the seed gave")
+            problems.append(
+                f"seed {seed}: options={{'task_id': {info_a.get('task_id')!r}}} did not rebuild the task the seed gave"
+            )
     return problems
 
 
@@ -141,8 +145,10 @@ def _final(ctx: _Ctx, label: str, policy_name: str, want: float, want_correct: b
             detail = f" ({verdict.detail})" if isinstance(verdict, Verdict) and verdict.detail else ""
             problems.append(f"seed {seed}: {label} answer ended with reward {rewards[-1]}, expected {want}{detail}")
         if want_correct and (outcome is not Outcome.CORRECT or not terminated):
-            problems.append(f"seed {seed}: {label} answer ended with outcome {outcome} "
-                            f"(terminated={terminated}, truncated={truncated}), expected correct")
+            problems.append(
+                f"seed {seed}: {label} answer ended with outcome {outcome} "
+                f"(terminated={terminated}, truncated={truncated}), expected correct"
+            )
         if not want_correct and outcome is Outcome.CORRECT:
             problems.append(f"seed {seed}: {label} answer was judged correct")
     return problems
@@ -190,8 +196,11 @@ def check_pickle(ctx: _Ctx) -> list[str]:
         if Outcome.ERROR not in (getattr(va, "outcome", None), getattr(vb, "outcome", None)):
             break  # else a grader error (a time-out on a busy machine) says nothing: step again
     pickle.dumps(a[4])  # the step info (verdict included) must be plain picklable data too
-    same = data_equivalence(a[:4], b[:4]) and getattr(va, "score", None) == getattr(vb, "score", None) \
+    same = (
+        data_equivalence(a[:4], b[:4])
+        and getattr(va, "score", None) == getattr(vb, "score", None)
         and getattr(va, "outcome", None) == getattr(vb, "outcome", None)
+    )
     return [] if same else [f"the unpickled copy stepped differently: {a[:4]} vs {b[:4]}"]
 
 
@@ -216,8 +225,14 @@ def _basic(env: gym.Env) -> list[str]:
     return []
 
 
-def check_env(env: gym.Env, *, seeds: Sequence[int] = (0, 1, 2), group_size: int = 4, max_steps: int = 200,
-              raise_on_failure: bool = True) -> list[CheckResult]:
+def check_env(
+    env: gym.Env,
+    *,
+    seeds: Sequence[int] = (0, 1, 2),
+    group_size: int = 4,
+    max_steps: int = 200,
+    raise_on_failure: bool = True,
+) -> list[CheckResult]:
     """Run every check on `env` (made with `gymnasium.make`/`envs.make`, or a bare `TextEnv`).
     Returns the results; raises `EnvCheckError` listing all failures when `raise_on_failure`."""
     if not seeds or group_size < 1 or max_steps < 1:

@@ -11,11 +11,13 @@ it runs all of a task's tests, `tests` and `heldout_tests` alike.
 This module also holds what every code environment shares: the prompt, task records -> `Task`,
 and `CodeTaskSource`, a task list with seeded sampling and the sandbox held only at step time.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -161,16 +163,21 @@ class CodeTaskSource(SandboxUser):
         except KeyError:
             raise TaskNotFoundError(f"{type(self).__name__} has no task {task_id!r}") from None
 
-    def verify_response(self, task: Task, response: str, *, fail_fast: bool | None = None,
-                        tests: Sequence[Any] | None = None) -> Verdict:
+    def verify_response(
+        self, task: Task, response: str, *, fail_fast: bool | None = None, tests: Sequence[Any] | None = None
+    ) -> Verdict:
         """Run `tests` (default: all of `task.answer`) against the response's program."""
         settings = code_verifier.RunSettings(
             timeout_s=self.timeout_s,
             fail_fast=self.scoring == "all_or_nothing" if fail_fast is None else fail_fast,
         )
         return code_verifier.verify(
-            response, task.answer if tests is None else tests, self.sandbox, scoring=self.scoring,
-            function=task.metadata.get("entry_point"), settings=settings,
+            response,
+            task.answer if tests is None else tests,
+            self.sandbox,
+            scoring=self.scoring,
+            function=task.metadata.get("entry_point"),
+            settings=settings,
         )
 
 
@@ -179,8 +186,14 @@ class CodeEnv(CodeTaskSource, SingleTurnEnv):
 
     version = "0"
 
-    def __init__(self, difficulty: int | Sequence[int] | None = None, scoring: str = "all_or_nothing",
-                 timeout_s: float = 4.0, sandbox: Any = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        difficulty: int | Sequence[int] | None = None,
+        scoring: str = "all_or_nothing",
+        timeout_s: float = 4.0,
+        sandbox: Any = None,
+        render_mode: str | None = None,
+    ):
         super().__init__(render_mode=render_mode)
         self.difficulty = difficulty
         self._init_tasks(builtin_tasks(difficulty), sandbox, scoring, timeout_s)

@@ -21,14 +21,16 @@ Each line is one task; its shape is recognised by its keys:
 Ids come from `id`, `task_id`, `problem_id` or `name`, else the line number. Records without a
 known-bad solution use a program that fails every test as the checker's wrong answer.
 """
+
 from __future__ import annotations
 
 import ast
 import builtins
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rlvr.envs.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
 from rlvr.envs.core import SingleTurnEnv, Task
@@ -70,8 +72,9 @@ def _called(test: str, defined: Sequence[str]) -> str | None:
     """The function an MBPP assert line tests: the first name it calls that the reference
     defines, else the first that is not a builtin (`all(f(x) == y for ...)` tests `f`)."""
     try:
-        calls = [n.func.id for n in ast.walk(ast.parse(test))
-                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        calls = [
+            n.func.id for n in ast.walk(ast.parse(test)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        ]
     except (SyntaxError, ValueError):
         found = _CALLED.search(test)
         return found.group(1) if found else None
@@ -87,7 +90,9 @@ def _mbpp(record: Mapping[str, Any], challenge: bool) -> dict[str, Any]:
     entry = entry or (names[-1] if names else None)
     example = f"\n\nYour code should pass tests like this one:\n{asserts[0]}" if asserts else ""
     return {
-        "prompt": f"{record['text'].strip()}{example}", "entry_point": entry, "reference": reference,
+        "prompt": f"{record['text'].strip()}{example}",
+        "entry_point": entry,
+        "reference": reference,
         "tests": [{"assert": f"{setup}\n{a}" if setup else a} for a in asserts],
     }
 
@@ -113,7 +118,7 @@ def _humaneval(record: Mapping[str, Any]) -> dict[str, Any]:
     helpers = _prompt_helpers(record["prompt"], entry, record["test"])
     return {
         "prompt": "Complete the following Python function. Give the whole function, signature included.\n\n"
-                  f"```python\n{record['prompt'].rstrip()}\n```",
+        f"```python\n{record['prompt'].rstrip()}\n```",
         "entry_point": entry,
         "reference": record["prompt"] + solution if solution else None,
         "tests": [{"assert": f"{helpers}{record['test']}\n\ncheck({entry})\n"}],
@@ -125,8 +130,10 @@ def _apps_call(fn: str, inputs: Any, output: Any) -> dict[str, Any]:
     args = ", ".join(repr(a) for a in (inputs if isinstance(inputs, list) else [inputs]))
     wrapped = isinstance(output, list) and len(output) == 1
     also = f" or _got == {output[0]!r}" if wrapped else ""
-    return {"assert": f"_got = {fn}({args})\n_got = list(_got) if isinstance(_got, tuple) else _got\n"
-                      f"assert _got == {output!r}{also}\n"}
+    return {
+        "assert": f"_got = {fn}({args})\n_got = list(_got) if isinstance(_got, tuple) else _got\n"
+        f"assert _got == {output!r}{also}\n"
+    }
 
 
 def _apps(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -142,8 +149,12 @@ def _apps(record: Mapping[str, Any]) -> dict[str, Any]:
         tests = [_apps_call(fn, i, o) for i, o in zip(inputs, outputs)]
     else:
         tests = _io_tests(inputs, outputs)
-    return {"prompt": record["question"], "entry_point": fn, "tests": tests,
-            "reference": solutions[0] if solutions else None}
+    return {
+        "prompt": record["question"],
+        "entry_point": fn,
+        "tests": tests,
+        "reference": solutions[0] if solutions else None,
+    }
 
 
 def _first_python3(solutions: Any) -> str | None:
@@ -160,13 +171,22 @@ def _codecontests(record: Mapping[str, Any], include_generated: bool) -> dict[st
     for key in ("public_tests", "private_tests") + (("generated_tests",) if include_generated else ()):
         group = record.get(key) or {}
         tests += _io_tests(group.get("input") or [], group.get("output") or [])
-    return {"prompt": record["description"], "tests": tests,
-            "reference": _first_python3(record.get("solutions")),
-            "wrong": _first_python3(record.get("incorrect_solutions"))}
+    return {
+        "prompt": record["description"],
+        "tests": tests,
+        "reference": _first_python3(record.get("solutions")),
+        "wrong": _first_python3(record.get("incorrect_solutions")),
+    }
 
 
-def normalise_record(record: Mapping[str, Any], line: int, *, challenge_tests: bool = False,
-                     generated_tests: bool = False, max_tests: int | None = None) -> dict[str, Any]:
+def normalise_record(
+    record: Mapping[str, Any],
+    line: int,
+    *,
+    challenge_tests: bool = False,
+    generated_tests: bool = False,
+    max_tests: int | None = None,
+) -> dict[str, Any]:
     """Any supported shape -> rlvr's own record shape (see the module docstring)."""
     if "tests" in record and "prompt" in record:
         out = dict(record)
@@ -207,15 +227,24 @@ class CodeDatasetEnv(CodeTaskSource, SingleTurnEnv):
 
     version = "0"
 
-    def __init__(self, path: str, scoring: str = "all_or_nothing", max_tests: int | None = None,
-                 challenge_tests: bool = False, generated_tests: bool = False, timeout_s: float = 4.0,
-                 sandbox: Any = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        path: str,
+        scoring: str = "all_or_nothing",
+        max_tests: int | None = None,
+        challenge_tests: bool = False,
+        generated_tests: bool = False,
+        timeout_s: float = 4.0,
+        sandbox: Any = None,
+        render_mode: str | None = None,
+    ):
         super().__init__(render_mode=render_mode)
         if max_tests is not None and max_tests < 1:
             raise ValueError(f"max_tests must be >= 1 or None, got {max_tests!r}")
         self.path = str(path)
-        tasks = load_dataset(path, challenge_tests=challenge_tests, generated_tests=generated_tests,
-                             max_tests=max_tests)
+        tasks = load_dataset(
+            path, challenge_tests=challenge_tests, generated_tests=generated_tests, max_tests=max_tests
+        )
         self._init_tasks(tasks, sandbox, scoring, timeout_s)
 
     def verify(self, task: Task, response: str) -> Verdict:

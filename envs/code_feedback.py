@@ -36,11 +36,13 @@ that a test repeating a shown input is shown. If that leaves nothing to hold out
 single test, or all of its tests in the statement), every test is held out and the feedback
 quotes none: it says only that the attempt failed.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr.envs.code import CodeTaskSource, builtin_tasks
 from rlvr.envs.code_dataset import load_dataset
@@ -50,8 +52,10 @@ from rlvr.verifiers.verdict import Outcome, Verdict
 
 REWARD_MODES = ("final", "per_turn")
 SHOW_FAILURES = 3  # failing shown tests quoted per reply
-HIDDEN_FAILED = ("Your code passed every shown test, but not the hidden tests it is scored on: make sure it "
-                 "solves the task for every valid input, not only for the inputs shown.")
+HIDDEN_FAILED = (
+    "Your code passed every shown test, but not the hidden tests it is scored on: make sure it "
+    "solves the task for every valid input, not only for the inputs shown."
+)
 NOTHING_SHOWN = "Your code did not pass the hidden tests it is scored on (this task shows no test details)."
 
 
@@ -103,9 +107,9 @@ def split_tests(task: Task) -> TestSplit:
     prompt = "\n".join(m["content"] for m in task.prompt)
     revealed = [revealed_by(t, prompt) for t in tests]
     rest = [i for i, r in enumerate(revealed) if not r]
-    shown = {i for i, r in enumerate(revealed) if r} | set(rest[:len(rest) // 2])
+    shown = {i for i, r in enumerate(revealed) if r} | set(rest[: len(rest) // 2])
     shown_keys = {input_key(tests[i]) for i in shown}
-    heldout = [i for i in rest[len(rest) // 2:] if input_key(tests[i]) not in shown_keys]
+    heldout = [i for i in rest[len(rest) // 2 :] if input_key(tests[i]) not in shown_keys]
     if not heldout:
         return TestSplit((), tests)
     return TestSplit(tuple(t for i, t in enumerate(tests) if i not in heldout), tuple(tests[i] for i in heldout))
@@ -123,8 +127,12 @@ def heldout_verdict(full: Verdict, n_shown: int, scoring: str) -> Verdict:
     all_passed = passed == total
     score = passed / total if scoring == "fraction" else float(all_passed)
     shown_passed = sum(bool(t["passed"]) for t in shown)
-    info = dict(full.info) | {"total": total, "passed": passed, "tests": held,
-                              "shown": {"total": len(shown), "passed": shown_passed, "tests": shown}}
+    info = dict(full.info) | {
+        "total": total,
+        "passed": passed,
+        "tests": held,
+        "shown": {"total": len(shown), "passed": shown_passed, "tests": shown},
+    }
     detail = f"{passed}/{total} held-out tests passed ({shown_passed}/{len(shown)} shown tests passed)"
     return Verdict(score, Outcome.CORRECT if all_passed else Outcome.INCORRECT, detail, info)
 
@@ -149,8 +157,10 @@ def feedback_message(verdict: Verdict, attempt: int, max_attempts: int) -> str:
             lines.append(f"- ... and {len(failed) - SHOW_FAILURES} more failing shown tests")
         body = "\n".join(lines)
     left = max_attempts - attempt
-    return f"{body}\n\nFix the code and answer again with the complete code in one ```python code block " \
-           f"({left} attempt{'s' if left != 1 else ''} left)."
+    return (
+        f"{body}\n\nFix the code and answer again with the complete code in one ```python code block "
+        f"({left} attempt{'s' if left != 1 else ''} left)."
+    )
 
 
 class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
@@ -159,9 +169,17 @@ class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
 
     version = "0"
 
-    def __init__(self, source: str = "builtin", difficulty: int | Sequence[int] | None = None,
-                 max_attempts: int = 3, reward: str = "final", scoring: str = "all_or_nothing",
-                 timeout_s: float = 4.0, sandbox: Any = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        source: str = "builtin",
+        difficulty: int | Sequence[int] | None = None,
+        max_attempts: int = 3,
+        reward: str = "final",
+        scoring: str = "all_or_nothing",
+        timeout_s: float = 4.0,
+        sandbox: Any = None,
+        render_mode: str | None = None,
+    ):
         super().__init__(max_turns=max_attempts, render_mode=render_mode)
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")

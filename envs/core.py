@@ -10,6 +10,7 @@ object itself, which a group's copies share with the first (nothing is rebuilt).
 Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`
 (its `respond` hook returns a `TurnResult`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -296,8 +297,10 @@ class MultiTurnEnv(TextEnv):
         self.turns += 1
         result = self.respond(action)
         if not isinstance(result, TurnResult):
-            raise TypeError(f"{type(self).__name__}.respond must return envs.TurnResult(reply, reward, done, verdict), "
-                            f"got {type(result).__name__} (the 4-tuple form is no longer accepted)")
+            raise TypeError(
+                f"{type(self).__name__}.respond must return envs.TurnResult(reply, reward, done, verdict), "
+                f"got {type(result).__name__} (the 4-tuple form is no longer accepted)"
+            )
         reply, reward, done, verdict = result.reply, result.reward, result.done, result.verdict
         truncated = not done and self.turns >= self.max_turns
         if truncated and verdict.outcome is not Outcome.ERROR:

@@ -1,4 +1,5 @@
 """An episode: what the model did in an environment, token-exact, plus what reproduces it."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -88,9 +89,10 @@ class Episode:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Episode":
+    def from_dict(cls, d: dict[str, Any]) -> Episode:
         values = {k: v for k, v in d.items() if k != "reward"}  # __post_init__ converts the enums
         if "truncation" not in values:  # a log older than the typed reason
-            values["truncation"] = legacy_truncation(values["outcome"], values.get("finish_reason"),
-                                                     (values.get("metadata") or {}).get("detail"))
+            values["truncation"] = legacy_truncation(
+                values["outcome"], values.get("finish_reason"), (values.get("metadata") or {}).get("detail")
+            )
         return cls(**values)

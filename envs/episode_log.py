@@ -22,6 +22,7 @@ A run killed mid-write leaves at most a torn last line (each line is written wit
 one call, and `append_records` fsyncs); the file is rewritten atomically without the dropped
 lines, so appending after it is safe.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -106,7 +107,8 @@ def load_whole_chunks(
     def whole(start: int, stop: int) -> bool:
         groups = [by_group.get(g, []) for g in range(start, stop)]
         return all(len(lines) == group_size for lines in groups) and all(
-            r.get(CHUNK) == [start, stop] and r["outcome"] != Outcome.ERROR.value for lines in groups for r in lines)
+            r.get(CHUNK) == [start, stop] and r["outcome"] != Outcome.ERROR.value for lines in groups for r in lines
+        )
 
     redo = [c for c in chunks if not whole(*c)]
     dropped = {g for start, stop in redo for g in range(start, stop)}

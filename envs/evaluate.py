@@ -9,11 +9,13 @@ unlike a normal approximation on few tasks. `error` episodes are no samples at a
 counted, and a task's n is its number of valid episodes; tasks with fewer than k valid samples
 are left out of pass@k (their number is reported).
 """
+
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,8 +39,9 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def bootstrap_ci(values: Sequence[float], *, confidence: float = CONFIDENCE, resamples: int = 2000,
-                 seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_ci(
+    values: Sequence[float], *, confidence: float = CONFIDENCE, resamples: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
     """(mean, low, high): the mean of per-task `values` and its percentile-bootstrap interval."""
     x = np.asarray(values, dtype=float)
     if x.ndim != 1 or len(x) == 0:
@@ -74,26 +77,44 @@ def pass_at_k_summary(episodes: Iterable[Episode], ks: Sequence[int], *, seed: i
     return out
 
 
-def summarize(episodes: Sequence[Episode], ks: Sequence[int], *, env_id: str, env_args: dict[str, Any],
-              model: str, seconds: float | None = None, tokens: int | None = None, seed: int = 0,
-              **extra: Any) -> dict[str, Any]:
+def summarize(
+    episodes: Sequence[Episode],
+    ks: Sequence[int],
+    *,
+    env_id: str,
+    env_args: dict[str, Any],
+    model: str,
+    seconds: float | None = None,
+    tokens: int | None = None,
+    seed: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
     """The `summary.json` of an evaluation. `tokens` and `seconds` are the model tokens generated
     and the time spent in this run (a resumed run only times what it generated itself)."""
     tasks = _by_task(episodes)
     valid = [ep for ep in episodes if not ep.is_error]
     outcomes = Counter(ep.outcome for ep in episodes)
-    task_rewards = [np.mean([ep.reward for ep in g if not ep.is_error]) for g in tasks.values()
-                    if any(not ep.is_error for ep in g)]
-    reward = dict(zip(("estimate", "ci_low", "ci_high"), bootstrap_ci(task_rewards, seed=seed))) if task_rewards else None
+    task_rewards = [
+        np.mean([ep.reward for ep in g if not ep.is_error]) for g in tasks.values() if any(not ep.is_error for ep in g)
+    ]
+    reward = (
+        dict(zip(("estimate", "ci_low", "ci_high"), bootstrap_ci(task_rewards, seed=seed))) if task_rewards else None
+    )
     return {
-        "env": env_id, "env_args": env_args, "model": model, **extra,
-        "tasks": len(tasks), "episodes": len(episodes), "valid_episodes": len(valid),
+        "env": env_id,
+        "env_args": env_args,
+        "model": model,
+        **extra,
+        "tasks": len(tasks),
+        "episodes": len(episodes),
+        "valid_episodes": len(valid),
         "pass_at_k": pass_at_k_summary(episodes, ks, seed=seed),
         "mean_reward": reward,
         "outcomes": {str(o): outcomes[o] for o in Outcome},  # str keys: plain JSON data
         "truncation": truncation_counts(episodes),
         "warnings": [w for w in [context_cut_warning(episodes)] if w],
-        "tokens": tokens, "seconds": seconds,
+        "tokens": tokens,
+        "seconds": seconds,
         "tokens_per_second": tokens / seconds if tokens is not None and seconds else None,
         "confidence_interval": f"{CONFIDENCE:.0%} percentile bootstrap over tasks, 2000 resamples, seed {seed}",
     }
@@ -101,23 +122,33 @@ def summarize(episodes: Sequence[Episode], ks: Sequence[int], *, env_id: str, en
 
 def format_table(summary: dict[str, Any]) -> str:
     """The summary as a plain-text table."""
+
     def fmt(stat: dict[str, Any] | None) -> str:
         if not stat or stat.get("estimate") is None:
             return "n/a"
         return f"{stat['estimate']:.3f}  [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
 
-    rows = [("env", summary["env"] + (f" {summary['env_args']}" if summary["env_args"] else "")),
-            ("model", str(summary["model"])),
-            ("tasks / episodes", f"{summary['tasks']} / {summary['episodes']} ({summary['valid_episodes']} valid)")]
-    rows += [(f"pass@{k}", fmt(stat) + (f"  ({stat['tasks']} tasks)" if stat["tasks"] != summary["tasks"] else ""))
-             for k, stat in summary["pass_at_k"].items()]
+    rows = [
+        ("env", summary["env"] + (f" {summary['env_args']}" if summary["env_args"] else "")),
+        ("model", str(summary["model"])),
+        ("tasks / episodes", f"{summary['tasks']} / {summary['episodes']} ({summary['valid_episodes']} valid)"),
+    ]
+    rows += [
+        (f"pass@{k}", fmt(stat) + (f"  ({stat['tasks']} tasks)" if stat["tasks"] != summary["tasks"] else ""))
+        for k, stat in summary["pass_at_k"].items()
+    ]
     rows.append(("mean reward", fmt(summary["mean_reward"])))
     rows.append(("outcomes", ", ".join(f"{name} {count}" for name, count in summary["outcomes"].items())))
     cuts = summary.get("truncation")  # absent from summaries written before it existed
     if cuts and any(cuts.values()):
         rows.append(("truncated by", ", ".join(f"{name} {count}" for name, count in cuts.items())))
     tps = summary.get("tokens_per_second")
-    rows.append(("tokens/s", "n/a" if tps is None else f"{tps:,.0f} ({summary['tokens']:,} tokens in {summary['seconds']:.1f} s)"))
+    rows.append(
+        (
+            "tokens/s",
+            "n/a" if tps is None else f"{tps:,.0f} ({summary['tokens']:,} tokens in {summary['seconds']:.1f} s)",
+        )
+    )
     width = max(len(name) for name, _ in rows)
     return "\n".join([f"{name:<{width}}  {value}" for name, value in rows] + list(summary.get("warnings") or []))
 
@@ -128,8 +159,12 @@ def truncation_counts(episodes: Iterable[Episode]) -> dict[str, int]:
     return {str(r): counts[r] for r in TruncationReason}
 
 
-def context_cut_warning(episodes: Sequence[Episode], context_length: int | None = None,
-                        max_tokens: int | None = None, threshold: float = CONTEXT_CUT_WARN_RATE) -> str | None:
+def context_cut_warning(
+    episodes: Sequence[Episode],
+    context_length: int | None = None,
+    max_tokens: int | None = None,
+    threshold: float = CONTEXT_CUT_WARN_RATE,
+) -> str | None:
     """A warning when more than `threshold` of the (non-error) episodes were cut because the
     context was full, naming the prompt lengths, the context length and what to change; else None.
     `context_length` and `max_tokens` default to what the episodes recorded (`metadata`)."""
@@ -140,14 +175,22 @@ def context_cut_warning(episodes: Sequence[Episode], context_length: int | None 
     if context_length is None:
         context_length = next((ep.metadata["max_length"] for ep in cut if ep.metadata.get("max_length")), None)
     if max_tokens is None:
-        max_tokens = next((ep.metadata["sampling"]["max_tokens"] for ep in cut
-                           if (ep.metadata.get("sampling") or {}).get("max_tokens")), None)
+        max_tokens = next(
+            (
+                ep.metadata["sampling"]["max_tokens"]
+                for ep in cut
+                if (ep.metadata.get("sampling") or {}).get("max_tokens")
+            ),
+            None,
+        )
     prompts = [len(ep.prompt_ids) for ep in valid]
     reached = [len(ep.prompt_ids) + len(ep.completion_ids) for ep in cut]
     budget = f" plus max_tokens {max_tokens} per turn" if max_tokens else ""
     context = f"{context_length} tokens" if context_length else "unknown"
-    return (f"warning: {len(cut)} of {len(valid)} episodes ({len(cut) / len(valid):.0%}) were cut because they did "
-            f"not fit in the context: prompts have {int(np.median(prompts))} tokens (median; max {max(prompts)}), "
-            f"cut episodes reached {int(np.median(reached))} (median){budget}, and the model's context length "
-            f"is {context}. Use shorter prompts (or fewer turns), a model with a longer context, or a smaller "
-            f"max_tokens.")
+    return (
+        f"warning: {len(cut)} of {len(valid)} episodes ({len(cut) / len(valid):.0%}) were cut because they did "
+        f"not fit in the context: prompts have {int(np.median(prompts))} tokens (median; max {max(prompts)}), "
+        f"cut episodes reached {int(np.median(reached))} (median){budget}, and the model's context length "
+        f"is {context}. Use shorter prompts (or fewer turns), a model with a longer context, or a smaller "
+        f"max_tokens."
+    )

@@ -10,6 +10,7 @@ search needs in the worst case), `reward`:
 A reply with no number in it is a format error turn (reward 0) that still uses up a turn; the
 guess is the last number in the reply.
 """
+
 from __future__ import annotations
 
 import re
@@ -50,8 +51,9 @@ class GuessNumberEnv(ProceduralTasks, MultiTurnEnv):
     version: ClassVar[str] = "0"
     REWARDS: ClassVar[tuple[str, ...]] = ("final", "per_turn")
 
-    def __init__(self, n: int = 100, max_turns: int | None = None, reward: str = "final",
-                 render_mode: str | None = None):
+    def __init__(
+        self, n: int = 100, max_turns: int | None = None, reward: str = "final", render_mode: str | None = None
+    ):
         if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 10**12:
             raise ValueError(f"n must be an integer in [2, 10**12], got {n!r}")
         if reward not in self.REWARDS:
@@ -93,8 +95,9 @@ class GuessNumberEnv(ProceduralTasks, MultiTurnEnv):
             self._hi = min(self._hi, guess - 1)
         score = (before - (self._hi - self._lo + 1)) / before if self.reward_mode == "per_turn" else 0.0
         word = "higher" if secret > guess else "lower"
-        return TurnResult([{"role": "user", "content": word}], score, False,
-                          Verdict(score, Outcome.INCORRECT, f"{guess}: {word}"))
+        return TurnResult(
+            [{"role": "user", "content": word}], score, False, Verdict(score, Outcome.INCORRECT, f"{guess}: {word}")
+        )
 
     def reference_action(self) -> str:
         """Binary search: the middle of the numbers still possible."""

@@ -9,6 +9,7 @@ last `\\boxed{...}` of a worked solution, as in MATH), `limit` (keep the first N
 `prompt_template` (with a `{question}` placeholder). Task ids are row indices: stable for a file.
 Every row is read and validated up front; errors name the file and the row.
 """
+
 from __future__ import annotations
 
 import json
@@ -93,7 +94,7 @@ def extract_boxed(text: str) -> str | None:
     for j in range(i, len(text)):
         depth += {"{": 1, "}": -1}.get(text[j], 0)
         if depth == 0:
-            return text[i + 1:j]
+            return text[i + 1 : j]
     return None
 
 
@@ -116,8 +117,9 @@ def parse_answer(raw: Any, answer_format: str, where: str) -> str:
     return text
 
 
-def load_problems(files: list[Path], question_key: str, answer_key: str, answer_format: str,
-                  limit: int | None) -> list[tuple[str, str]]:
+def load_problems(
+    files: list[Path], question_key: str, answer_key: str, answer_format: str, limit: int | None
+) -> list[tuple[str, str]]:
     """(question, gold answer) pairs from the files, in order, at most `limit`."""
     out: list[tuple[str, str]] = []
     for path in files:
@@ -152,9 +154,17 @@ class MathDatasetEnv(SingleTurnEnv):
 
     version: ClassVar[str] = "0"
 
-    def __init__(self, path: str, question_key: str = "question", answer_key: str = "answer",
-                 answer_format: str = "raw", split: str | None = None, limit: int | None = None,
-                 prompt_template: str = DEFAULT_TEMPLATE, render_mode: str | None = None):
+    def __init__(
+        self,
+        path: str,
+        question_key: str = "question",
+        answer_key: str = "answer",
+        answer_format: str = "raw",
+        split: str | None = None,
+        limit: int | None = None,
+        prompt_template: str = DEFAULT_TEMPLATE,
+        render_mode: str | None = None,
+    ):
         super().__init__(render_mode=render_mode)
         if answer_format not in FORMATS:
             raise ValueError(f"answer_format must be one of {FORMATS}, got {answer_format!r}")
@@ -174,8 +184,9 @@ class MathDatasetEnv(SingleTurnEnv):
     def get_task(self, task_id: str) -> Task:
         index = int(task_id) if task_id.isascii() and task_id.isdigit() and len(task_id) < 19 else -1
         if not 0 <= index < len(self.problems):
-            raise TaskNotFoundError(f"{self.path}: task ids are row indices 0..{len(self.problems) - 1}, "
-                                    f"got {task_id!r}")
+            raise TaskNotFoundError(
+                f"{self.path}: task ids are row indices 0..{len(self.problems) - 1}, got {task_id!r}"
+            )
         question, answer = self.problems[index]
         return Task(
             task_id=str(index),

@@ -17,10 +17,12 @@ quick in Python (sums of primes, counting with divisibility, modular powers, Fib
 modulo m, digit sums of factorials, divisor counts, Collatz steps). The reference action is a
 tool call that computes the answer, then the answer.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -67,8 +69,10 @@ def _collatz_steps(n: int) -> int:
 # Each template: rng -> (question, answer, tool code). Answers are computed here, on the host.
 def _t_primes(rng: np.random.Generator) -> tuple[str, int, str]:
     n = int(rng.integers(50, 501))
-    code = (f"primes, k = [], 2\nwhile len(primes) < {n}:\n    if all(k % p for p in primes if p * p <= k):\n"
-            "        primes.append(k)\n    k += 1\nprint(sum(primes))")
+    code = (
+        f"primes, k = [], 2\nwhile len(primes) < {n}:\n    if all(k % p for p in primes if p * p <= k):\n"
+        "        primes.append(k)\n    k += 1\nprint(sum(primes))"
+    )
     return f"What is the sum of the first {n} prime numbers?", sum(_primes(n)), code
 
 
@@ -110,20 +114,30 @@ def _t_divisors(rng: np.random.Generator) -> tuple[str, int, str]:
 
 def _t_collatz(rng: np.random.Generator) -> tuple[str, int, str]:
     n = int(rng.integers(1000, 10**6))
-    code = f"n, steps = {n}, 0\nwhile n != 1:\n    n = n // 2 if n % 2 == 0 else 3 * n + 1\n    steps += 1\nprint(steps)"
-    question = (f"Starting from {n}, repeatedly halve the number if it is even, otherwise replace it by "
-                "3n + 1. How many steps does it take to reach 1?")
+    code = (
+        f"n, steps = {n}, 0\nwhile n != 1:\n    n = n // 2 if n % 2 == 0 else 3 * n + 1\n    steps += 1\nprint(steps)"
+    )
+    question = (
+        f"Starting from {n}, repeatedly halve the number if it is even, otherwise replace it by "
+        "3n + 1. How many steps does it take to reach 1?"
+    )
     return question, _collatz_steps(n), code
 
 
 TEMPLATES: dict[str, Callable[[np.random.Generator], tuple[str, int, str]]] = {
-    "primes_sum": _t_primes, "divisible_count": _t_divisible, "modpow": _t_modpow, "fib_mod": _t_fib,
-    "factorial_digit_sum": _t_factorial_digits, "divisor_count": _t_divisors, "collatz_steps": _t_collatz,
+    "primes_sum": _t_primes,
+    "divisible_count": _t_divisible,
+    "modpow": _t_modpow,
+    "fib_mod": _t_fib,
+    "factorial_digit_sum": _t_factorial_digits,
+    "divisor_count": _t_divisors,
+    "collatz_steps": _t_collatz,
 }
 
 
-def format_tool_output(stdout: str, stderr: str, status: Status, exit_code: int | None,
-                       timeout_s: float, max_chars: int) -> str:
+def format_tool_output(
+    stdout: str, stderr: str, status: Status, exit_code: int | None, timeout_s: float, max_chars: int
+) -> str:
     """What the model sees after a tool call: output, errors and why it stopped, capped."""
     parts = [stdout.rstrip("\n")] if stdout.strip() else []
     if stderr.strip():
@@ -138,12 +152,14 @@ def format_tool_output(stdout: str, stderr: str, status: Status, exit_code: int 
         parts.append(f"[exit code {exit_code}]")
     text = "\n".join(parts) or "[no output: use print() to see values]"
     if len(text) > max_chars:
-        text = text[: max_chars // 2] + "\n[... output truncated ...]\n" + text[-max_chars // 2:]
+        text = text[: max_chars // 2] + "\n[... output truncated ...]\n" + text[-max_chars // 2 :]
     return text
 
 
-PYTHON_TOOL_DESCRIPTION = ("Run a Python 3 program (standard library only) and return what it prints: "
-                           "stdout, then stderr. Use print() to see results.")
+PYTHON_TOOL_DESCRIPTION = (
+    "Run a Python 3 program (standard library only) and return what it prints: "
+    "stdout, then stderr. Use print() to see results."
+)
 PYTHON_TOOL_PARAMETERS = {
     "type": "object",
     "properties": {"code": {"type": "string", "description": "the program to run"}},
@@ -166,9 +182,17 @@ class PythonToolEnv(SandboxUser, ProceduralTasks, ToolEnv):
 
     version = "0"
 
-    def __init__(self, max_turns: int = 4, tool_timeout_s: float = 5.0, max_output_chars: int = 2000,
-                 tool_role: str = "tool", templates: tuple[str, ...] | None = None, sandbox: Any = None,
-                 tool_format: str = "markdown", render_mode: str | None = None):
+    def __init__(
+        self,
+        max_turns: int = 4,
+        tool_timeout_s: float = 5.0,
+        max_output_chars: int = 2000,
+        tool_role: str = "tool",
+        templates: tuple[str, ...] | None = None,
+        sandbox: Any = None,
+        tool_format: str = "markdown",
+        render_mode: str | None = None,
+    ):
         if max_turns < 2:
             raise ValueError(f"max_turns must be >= 2 (a tool call, then an answer), got {max_turns}")
         if tool_role not in ("tool", "user"):
@@ -181,10 +205,18 @@ class PythonToolEnv(SandboxUser, ProceduralTasks, ToolEnv):
         if tool_format not in ("markdown", "hermes"):
             raise ValueError(f"tool_format must be 'markdown' or 'hermes', got {tool_format!r}")
         # The sandbox bounds the program; the tool's own bound only catches a sandbox that hangs.
-        python = Tool("python", PYTHON_TOOL_DESCRIPTION, PYTHON_TOOL_PARAMETERS, self._python,
-                      timeout_s=2 * tool_timeout_s + 60.0)
-        super().__init__(tools=[python], tool_format=tool_format, max_turns=max_turns, max_calls_per_turn=1,
-                         max_output_chars=max_output_chars, tool_role=tool_role, render_mode=render_mode)
+        python = Tool(
+            "python", PYTHON_TOOL_DESCRIPTION, PYTHON_TOOL_PARAMETERS, self._python, timeout_s=2 * tool_timeout_s + 60.0
+        )
+        super().__init__(
+            tools=[python],
+            tool_format=tool_format,
+            max_turns=max_turns,
+            max_calls_per_turn=1,
+            max_output_chars=max_output_chars,
+            tool_role=tool_role,
+            render_mode=render_mode,
+        )
         self.templates = tuple(templates) if templates else tuple(TEMPLATES)
         self.tool_timeout_s = float(tool_timeout_s)
         self.sandbox = sandbox
@@ -214,13 +246,16 @@ class PythonToolEnv(SandboxUser, ProceduralTasks, ToolEnv):
         """The tool: `code` run in the sandbox (python3, standard library), its output capped."""
         try:
             result = self.get_sandbox().run(
-                files={"tool.py": code}, command=["python3", "tool.py"], stdin="",
+                files={"tool.py": code},
+                command=["python3", "tool.py"],
+                stdin="",
                 limits=Limits(timeout_s=self.tool_timeout_s, output_bytes=4 * self.max_output_chars + 1024),
             )
         except Exception as exc:  # noqa: BLE001 - the sandbox failing is the grader's error, not the model's
             raise ToolUnavailableError(f"sandbox call failed: {type(exc).__name__}: {exc}") from None
         if result.status is Status.UNAVAILABLE:
             raise ToolUnavailableError(f"sandbox unavailable: {result.detail}")
-        output = format_tool_output(result.stdout, result.stderr, result.status, result.exit_code,
-                                    self.tool_timeout_s, self.max_output_chars)
+        output = format_tool_output(
+            result.stdout, result.stderr, result.status, result.exit_code, self.tool_timeout_s, self.max_output_chars
+        )
         return ToolOutput(output, {"tool_status": str(result.status), "tool_exit_code": result.exit_code})

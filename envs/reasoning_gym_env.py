@@ -20,6 +20,7 @@ the answer is the text inside the last `<answer>...</answer>` tags (none: a form
 ids are the dataset indices 0..size-1. Datasets whose entries carry no reference answer (their
 scorer checks solutions, e.g. "graph_color") are rejected: every rlvr task needs one.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -62,8 +63,9 @@ def create_dataset(name: str, size: int, seed: int, kwargs: dict[str, Any]):
         return rg.create_dataset(name, size=size, seed=seed, **kwargs)
     except (TypeError, ValueError, AssertionError) as e:
         fields = sorted(getattr(rg.factory.DATASETS[name][1], "__dataclass_fields__", {}))
-        raise ValueError(f"reasoning-gym dataset {name!r} rejected its config ({e}); "
-                         f"its config fields are: {', '.join(fields)}") from None
+        raise ValueError(
+            f"reasoning-gym dataset {name!r} rejected its config ({e}); its config fields are: {', '.join(fields)}"
+        ) from None
 
 
 def _import_rg() -> None:
@@ -116,9 +118,17 @@ class ReasoningGymEnv(SingleTurnEnv):
 
     version: ClassVar[str] = "0"
 
-    def __init__(self, dataset: str = "chain_sum", size: int = 1000, seed: int = 0, scorer: str = "reasoning_gym",
-                 partial_credit: bool = True, score_timeout_s: float = 2.0, render_mode: str | None = None,
-                 **dataset_kwargs: Any):
+    def __init__(
+        self,
+        dataset: str = "chain_sum",
+        size: int = 1000,
+        seed: int = 0,
+        scorer: str = "reasoning_gym",
+        partial_credit: bool = True,
+        score_timeout_s: float = 2.0,
+        render_mode: str | None = None,
+        **dataset_kwargs: Any,
+    ):
         super().__init__(render_mode=render_mode)
         if scorer not in SCORERS:
             raise ValueError(f"scorer must be one of {SCORERS}, got {scorer!r}")
@@ -132,8 +142,10 @@ class ReasoningGymEnv(SingleTurnEnv):
         self.scorer, self.partial_credit = scorer, partial_credit
         self.dataset = create_dataset(dataset, size, seed, dataset_kwargs)
         if not isinstance(self.dataset[0].get("answer"), str):
-            raise ValueError(f"reasoning-gym dataset {dataset!r} gives no reference answers (its scorer checks "
-                             "solutions instead); rlvr environments need one per task")
+            raise ValueError(
+                f"reasoning-gym dataset {dataset!r} gives no reference answers (its scorer checks "
+                "solutions instead); rlvr environments need one per task"
+            )
         self.system_prompt = _rg().utils.SYSTEM_PROMPTS["default"]
 
     def sample_task(self, rng: np.random.Generator) -> Task:
@@ -165,21 +177,24 @@ class ReasoningGymEnv(SingleTurnEnv):
         else:
             verdict = self._rg_verdict(task, extracted)
         if not self.partial_credit and verdict.outcome is not Outcome.CORRECT and verdict.score > 0:
-            verdict = Verdict(0.0, verdict.outcome, f"{verdict.detail} (partial credit {verdict.score:g} off)",
-                              verdict.info)
+            verdict = Verdict(
+                0.0, verdict.outcome, f"{verdict.detail} (partial credit {verdict.score:g} off)", verdict.info
+            )
         return verdict
 
     def _rg_verdict(self, task: Task, extracted: str) -> Verdict:
         try:
-            score, error = scorer_pool().run(score_job, (self._config, task.metadata["entry"], extracted),
-                                             self.score_timeout_s)
+            score, error = scorer_pool().run(
+                score_job, (self._config, task.metadata["entry"], extracted), self.score_timeout_s
+            )
         except PoolTimeout:
             return Verdict(0.0, Outcome.ERROR, f"the {self.dataset_name} scorer took over {self.score_timeout_s:g} s")
         except PoolError as e:
             return Verdict(0.0, Outcome.ERROR, f"the {self.dataset_name} scorer failed: {e}")
         if score is None:
-            return Verdict(0.0, Outcome.FORMAT_ERROR, f"the {self.dataset_name} scorer could not read the answer: "
-                                                      f"{error}")
+            return Verdict(
+                0.0, Outcome.FORMAT_ERROR, f"the {self.dataset_name} scorer could not read the answer: {error}"
+            )
         score = min(max(score, 0.0), 1.0) if np.isfinite(score) else 0.0
         outcome = Outcome.CORRECT if score >= 1.0 else Outcome.INCORRECT
         return Verdict(score, outcome, f"{self.dataset_name} scorer: {score:g}")

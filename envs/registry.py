@@ -11,6 +11,7 @@ registering imports none of the environment modules. Third-party packages declar
 `import envs` loads the plugins once (so that plain `gymnasium.make` finds their ids), and `make`
 loads them again when it is asked for an id it does not know yet (a package installed since).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -109,8 +110,9 @@ def load_plugins(warn: bool = False) -> list[PluginFailure]:
         _loading = False
     if warn:
         for f in failures:
-            warnings.warn(f"rlvr.envs plugin {f.name!r} ({f.value}) was not loaded: {f.error}", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"rlvr.envs plugin {f.name!r} ({f.value}) was not loaded: {f.error}", RuntimeWarning, stacklevel=2
+            )
     return failures
 
 
@@ -212,8 +214,9 @@ def make(env_id: str, **kwargs: Any) -> gym.Env:
     try:
         names, var_kw = accepted_kwargs(spec)
     except Exception as e:  # noqa: BLE001 - registered, but its module is broken or missing
-        raise EnvError(f"{env_id} is registered but {_entry_point_name(spec)} cannot be imported: "
-                       f"{type(e).__name__}: {e}") from e
+        raise EnvError(
+            f"{env_id} is registered but {_entry_point_name(spec)} cannot be imported: {type(e).__name__}: {e}"
+        ) from e
     accepted = ", ".join(n for n in names if n != "self") or "(none)"
     unknown = sorted(set(kwargs) - set(names) - _MAKE_KWARGS)
     if unknown and not var_kw:
@@ -245,6 +248,16 @@ def parse_env_args(pairs: list[str]) -> dict[str, Any]:
 
 
 __all__ = [
-    "BUILTIN_ENVS", "EnvArgumentError", "EnvInfo", "NAMESPACE", "PluginFailure", "UnknownEnvError",
-    "list_envs", "load_plugins", "make", "parse_env_args", "register_builtins", "resolve",
+    "BUILTIN_ENVS",
+    "EnvArgumentError",
+    "EnvInfo",
+    "NAMESPACE",
+    "PluginFailure",
+    "UnknownEnvError",
+    "list_envs",
+    "load_plugins",
+    "make",
+    "parse_env_args",
+    "register_builtins",
+    "resolve",
 ]

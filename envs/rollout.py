@@ -52,6 +52,7 @@ per prompt as the sampler spaces them: turn 0's i-th group gets that plus i*G in
 a later turn's request gets that plus the episode's index (per episode) or its index among the
 turn's active episodes (lockstep).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -59,10 +60,10 @@ import dataclasses
 import functools
 import queue
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import gymnasium as gym
 from tqdm.auto import tqdm
@@ -165,8 +166,9 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
         task = run.env.unwrapped.task
         run.env.reset(seed=run.seed, options={"task": task})
         if run.env.unwrapped.task is not task:
-            raise EnvError(f"a copy of task {run.task_id} reset to another task: "
-                           "the env ignores options={'task': ...}")
+            raise EnvError(
+                f"a copy of task {run.task_id} reset to another task: the env ignores options={{'task': ...}}"
+            )
     run.completion_ids += sample.token_ids
     run.loss_mask += [1] * len(sample.token_ids)
     run.logprobs += sample.logprobs
@@ -221,8 +223,14 @@ def _generate(sampler: Sampler, prompts: list[list[int]], n: int, sampling: Samp
     return out
 
 
-def _open(make_env: Callable[[], Any], group: int, task_id: str | None, seed: int | None,
-          prompt_ids: list[int], task: Task | None = None) -> _Run:
+def _open(
+    make_env: Callable[[], Any],
+    group: int,
+    task_id: str | None,
+    seed: int | None,
+    prompt_ids: list[int],
+    task: Task | None = None,
+) -> _Run:
     """A fresh env reset onto a task (the `Task` itself, by id, or drawn by `seed`), with the
     group's prompt (a leader's is rendered after the reset, by `_open_leaders`)."""
     env = make_env()
@@ -230,8 +238,9 @@ def _open(make_env: Callable[[], Any], group: int, task_id: str | None, seed: in
     messages, info = env.reset(seed=seed, options=options)
     task_id = str(info["task_id"] if "task_id" in info else env.unwrapped.task.task_id)
     tools = getattr(env.unwrapped, "chat_tools", None)
-    return _Run(env=env, group=group, task_id=task_id, seed=seed, messages=list(messages), prompt_ids=prompt_ids,
-                tools=tools)
+    return _Run(
+        env=env, group=group, task_id=task_id, seed=seed, messages=list(messages), prompt_ids=prompt_ids, tools=tools
+    )
 
 
 def _single_step(run: _Run) -> bool:
@@ -246,14 +255,27 @@ def _followers(plan: RolloutPlan, leader: _Run) -> list[_Run]:
     env per copy, reset now: an rlvr `TextEnv` onto the leader's `Task` object (nothing rebuilt),
     any other env onto its task id."""
     if _single_step(leader):
-        return [_Run(env=leader.env, group=leader.group, task_id=leader.task_id, seed=leader.seed,
-                     messages=list(leader.messages), prompt_ids=leader.prompt_ids, outcome=leader.outcome,
-                     note=leader.note, truncation=leader.truncation, reset_first=True)
-                for _ in range(plan.group_size - 1)]
+        return [
+            _Run(
+                env=leader.env,
+                group=leader.group,
+                task_id=leader.task_id,
+                seed=leader.seed,
+                messages=list(leader.messages),
+                prompt_ids=leader.prompt_ids,
+                outcome=leader.outcome,
+                note=leader.note,
+                truncation=leader.truncation,
+                reset_first=True,
+            )
+            for _ in range(plan.group_size - 1)
+        ]
     env = leader.env.unwrapped
     task = env.task if isinstance(env, TextEnv) else None
-    runs = [_open(plan.make_env, leader.group, leader.task_id, leader.seed, leader.prompt_ids, task)
-            for _ in range(plan.group_size - 1)]
+    runs = [
+        _open(plan.make_env, leader.group, leader.task_id, leader.seed, leader.prompt_ids, task)
+        for _ in range(plan.group_size - 1)
+    ]
     if any(r.messages != leader.messages for r in runs):
         raise EnvError(f"copies of task {leader.task_id} reset to different prompts: the env is not deterministic")
     for r in runs:
@@ -275,36 +297,65 @@ def _verifier_version(verdict: Verdict | None) -> str | None:
     return info.get("verifier_version") or info.get("verifier")
 
 
-def _episode(run: _Run, env_id: str, env_kwargs: dict[str, Any], sampling: dict[str, Any],
-             model_info: Mapping[str, Any], max_length: int | None) -> Episode:
+def _episode(
+    run: _Run,
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    sampling: dict[str, Any],
+    model_info: Mapping[str, Any],
+    max_length: int | None,
+) -> Episode:
     env = run.env.unwrapped
     verdict = run.verdict
     metadata = {
-        "env_version": getattr(env, "version", None), "env_kwargs": dict(env_kwargs), "seed": run.seed,
+        "env_version": getattr(env, "version", None),
+        "env_kwargs": dict(env_kwargs),
+        "seed": run.seed,
         "verifier": _verifier_version(verdict) or getattr(env, "verifier_version", None),
         **{k: v for k, v in model_info.items() if k != "step"},
-        "model": model_info.get("model"), "model_step": model_info.get("model_step", model_info.get("step")),
-        "sampling": dict(sampling), "turns": run.turns,
+        "model": model_info.get("model"),
+        "model_step": model_info.get("model_step", model_info.get("step")),
+        "sampling": dict(sampling),
+        "turns": run.turns,
         "detail": run.note or (verdict.detail if verdict else ""),
     }
     if run.error is not None:
         metadata["error"] = run.error
     metadata["max_length"] = max_length  # the context the episode had to fit in
     return Episode(
-        env_id=env_id, task_id=run.task_id, group_id=run.group, prompt_ids=list(run.prompt_ids),
-        completion_ids=run.completion_ids, loss_mask=run.loss_mask, logprobs=[float(x) for x in run.logprobs],
-        turn_rewards=run.turn_rewards, outcome=run.outcome or Outcome.ERROR, messages=run.messages,
-        finish_reason=run.finish_reason, metadata=metadata,
+        env_id=env_id,
+        task_id=run.task_id,
+        group_id=run.group,
+        prompt_ids=list(run.prompt_ids),
+        completion_ids=run.completion_ids,
+        loss_mask=run.loss_mask,
+        logprobs=[float(x) for x in run.logprobs],
+        turn_rewards=run.turn_rewards,
+        outcome=run.outcome or Outcome.ERROR,
+        messages=run.messages,
+        finish_reason=run.finish_reason,
+        metadata=metadata,
         truncation=run.truncation if run.outcome is Outcome.TRUNCATED else None,
         versions=run.versions if any(v >= 0 for v in run.versions) else [],
     )
 
 
 def rollout(
-    env_id: str, env_kwargs: Mapping[str, Any] | None, sampler: Sampler, tokenizer: Tokenizer, *,
-    task_ids: Sequence[str] | None = None, seeds: Sequence[int] | None = None, group_size: int,
-    sampling: SamplingSettings, model_info: Mapping[str, Any] | None = None, progress: bool = True,
-    max_workers: int = 64, max_length: int | None = None, group_id_start: int = 0, per_episode: bool | None = None,
+    env_id: str,
+    env_kwargs: Mapping[str, Any] | None,
+    sampler: Sampler,
+    tokenizer: Tokenizer,
+    *,
+    task_ids: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+    group_size: int,
+    sampling: SamplingSettings,
+    model_info: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    max_workers: int = 64,
+    max_length: int | None = None,
+    group_id_start: int = 0,
+    per_episode: bool | None = None,
     executor: Executor | None = None,
 ) -> list[Group]:
     """G = `group_size` episodes for each task (given by id, or drawn by reset seed), one group
@@ -337,23 +388,35 @@ def rollout(
     if per_episode is None:
         per_episode = isinstance(sampler, RequestSampler)
     elif per_episode and not isinstance(sampler, RequestSampler):
-        raise TypeError(f"per-episode rollouts need a RequestSampler (submit, poll, unfinished); "
-                        f"{type(sampler).__name__} has only generate")
+        raise TypeError(
+            f"per-episode rollouts need a RequestSampler (submit, poll, unfinished); "
+            f"{type(sampler).__name__} has only generate"
+        )
     plan = RolloutPlan(
-        make_env=make_env, starts=tuple(starts), tokenizer=tokenizer, group_size=group_size, sampling=sampling,
-        limit=None if max_length is None else max_length - sampling.max_tokens, group_id_start=group_id_start,
+        make_env=make_env,
+        starts=tuple(starts),
+        tokenizer=tokenizer,
+        group_size=group_size,
+        sampling=sampling,
+        limit=None if max_length is None else max_length - sampling.max_tokens,
+        group_id_start=group_id_start,
     )
     try:
-        with (contextlib.nullcontext(executor) if executor is not None else ThreadPoolExecutor(max_workers)) as pool, \
-                tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar:
+        with (
+            contextlib.nullcontext(executor) if executor is not None else ThreadPoolExecutor(max_workers) as pool,
+            tqdm(total=len(starts) * group_size, disable=not progress, desc=env_id, unit="ep") as bar,
+        ):
             if per_episode:
                 groups = _PerEpisodeSchedule(plan, pool, bar, sampler).play()
             else:
                 groups = _play_lockstep(plan, pool, bar, sampler)
         settings = dataclasses.asdict(sampling)  # once: asdict is slow, and every episode records it
         return [
-            Group(g[0].task_id, group_id_start + i,
-                  [_episode(r, env_id, env_kwargs, settings, model_info, max_length) for r in g])
+            Group(
+                g[0].task_id,
+                group_id_start + i,
+                [_episode(r, env_id, env_kwargs, settings, model_info, max_length) for r in g],
+            )
             for i, g in enumerate(groups)
         ]
     finally:
@@ -369,8 +432,9 @@ def _open_leaders(plan: RolloutPlan, pool: Executor) -> tuple[list[_Run], list[C
     here, one after another: a reset is short Python work, which threads would only slow (the
     GIL). Their prompts are rendered after every reset: alternating resets and templates took a
     third longer (64 of each: 16 ms against 11; the two evict each other from the CPU's caches)."""
-    leaders = [_open(plan.make_env, plan.group_id_start + i, *start, prompt_ids=[])
-               for i, start in enumerate(plan.starts)]
+    leaders = [
+        _open(plan.make_env, plan.group_id_start + i, *start, prompt_ids=[]) for i, start in enumerate(plan.starts)
+    ]
     for r in leaders:
         r.prompt_ids = template_ids(plan.tokenizer, r.messages, True, r.tools)
     for r in leaders:

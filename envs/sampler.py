@@ -1,10 +1,12 @@
 """The Sampler protocol: implemented in `trainers` (vLLM, Hugging Face, OpenAI-compatible HTTP),
 consumed by rollouts in `envs`. Plain data in and out, so it can cross a process boundary."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)

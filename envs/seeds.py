@@ -7,6 +7,7 @@ Rules, each defined here once because several modules must agree on it:
   draws none of them (`rlvr train`'s `eval_seed_start` defaults to it), and the built-in tiny
   model was pretrained on seeds below it only, so its held-out accuracy measures generalisation.
 """
+
 from __future__ import annotations
 
 SEED_SPACE = 2**31 - 1

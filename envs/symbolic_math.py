@@ -12,6 +12,7 @@ Integrals: an antiderivative is only defined up to a constant, so the prompt ask
 with F(0) = 0 (every integrand here is defined at 0). That makes the reference unique and the
 check a plain equivalence; an answer with a different constant, or with "+ C", is wrong.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,13 +61,13 @@ def _product(rng: np.random.Generator, difficulty: int) -> sp.Expr:
         return (X + _nonzero(rng, -6, 6)) * (X + _nonzero(rng, -6, 6))
     if difficulty == 2:
         return _linear(rng, 3, 5) * _linear(rng, 2, 5) * (X + _nonzero(rng, -4, 4))
-    return _linear(rng, 2, 4) ** 2 * (X ** 2 + _nonzero(rng, 1, 5)) * _nonzero(rng, -3, 3)
+    return _linear(rng, 2, 4) ** 2 * (X**2 + _nonzero(rng, 1, 5)) * _nonzero(rng, -3, 3)
 
 
 def _function(rng: np.random.Generator, difficulty: int) -> sp.Expr:
     """A function to differentiate or integrate (defined at 0)."""
     degree = int(rng.integers(2, 5))
-    poly = sum(int(rng.integers(-5, 6)) * X ** k for k in range(degree)) + _nonzero(rng, -4, 4) * X ** degree
+    poly = sum(int(rng.integers(-5, 6)) * X**k for k in range(degree)) + _nonzero(rng, -4, 4) * X**degree
     if difficulty == 1:
         return sp.expand(poly)
     g = [sp.sin, sp.cos, sp.exp][int(rng.integers(3))]
@@ -74,7 +75,7 @@ def _function(rng: np.random.Generator, difficulty: int) -> sp.Expr:
     if difficulty == 2:
         return _nonzero(rng, 1, 4) * X ** int(rng.integers(1, 3)) * g(a * X)
     h = [sp.sin, sp.cos, sp.exp][int(rng.integers(3))]
-    return g(a * X) * h(_nonzero(rng, 1, 2) * X) + sp.log(X ** 2 + _nonzero(rng, 1, 4))
+    return g(a * X) * h(_nonzero(rng, 1, 2) * X) + sp.log(X**2 + _nonzero(rng, 1, 4))
 
 
 def _integrand(rng: np.random.Generator, difficulty: int) -> sp.Expr:
@@ -109,8 +110,9 @@ def make_problem(kind: str, difficulty: int, rng: np.random.Generator) -> Proble
         frac = f"\\frac{{{latex(sp.expand(keep * cancel))}}}{{{latex(sp.expand(cancel))}}}"
         if difficulty == 3:  # a rational answer: the remaining fraction must be simplified too
             keep = keep / (X + _nonzero(rng, 7, 9))
-            frac = f"\\frac{{{latex(sp.expand(sp.numer(keep) * cancel))}}}" \
-                   f"{{{latex(sp.expand(sp.denom(keep) * cancel))}}}"
+            frac = (
+                f"\\frac{{{latex(sp.expand(sp.numer(keep) * cancel))}}}{{{latex(sp.expand(sp.denom(keep) * cancel))}}}"
+            )
         answer = sp.expand(keep) if difficulty < 3 else sp.cancel(keep)
         q = f"Simplify ${frac}$ (for $x$ where it is defined)." + BOX
         source = sp.Mul(keep * cancel, sp.Pow(cancel, -1), evaluate=False)
@@ -151,11 +153,12 @@ def _solve_problem(rng: np.random.Generator, difficulty: int) -> Problem:
             disc = b * b - 4 * c
             if disc > 0 and sp.sqrt(disc).is_irrational:
                 break
-        lhs = X ** 2 + b * X + c
+        lhs = X**2 + b * X + c
         roots = sorted(sp.solve(lhs, X), key=lambda r: float(r))
     q = f"Find all real solutions of ${latex(lhs)} = 0$. Give them as a set, e.g. \\boxed{{\\{{1, 2\\}}}}."
-    return Problem("solve", q, _set_latex(roots), _set_latex([r + 1 for r in roots]), sp.Eq(lhs, 0),
-                   sp.FiniteSet(*roots))
+    return Problem(
+        "solve", q, _set_latex(roots), _set_latex([r + 1 for r in roots]), sp.Eq(lhs, 0), sp.FiniteSet(*roots)
+    )
 
 
 def is_expanded(expr: sp.Expr) -> bool:
@@ -223,8 +226,9 @@ class SymbolicMathEnv(ProceduralTasks, SingleTurnEnv):
 
     version: ClassVar[str] = "0"
 
-    def __init__(self, kinds: str | list[str] | tuple[str, ...] = KINDS, difficulty: int = 1,
-                 render_mode: str | None = None):
+    def __init__(
+        self, kinds: str | list[str] | tuple[str, ...] = KINDS, difficulty: int = 1, render_mode: str | None = None
+    ):
         super().__init__(render_mode=render_mode)
         kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
         bad = [k for k in kinds if k not in KINDS]

@@ -16,14 +16,15 @@ Rollouts render the prompt and every reply with the chat template's `tools=` set
 `chat_tools` (the tools' OpenAI function schemas) when the parser's family lists tools in the
 template; the model's text is still never re-tokenized (`envs.rollout`).
 """
+
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from rlvr.envs.core import MultiTurnEnv, TurnResult
 from rlvr.envs.tools import ParsedCall, Tool, ToolCall, ToolCallParser, argument_errors, call_tool, get_parser
 from rlvr.verifiers.verdict import Outcome, Verdict
-
 
 _CUT = "\n[... output truncated ...]\n"
 
@@ -33,7 +34,7 @@ def cap(text: str, max_chars: int) -> str:
     a text capped once already, as `python_tool.format_tool_output` caps, is left alone)."""
     if len(text) <= max_chars + len(_CUT):
         return text
-    return text[: max_chars // 2] + _CUT + text[-max_chars // 2:]
+    return text[: max_chars // 2] + _CUT + text[-max_chars // 2 :]
 
 
 class ToolEnv(MultiTurnEnv):
@@ -42,9 +43,16 @@ class ToolEnv(MultiTurnEnv):
 
     version: ClassVar[str] = "0"
 
-    def __init__(self, tools: Sequence[Tool], tool_format: str | ToolCallParser = "hermes", max_turns: int = 8,
-                 max_calls_per_turn: int = 4, max_output_chars: int = 2000, tool_role: str = "tool",
-                 render_mode: str | None = None):
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        tool_format: str | ToolCallParser = "hermes",
+        max_turns: int = 8,
+        max_calls_per_turn: int = 4,
+        max_output_chars: int = 2000,
+        tool_role: str = "tool",
+        render_mode: str | None = None,
+    ):
         super().__init__(max_turns=max_turns, render_mode=render_mode)
         names = [t.name for t in tools]
         if not tools or not all(isinstance(t, Tool) for t in tools) or len(set(names)) != len(names):
@@ -88,8 +96,12 @@ class ToolEnv(MultiTurnEnv):
             return TurnResult([], lo + (hi - lo) * verdict.score, True, verdict)
         attempts = self.parser.parse(action)
         if not attempts:
-            return TurnResult([], self.reward_range[0], True, Verdict(
-                0.0, Outcome.FORMAT_ERROR, f"neither {self.parser.syntax} nor a final answer"))
+            return TurnResult(
+                [],
+                self.reward_range[0],
+                True,
+                Verdict(0.0, Outcome.FORMAT_ERROR, f"neither {self.parser.syntax} nor a final answer"),
+            )
         replies, problems, calls, info = [], [], [], {}
         for i, attempt in enumerate(attempts):
             if i >= self.max_calls_per_turn:
@@ -97,8 +109,12 @@ class ToolEnv(MultiTurnEnv):
             else:
                 content, status, extra = self._run(attempt)
                 if status == "unavailable":
-                    return TurnResult([], self.reward_range[0], True, Verdict(
-                        0.0, Outcome.ERROR, f"tool unavailable: {content}"[:300], {"calls": calls}))
+                    return TurnResult(
+                        [],
+                        self.reward_range[0],
+                        True,
+                        Verdict(0.0, Outcome.ERROR, f"tool unavailable: {content}"[:300], {"calls": calls}),
+                    )
                 info.update(extra)
             name = attempt.call.name if attempt.call is not None else None
             calls.append({"name": name, "status": status})
@@ -118,8 +134,11 @@ class ToolEnv(MultiTurnEnv):
             return f"error: {attempt.error}", "malformed", {}
         tool = self.tools.get(attempt.call.name)
         if tool is None:
-            return (f"error: unknown tool {attempt.call.name[:60]!r}; the tools are {', '.join(self.tools)}",
-                    "unknown_tool", {})
+            return (
+                f"error: unknown tool {attempt.call.name[:60]!r}; the tools are {', '.join(self.tools)}",
+                "unknown_tool",
+                {},
+            )
         errors = argument_errors(tool.parameters, attempt.call.arguments)
         if errors:
             return f"error: invalid arguments for {tool.name!r}: {'; '.join(errors)[:300]}", "invalid_arguments", {}

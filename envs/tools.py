@@ -11,13 +11,15 @@ A `Tool` is rendered for the chat template in OpenAI's function format
 Another family is a `ToolCallParser` subclass, handed to `ToolEnv(tool_format=...)` as an object:
 nothing global is registered.
 """
+
 from __future__ import annotations
 
 import json
 import re
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from rlvr.envs.core import EnvError
 
@@ -65,8 +67,9 @@ class Tool:
             raise ToolSpecError(f"tool {self.name!r}: timeout_s must be positive, got {self.timeout_s!r}")
         validator = _jsonschema_validator(self.parameters)
         properties = self.parameters.get("properties", {})
-        if validator is None and not (isinstance(properties, Mapping)
-                                      and all(isinstance(p, Mapping) for p in properties.values())):
+        if validator is None and not (
+            isinstance(properties, Mapping) and all(isinstance(p, Mapping) for p in properties.values())
+        ):
             raise ToolSpecError(f"tool {self.name!r}: parameters is not a valid JSON schema: bad 'properties'")
         if validator is not None:
             try:
@@ -76,8 +79,14 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function format, as chat templates' `tools=` takes it."""
-        return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                 "parameters": json.loads(json.dumps(self.parameters))}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": json.loads(json.dumps(self.parameters)),
+            },
+        }
 
 
 @dataclass(frozen=True)
@@ -150,8 +159,11 @@ class HermesParser(ToolCallParser):
 
     def format_call(self, call: ToolCall) -> str:
         # The spacing of the Qwen2.5 template's own rendering of an assistant's tool call.
-        return "<tool_call>\n" + json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False) \
+        return (
+            "<tool_call>\n"
+            + json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
             + "\n</tool_call>"
+        )
 
 
 class MarkdownPythonParser(ToolCallParser):
@@ -232,9 +244,13 @@ def minimal_errors(schema: Mapping[str, Any], value: Any, path: str = "") -> lis
     errors: list[str] = []
     if isinstance(value, dict):
         properties = schema.get("properties", {})
-        errors += [f"{where}{name!r} is a required property" for name in schema.get("required", []) if name not in value]
+        errors += [
+            f"{where}{name!r} is a required property" for name in schema.get("required", []) if name not in value
+        ]
         if schema.get("additionalProperties") is False:
-            errors += [f"{where}additional property {name!r} is not allowed" for name in value if name not in properties]
+            errors += [
+                f"{where}additional property {name!r} is not allowed" for name in value if name not in properties
+            ]
         for name, sub in properties.items():
             if name in value:
                 errors += minimal_errors(sub, value[name], f"{path}/{name}".lstrip("/"))

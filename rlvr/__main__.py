@@ -1,6 +1,7 @@
 """`python -m rlvr`. Python put the current folder first on `sys.path`; it goes last here, before
 anything else is imported, so that a `json.py` there cannot shadow the standard library's
 (`rlvr.cli.add_cwd_to_path`)."""
+
 import os
 import sys
 

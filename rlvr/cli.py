@@ -5,6 +5,7 @@ Every error rlvr raises on purpose derives from `RlvrError` (a bad setting, a mi
 --out that cannot be written, a full disk, a broken environment): it ends as one line on stderr,
 `rlvr COMMAND: error: ...`, and exit code 2, like argparse's own errors. Anything else is a bug
 and keeps its traceback."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,8 @@ import importlib
 import os
 import sys
 
-from rlvr.startup import no_collection_at_exit
 from rlvr.errors import RlvrError
+from rlvr.startup import no_collection_at_exit
 from rlvr.usage import UsageError, one_line  # noqa: F401 - UsageError: rlvr.cli.UsageError too
 
 COMMANDS = ["envs", "check_env", "eval", "train", "sandbox"]
@@ -24,8 +25,9 @@ it is found in the current folder (as with `python -m rlvr`). `rlvr COMMAND --he
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlvr", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="rlvr", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of the commands below")
     for name in COMMANDS:
         importlib.import_module(f"rlvr.commands.{name}").add_parser(sub)

@@ -15,13 +15,15 @@ then holds the dataclass default itself. `given_values` converts what was given 
 argparse kept) and raises `UsageError` (an RlvrError) on a bad value: one line on stderr and exit
 code 2 from `rlvr.cli`, like every other bad setting, where argparse's own type errors would print
 the usage too. `help_extra` adds a command's own sentence to a shared field's description."""
+
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import types
 import typing
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 NONE_WORDS = ("none", "null")  # what an `X | None` flag takes for None (YAML's null too)
 
@@ -52,12 +54,20 @@ def flags_of(cls: type, aliases: Mapping[str, Sequence[str]] | None = None) -> l
     return flags
 
 
-def add_flags(parser: argparse.ArgumentParser, cls: type, aliases: Mapping[str, Sequence[str]] | None = None, *,
-              defaults: bool = False, help_extra: Mapping[str, str] | None = None) -> None:
+def add_flags(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    aliases: Mapping[str, Sequence[str]] | None = None,
+    *,
+    defaults: bool = False,
+    help_extra: Mapping[str, str] | None = None,
+) -> None:
     """Add one option per field of `cls` to `parser`, each with its description and default.
     `defaults`: a flag not given holds the field's default (else nothing: SUPPRESS)."""
-    values = {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-              for f in dataclasses.fields(cls)}
+    values = {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(cls)
+    }
     metadata = {f.name: f.metadata for f in dataclasses.fields(cls)}
     for flag in flags_of(cls, aliases):
         text = metadata[flag.field].get("help")
@@ -99,8 +109,9 @@ def given_values(args: argparse.Namespace, cls: type, aliases: Mapping[str, Sequ
         elif flag.kind == "mapping":
             values[flag.field] = parse_env_args(raw)
         elif flag.kind == "tuple":
-            values[flag.field] = tuple(_convert(name, convert, text, False, UsageError)
-                                       for convert, text in zip(flag.convert, raw))
+            values[flag.field] = tuple(
+                _convert(name, convert, text, False, UsageError) for convert, text in zip(flag.convert, raw)
+            )
         else:
             values[flag.field] = _convert(name, flag.convert[0], raw, flag.optional, UsageError)
     return values

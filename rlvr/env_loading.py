@@ -12,6 +12,7 @@ silently:
 - an environment argument naming a missing file or a directory (`path=...`) raises OSError from
   the constructor: an `EnvLoadError` with the environment and its arguments.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,8 +43,10 @@ def exits_refused(what: str) -> Iterator[None]:
     try:
         yield
     except SystemExit as exc:
-        raise EnvLoadError(f"{what}: importing its module (or a plugin) called sys.exit({exc.code!r}); a module "
-                           "must not exit when imported") from None
+        raise EnvLoadError(
+            f"{what}: importing its module (or a plugin) called sys.exit({exc.code!r}); a module "
+            "must not exit when imported"
+        ) from None
     finally:
         os._exit = real_exit
 
@@ -73,5 +76,6 @@ def make_env(env_id: str, env_args: dict[str, Any]):
     try:
         return envs.make(env_id, **env_args)
     except OSError as exc:  # e.g. path= a missing file (FileNotFoundError) or a directory (IsADirectoryError)
-        raise EnvLoadError(f"environment {env_id} with {env_args}: {exc.strerror or exc}"
-                           f"{f': {exc.filename}' if exc.filename else ''}") from None
+        raise EnvLoadError(
+            f"environment {env_id} with {env_args}: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}"
+        ) from None

@@ -13,6 +13,7 @@ taker checks, after locking, that the file it locked is still the one at the pat
 a removed file and tries again). flock is per host: on a network file system shared by several
 hosts, runs on different hosts are not excluded unless the file system forwards flock (NFSv4 does).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -83,8 +84,9 @@ def run_lock(out: str | os.PathLike, command: str) -> Iterator[Path]:
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
-            raise OutInUse(f"--out {out} is in use by another run: {describe(holder)}; wait for it to end, or "
-                           f"choose another --out") from None
+            raise OutInUse(
+                f"--out {out} is in use by another run: {describe(holder)}; wait for it to end, or choose another --out"
+            ) from None
         if _same_file(fd, path):
             break
         os.close(fd)  # we locked a file its holder removed as it ended: lock the one now at the path

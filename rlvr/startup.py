@@ -10,6 +10,7 @@ later collections skip it, as vLLM's engine does with the objects of its own sta
 heap is frozen whole: the process is ending, and the operating system takes its memory back
 without a walk over it.
 """
+
 from __future__ import annotations
 
 import atexit

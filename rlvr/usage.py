@@ -1,6 +1,7 @@
 """What the commands share with `rlvr.cli` about errors, in a module of its own: `rlvr.cli` imports
 every command (`rlvr.commands.*`), so a command that imported `rlvr.cli` back would close an import
 circle. `UsageError`: a bad command-line argument; `one_line`: any error as the one line the CLI prints."""
+
 from __future__ import annotations
 
 from rlvr.errors import RlvrError

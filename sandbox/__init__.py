@@ -7,6 +7,7 @@
 `shared_sandbox()` gives the process-wide pool that environments share. `RaySandbox` runs the
 pools in Ray actors (`ray` is imported only when one is made); `use_shared_sandbox(box)` makes
 `shared_sandbox()` return it in a worker process."""
+
 from __future__ import annotations
 
 import importlib
@@ -16,13 +17,34 @@ from .errors import SandboxError
 from .types import Limits, Result, Sandbox, Status
 
 # The Docker parts load on first use: `import rlvr.sandbox` stays cheap.
-_LAZY = {"DockerSandbox": "docker_sandbox", "shared_sandbox": "docker_sandbox", "unavailable_reason": "docker_sandbox",
-         "use_shared_sandbox": "docker_sandbox", "ensure_image": "image", "image_tag": "image",
-         "ImageBuildError": "image", "RaySandbox": "ray_pool", "RayPoolError": "ray_pool"}
+_LAZY = {
+    "DockerSandbox": "docker_sandbox",
+    "shared_sandbox": "docker_sandbox",
+    "unavailable_reason": "docker_sandbox",
+    "use_shared_sandbox": "docker_sandbox",
+    "ensure_image": "image",
+    "image_tag": "image",
+    "ImageBuildError": "image",
+    "RaySandbox": "ray_pool",
+    "RayPoolError": "ray_pool",
+}
 
-__all__ = ["DockerSandbox", "shared_sandbox", "use_shared_sandbox", "unavailable_reason", "RaySandbox", "RayPoolError",
-           "Limits", "Result", "Sandbox", "Status", "ensure_image", "image_tag", "ImageBuildError",
-           "SandboxError"]
+__all__ = [
+    "DockerSandbox",
+    "shared_sandbox",
+    "use_shared_sandbox",
+    "unavailable_reason",
+    "RaySandbox",
+    "RayPoolError",
+    "Limits",
+    "Result",
+    "Sandbox",
+    "Status",
+    "ensure_image",
+    "image_tag",
+    "ImageBuildError",
+    "SandboxError",
+]
 
 
 def __getattr__(name: str) -> Any:

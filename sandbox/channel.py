@@ -3,6 +3,7 @@
 A frame is `!II` (header length, blob length), a JSON header, then the blob. Requests go raw to the
 runner's stdin; replies come back inside Docker's multiplexed attach stream (8-byte headers naming
 stdout or stderr), whose stderr part carries the runner's own diagnostics."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,7 @@ class Channel:
         try:
             self.sock.settimeout(30)
             self.sock.sendall(b"".join([frame, head, *blobs]))
-        except socket.timeout as exc:
+        except TimeoutError as exc:
             raise RunnerTimeout("the runner does not read its requests") from exc
         except OSError as exc:
             raise RunnerGone(f"sending to the runner failed: {exc}{self._diag_note()}") from exc
@@ -49,9 +50,9 @@ class Channel:
         while len(self._out) < FRAME.size + hlen + blen:
             self._fill(deadline)
         end = FRAME.size + hlen
-        header = json.loads(bytes(self._out[FRAME.size:end]))
-        blob = bytes(self._out[end:end + blen])
-        del self._out[:end + blen]
+        header = json.loads(bytes(self._out[FRAME.size : end]))
+        blob = bytes(self._out[end : end + blen])
+        del self._out[: end + blen]
         return header, blob
 
     def readable(self) -> bool:
@@ -78,7 +79,7 @@ class Channel:
         try:
             self.sock.settimeout(left)
             data = self.sock.recv(1 << 17)
-        except socket.timeout as exc:
+        except TimeoutError as exc:
             raise RunnerTimeout(f"no reply from the runner in time{self._diag_note()}") from exc
         except OSError as exc:
             raise RunnerGone(f"connection to the runner broke: {exc}{self._diag_note()}") from exc
@@ -89,12 +90,12 @@ class Channel:
             stream, size = DOCKER_FRAME.unpack_from(self._raw)
             if len(self._raw) < DOCKER_FRAME.size + size:
                 break
-            payload = self._raw[DOCKER_FRAME.size:DOCKER_FRAME.size + size]
+            payload = self._raw[DOCKER_FRAME.size : DOCKER_FRAME.size + size]
             if stream == 2:
                 self.diag = (self.diag + payload)[-DIAG_CAP:]
             else:
                 self._out += payload
-            del self._raw[:DOCKER_FRAME.size + size]
+            del self._raw[: DOCKER_FRAME.size + size]
 
     def _diag_note(self) -> str:
         text = self.diag.decode(errors="replace").strip()

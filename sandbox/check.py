@@ -1,6 +1,7 @@
 """The hostile suite: run each attack (hostile.py) in a one-container sandbox, check its status and
 output, that the next run finds a clean container (replaced when it had to be, the same one when
 not), and that the host is unharmed. Used by `rlvr sandbox check` and the tests."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -75,23 +76,26 @@ def run_case(box: DockerSandbox, case: Case) -> Outcome:
     disk = shutil.disk_usage("/").free
     result = box.run(case.files(), list(case.command), limits=case.limits)
     if result.status not in case.expect:
-        problems.append(f"expected {'/'.join(sorted(case.expect))}, got {result.status}: "
-                        f"{result.detail} {result.stderr[-300:]!r}")
+        problems.append(
+            f"expected {'/'.join(sorted(case.expect))}, got {result.status}: {result.detail} {result.stderr[-300:]!r}"
+        )
     if case.verify is not None and (problem := case.verify(result)):
         problems.append(problem)
     after, next_problems = probe(box, case.limits)
     problems += next_problems
     replaced = None if before is None or after is None else before != after
     if replaced is not None and replaced != case.replaced:
-        problems.append("container replaced without cause" if replaced
-                        else "container was reused but should have been replaced")
+        problems.append(
+            "container replaced without cause" if replaced else "container was reused but should have been replaced"
+        )
     if shutil.disk_usage("/").free < disk - DISK_SLACK:
         problems.append("the host lost disk space")
     return Outcome(case.name, case.expect, result, replaced, not next_problems, tuple(problems))
 
 
-def run_suite(cases: Iterable[Case] = CASES, *, image: str | None = None,
-              on_outcome: Callable[[Outcome], None] = lambda o: None) -> tuple[list[Outcome], list[str]]:
+def run_suite(
+    cases: Iterable[Case] = CASES, *, image: str | None = None, on_outcome: Callable[[Outcome], None] = lambda o: None
+) -> tuple[list[Outcome], list[str]]:
     """Every case in a fresh one-container sandbox. Returns the outcomes and host-level problems
     (engine down, containers left behind after close)."""
     outcomes = []
@@ -122,9 +126,18 @@ def format_table(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         r = o.result
         container = {None: "?", True: "replaced", False: "kept"}[o.replaced]
-        rows.append((o.case, "/".join(sorted(o.expected)), str(r.status),
-                     "-" if r.exit_code is None else str(r.exit_code), f"{r.wall_time:.2f}s",
-                     container, "clean" if o.next_clean else "DIRTY", "PASS" if o.passed else "FAIL"))
+        rows.append(
+            (
+                o.case,
+                "/".join(sorted(o.expected)),
+                str(r.status),
+                "-" if r.exit_code is None else str(r.exit_code),
+                f"{r.wall_time:.2f}s",
+                container,
+                "clean" if o.next_clean else "DIRTY",
+                "PASS" if o.passed else "FAIL",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -25,6 +25,7 @@ Rules, each because a program could otherwise turn its own verdict or a neighbou
   its container to the program (docker_sandbox.py), so the verdict is still the program's.
 - The system calls allowed are the sandbox's own seccomp profile (seccomp.py), whatever the
   engine's default."""
+
 from __future__ import annotations
 
 import time
@@ -43,13 +44,19 @@ NO_CAP_ERRORS = ("unable to apply caps", "capset", "capabilit")  # runtimes that
 INODE_KERNEL_BYTES = 2048  # kernel memory of one tmpfs inode and its dentry (about 1 KiB), with room to spare
 # Per IPC namespace: shared memory dies with its last user; at most 16 message queues of 16 KiB and
 # 16 semaphore sets of 32 (the defaults allow gigabytes of kernel memory that no process owns).
-IPC_SYSCTLS = {"kernel.shm_rmid_forced": "1", "kernel.shmmni": "64", "kernel.msgmni": "16",
-               "kernel.msgmnb": "16384", "kernel.sem": "32 512 32 16"}
+IPC_SYSCTLS = {
+    "kernel.shm_rmid_forced": "1",
+    "kernel.shmmni": "64",
+    "kernel.msgmni": "16",
+    "kernel.msgmnb": "16384",
+    "kernel.sem": "32 512 32 16",
+}
 
 
 @dataclass(frozen=True)
 class Shape:
     """The per-container cgroup limits; a run needs a container of its own shape."""
+
     memory_mb: int
     pids: int
 
@@ -60,11 +67,11 @@ class Shape:
 
 @dataclass(frozen=True)
 class Settings:
-    work_mb: int = 64    # the tmpfs holding each run's working directory
-    tmp_mb: int = 16     # /tmp (noexec)
-    shm_mb: int = 16     # /dev/shm (noexec; multiprocessing needs it)
+    work_mb: int = 64  # the tmpfs holding each run's working directory
+    tmp_mb: int = 16  # /tmp (noexec)
+    shm_mb: int = 16  # /dev/shm (noexec; multiprocessing needs it)
     runner_mb: int = 64  # headroom for the runner itself
-    cpus: float = 1.0    # CPU share per container
+    cpus: float = 1.0  # CPU share per container
     work_inodes: int = 8192  # files and directories each tmpfs may hold at once
     tmp_inodes: int = 1024
     shm_inodes: int = 1024
@@ -79,9 +86,11 @@ class Settings:
         def mount(options: str, mb: int, inodes: int) -> str:
             return f"rw,{options},nosuid,nodev,size={mb}m,nr_inodes={inodes},mode=1777"
 
-        return {"/work": mount("exec", self.work_mb, self.work_inodes),
-                "/tmp": mount("noexec", self.tmp_mb, self.tmp_inodes),
-                "/dev/shm": mount("noexec", self.shm_mb, self.shm_inodes)}
+        return {
+            "/work": mount("exec", self.work_mb, self.work_inodes),
+            "/tmp": mount("noexec", self.tmp_mb, self.tmp_inodes),
+            "/dev/shm": mount("noexec", self.shm_mb, self.shm_inodes),
+        }
 
 
 def hardening(shape: Shape, settings: Settings, oom_floor: bool = False) -> dict:
@@ -91,12 +100,20 @@ def hardening(shape: Shape, settings: Settings, oom_floor: bool = False) -> dict
     memory = f"{settings.memory_mb(shape)}m"
     caps = ["SETUID", "SETGID", "KILL"] + (["SYS_RESOURCE"] if oom_floor else [])
     return dict(
-        network_mode="none", read_only=True, init=True, ipc_mode="private", cgroupns="private",
-        tmpfs=settings.tmpfs(), sysctls=dict(IPC_SYSCTLS),
-        cap_drop=["ALL"], cap_add=caps,  # the runner's; programs get none
+        network_mode="none",
+        read_only=True,
+        init=True,
+        ipc_mode="private",
+        cgroupns="private",
+        tmpfs=settings.tmpfs(),
+        sysctls=dict(IPC_SYSCTLS),
+        cap_drop=["ALL"],
+        cap_add=caps,  # the runner's; programs get none
         security_opt=["no-new-privileges", "seccomp=" + profile_json()],
         pids_limit=shape.pids + 2,  # the program's processes, plus init and the runner
-        mem_limit=memory, memswap_limit=memory, nano_cpus=int(settings.cpus * 1e9),
+        mem_limit=memory,
+        memswap_limit=memory,
+        nano_cpus=int(settings.cpus * 1e9),
         log_config=docker.types.LogConfig(type="none"),  # program output never lands on disk
     )
 
@@ -104,21 +121,36 @@ def hardening(shape: Shape, settings: Settings, oom_floor: bool = False) -> dict
 class WarmContainer:
     """A started container whose runner has said it is ready."""
 
-    def __init__(self, client: docker.DockerClient, image: str, shape: Shape, settings: Settings,
-                 pool_id: str = "", oom_floor: bool = True):
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        image: str,
+        shape: Shape,
+        settings: Settings,
+        pool_id: str = "",
+        oom_floor: bool = True,
+    ):
         self.client, self.shape = client, shape
         api = client.api
         host_config = api.create_host_config(auto_remove=True, **hardening(shape, settings, oom_floor))
         # stdin_once: when this process dies its connection closes, the runner reads EOF and
         # exits, and Docker removes the container: no orphans even after a kill -9.
         created = api.create_container(
-            image, command=RUNNER_COMMAND, stdin_open=True, detach=False, tty=False, user="0:0",
-            working_dir="/work", hostname="sandbox", network_disabled=True,
-            labels={LABEL: "1", OWNER_LABEL: owner_token(), POOL_LABEL: pool_id}, host_config=host_config)
+            image,
+            command=RUNNER_COMMAND,
+            stdin_open=True,
+            detach=False,
+            tty=False,
+            user="0:0",
+            working_dir="/work",
+            hostname="sandbox",
+            network_disabled=True,
+            labels={LABEL: "1", OWNER_LABEL: owner_token(), POOL_LABEL: pool_id},
+            host_config=host_config,
+        )
         self.id = created["Id"]
         try:
-            attached = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 1,
-                                                          "stream": 1})
+            attached = api.attach_socket(self.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             self._keep = attached  # holds the HTTP response (and so the socket) open
             self.channel = Channel(getattr(attached, "_sock", attached))
             api.start(self.id)

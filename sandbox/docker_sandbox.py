@@ -7,6 +7,7 @@ its containers, so the run ends `killed` with `Result.killed_container` set (the
 scored like any crash); otherwise it is `unavailable` (the grader's failure). A runner that stops
 answering, a garbled reply or a runner error stay `unavailable`: nothing a program can do makes a
 runner hang or fail (runner.py keeps it out of the OOM killer's reach), the machine can."""
+
 from __future__ import annotations
 
 import atexit
@@ -33,9 +34,16 @@ class DockerSandbox:
     Thread-safe: each `run` gets a container to itself. Use as a context manager, or `close()`;
     either removes its containers. Not picklable: hold None and call `sandbox.shared_sandbox()`."""
 
-    def __init__(self, image: str | None = None, pool_size: int = 4, *, base_url: str | None = None,
-                 limits: Limits | None = None, settings: Settings | None = None,
-                 api_timeout_s: float = 30.0):
+    def __init__(
+        self,
+        image: str | None = None,
+        pool_size: int = 4,
+        *,
+        base_url: str | None = None,
+        limits: Limits | None = None,
+        settings: Settings | None = None,
+        api_timeout_s: float = 30.0,
+    ):
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, got {pool_size}")
         self.limits = limits or Limits()
@@ -44,13 +52,19 @@ class DockerSandbox:
         self._pid = os.getpid()
         self._finalizer = weakref.finalize(self, self._pool.close)  # also runs at exit
 
-    def run(self, files: Mapping[str, str | bytes], command: Sequence[str], stdin: str | bytes = "",
-            limits: Limits | None = None) -> Result:
+    def run(
+        self,
+        files: Mapping[str, str | bytes],
+        command: Sequence[str],
+        stdin: str | bytes = "",
+        limits: Limits | None = None,
+    ) -> Result:
         """Run `command` in a fresh working directory holding `files`. Never raises for sandbox
         trouble: an engine that is missing or dies gives `Status.UNAVAILABLE` with the reason."""
         if os.getpid() != self._pid:
-            raise RuntimeError("a DockerSandbox cannot be used from a forked process; "
-                               "call sandbox.shared_sandbox() there")
+            raise RuntimeError(
+                "a DockerSandbox cannot be used from a forked process; call sandbox.shared_sandbox() there"
+            )
         limits = limits or self.limits
         header, blobs = self._request(files, command, stdin, limits)
         start = time.monotonic()
@@ -85,10 +99,16 @@ class DockerSandbox:
         if len(lost) == ATTEMPTS:
             trouble = self._probe(Shape.of(limits))
             if trouble is None:
-                return Result(status=Status.KILLED, exit_code=None, stdout="", stderr="",
-                              wall_time=time.monotonic() - start, killed_container=True,
-                              detail=f"the run killed its sandbox container {ATTEMPTS} times; a new container "
-                                     f"runs programs normally ({lost[-1][:80]})")
+                return Result(
+                    status=Status.KILLED,
+                    exit_code=None,
+                    stdout="",
+                    stderr="",
+                    wall_time=time.monotonic() - start,
+                    killed_container=True,
+                    detail=f"the run killed its sandbox container {ATTEMPTS} times; a new container "
+                    f"runs programs normally ({lost[-1][:80]})",
+                )
             problem = f"{problem}; then a trivial run failed too: {trouble}"
         return _unavailable(problem, start)
 
@@ -143,9 +163,16 @@ class DockerSandbox:
             raise TypeError("stdin must be str or bytes")
         if len(data) > MAX_STDIN_BYTES:
             raise ValueError(f"stdin is larger than {MAX_STDIN_BYTES >> 20} MiB")
-        header = {"command": list(command), "files": names,
-                  "limits": {"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb,
-                             "output_bytes": limits.output_bytes, "pids": limits.pids}}
+        header = {
+            "command": list(command),
+            "files": names,
+            "limits": {
+                "timeout_s": limits.timeout_s,
+                "memory_mb": limits.memory_mb,
+                "output_bytes": limits.output_bytes,
+                "pids": limits.pids,
+            },
+        }
         return header, blobs + [bytes(data)]
 
     @property
@@ -167,8 +194,10 @@ class DockerSandbox:
         self.close()
 
     def __reduce__(self):
-        raise TypeError("DockerSandbox holds live containers and sockets and cannot be pickled; "
-                        "keep None in what you pickle and call sandbox.shared_sandbox() in the worker")
+        raise TypeError(
+            "DockerSandbox holds live containers and sockets and cannot be pickled; "
+            "keep None in what you pickle and call sandbox.shared_sandbox() in the worker"
+        )
 
 
 def unavailable_reason(build: bool = True) -> str | None:
@@ -215,15 +244,25 @@ def _result(reply: dict, blob: bytes, dirty: list[str]) -> Result:
     if dirty:
         note = "container replaced: " + "; ".join(dirty)
         detail = f"{detail}; {note}" if detail else note
-    return Result(status=Status(reply["status"]), exit_code=reply["exit_code"],
-                  stdout=blob[:out_len].decode("utf-8", "replace"),
-                  stderr=blob[out_len:].decode("utf-8", "replace"),
-                  wall_time=float(reply["wall_time"]), detail=detail)
+    return Result(
+        status=Status(reply["status"]),
+        exit_code=reply["exit_code"],
+        stdout=blob[:out_len].decode("utf-8", "replace"),
+        stderr=blob[out_len:].decode("utf-8", "replace"),
+        wall_time=float(reply["wall_time"]),
+        detail=detail,
+    )
 
 
 def _unavailable(reason: str, start: float) -> Result:
-    return Result(status=Status.UNAVAILABLE, exit_code=None, stdout="", stderr="",
-                  wall_time=time.monotonic() - start, detail=reason)
+    return Result(
+        status=Status.UNAVAILABLE,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        wall_time=time.monotonic() - start,
+        detail=reason,
+    )
 
 
 class _Shared:

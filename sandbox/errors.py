@@ -1,4 +1,5 @@
 """`SandboxError`: the base of the sandbox's own errors (under the project's root, `rlvr.errors.RlvrError`)."""
+
 from __future__ import annotations
 
 from rlvr.errors import RlvrError

@@ -1,5 +1,6 @@
 """The hostile programs of the sandbox check: each one attacks the sandbox, and names the statuses
 it must end with and what its output must show. `check.py` runs them and verifies the next run."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,16 @@ def _secret_not_found(result: Result) -> str | None:
 
 def _privileges(result: Result) -> str | None:
     report = _stdout_json(result)
-    want = {"uid": 10001, "euid": 10001, "cap_eff": "0000000000000000", "no_new_privs": "1",
-            "setuid0": "denied", "suid_copy_euid": 10001, "setuid_files": [], "write_root": "denied"}
+    want = {
+        "uid": 10001,
+        "euid": 10001,
+        "cap_eff": "0000000000000000",
+        "no_new_privs": "1",
+        "setuid0": "denied",
+        "suid_copy_euid": 10001,
+        "setuid_files": [],
+        "write_root": "denied",
+    }
     bad = {k: report.get(k) for k, v in want.items() if report.get(k) != v}
     return f"privileges wrong: {bad} {result.stderr[-300:]!r}" if bad else None
 
@@ -73,9 +82,15 @@ def _syscalls_refused(result: Result) -> str | None:
         return f"no seccomp filter: {report or result.stderr[-300:]!r}"
     if report.get("machine") != "x86_64":
         return None  # the table holds x86_64 numbers
-    want = {**{name: "EPERM" for name in REFUSED_SYSCALLS}, "clone3": "ENOSYS", "getpid": "allowed",
-            "personality(READ_IMPLIES_EXEC)": "EPERM", "socket(AF_ALG)": "EPERM", "socket(AF_VSOCK)": "EPERM",
-            "socket(AF_UNIX)": "allowed"}
+    want = {
+        **{name: "EPERM" for name in REFUSED_SYSCALLS},
+        "clone3": "ENOSYS",
+        "getpid": "allowed",
+        "personality(READ_IMPLIES_EXEC)": "EPERM",
+        "socket(AF_ALG)": "EPERM",
+        "socket(AF_VSOCK)": "EPERM",
+        "socket(AF_UNIX)": "allowed",
+    }
     bad = {k: report.get(k) for k, v in want.items() if report.get(k) != v}
     return f"system calls not refused as they should be: {bad}" if bad else None
 
@@ -292,18 +307,58 @@ except OSError as e:
 print("deep", made)
 """
 # x86_64 numbers of system calls the seccomp profile refuses (seccomp.py), with harmless arguments.
-REFUSED_SYSCALLS = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 250,
-                    "add_key": 248, "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
-                    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-                    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
-                    "pidfd_getfd": 438, "io_setup": 206, "modify_ldt": 154, "kexec_load": 246,
-                    "init_module": 175, "finit_module": 313, "delete_module": 176, "reboot": 169, "swapon": 167,
-                    "acct": 163, "quotactl": 179, "open_by_handle_at": 304, "name_to_handle_at": 303,
-                    "mbind": 237, "set_mempolicy": 238, "get_mempolicy": 239, "move_pages": 279, "syslog": 103,
-                    "vhangup": 153, "iopl": 172, "ioperm": 173, "fanotify_init": 300, "settimeofday": 164,
-                    "clock_settime": 227, "fsopen": 430, "fsmount": 432, "open_tree": 428, "move_mount": 429,
-                    "sethostname": 170}
-SYSCALLS = """import ctypes, errno, json, os, platform, socket
+REFUSED_SYSCALLS = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "keyctl": 250,
+    "add_key": 248,
+    "request_key": 249,
+    "bpf": 321,
+    "perf_event_open": 298,
+    "userfaultfd": 323,
+    "unshare": 272,
+    "setns": 308,
+    "mount": 165,
+    "umount2": 166,
+    "pivot_root": 155,
+    "chroot": 161,
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "kcmp": 312,
+    "pidfd_getfd": 438,
+    "io_setup": 206,
+    "modify_ldt": 154,
+    "kexec_load": 246,
+    "init_module": 175,
+    "finit_module": 313,
+    "delete_module": 176,
+    "reboot": 169,
+    "swapon": 167,
+    "acct": 163,
+    "quotactl": 179,
+    "open_by_handle_at": 304,
+    "name_to_handle_at": 303,
+    "mbind": 237,
+    "set_mempolicy": 238,
+    "get_mempolicy": 239,
+    "move_pages": 279,
+    "syslog": 103,
+    "vhangup": 153,
+    "iopl": 172,
+    "ioperm": 173,
+    "fanotify_init": 300,
+    "settimeofday": 164,
+    "clock_settime": 227,
+    "fsopen": 430,
+    "fsmount": 432,
+    "open_tree": 428,
+    "move_mount": 429,
+    "sethostname": 170,
+}
+SYSCALLS = (
+    """import ctypes, errno, json, os, platform, socket
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 REFUSED = %r
@@ -327,7 +382,9 @@ if report["machine"] == "x86_64":
 status = open("/proc/self/status").read()
 report["seccomp_mode"] = status.split("Seccomp:")[1].split()[0]
 print(json.dumps(report))
-""" % REFUSED_SYSCALLS
+"""
+    % REFUSED_SYSCALLS
+)
 OOM_SCORE = """import json, os
 report = {"start": open("/proc/self/oom_score_adj").read().strip(),
           "runner": open(f"/proc/{os.getppid()}/oom_score_adj").read().strip()}
@@ -344,8 +401,12 @@ print(json.dumps(report))
 S = Status
 CASES: tuple[Case, ...] = (
     Case("fork bomb", FORK_BOMB, frozenset({S.KILLED})),
-    Case("fork bomb (shell)", "", frozenset({S.KILLED}),
-         command=("sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 100")),
+    Case(
+        "fork bomb (shell)",
+        "",
+        frozenset({S.KILLED}),
+        command=("sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 100"),
+    ),
     Case("thread bomb", THREAD_BOMB, frozenset({S.KILLED, S.MEMORY})),  # pids or stacks run out
     Case("memory bomb", MEMORY_BOMB, frozenset({S.MEMORY})),
     Case("memory bomb (forked)", MEMORY_BOMB_FORKED, frozenset({S.MEMORY})),
@@ -357,8 +418,7 @@ CASES: tuple[Case, ...] = (
     Case("filling the disk", FILL_DISK, frozenset({S.OK}), _replaced, replaced=True),
     Case("connecting to the network", NETWORK, frozenset({S.OK}), _all_blocked),
     Case("connecting to the host", HOST, frozenset({S.OK}), _all_blocked),
-    Case("reading other runs' files", SEEK_SECRET, frozenset({S.OK}), _secret_not_found,
-         before=PLANT_SECRET),
+    Case("reading other runs' files", SEEK_SECRET, frozenset({S.OK}), _secret_not_found, before=PLANT_SECRET),
     Case("killing the runner", KILL_RUNNER, frozenset({S.OK}), _runner_untouchable),
     Case("leaving a daemon behind", DAEMON, frozenset({S.OK}), _replaced, replaced=True),
     Case("setuid tricks", SETUID, frozenset({S.OK}), _privileges),

@@ -3,6 +3,7 @@ registry (debootstrap, then `docker import`), tagged by a hash of its recipe and
 
 The slow part, debootstrap (a minute or two), is cached as a tarball keyed by the Debian recipe
 alone, so a change to the runner only re-composes and re-imports the image (seconds)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -32,8 +33,14 @@ _HERE = Path(__file__).resolve().parent
 DEBIAN = {"suite": "bookworm", "variant": "minbase", "include": ["python3"]}
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # Left out of the image: documentation and package caches (size), device nodes (Docker mounts /dev).
-_DROP_PREFIXES = ("./usr/share/doc/", "./usr/share/man/", "./usr/share/info/", "./var/cache/apt/",
-                  "./var/lib/apt/lists/", "./dev/")
+_DROP_PREFIXES = (
+    "./usr/share/doc/",
+    "./usr/share/man/",
+    "./usr/share/info/",
+    "./var/cache/apt/",
+    "./var/lib/apt/lists/",
+    "./dev/",
+)
 
 
 class ImageBuildError(SandboxError, RuntimeError):
@@ -61,8 +68,12 @@ def runner_sources() -> dict[str, bytes]:
 def recipe_hash(sources: dict[str, bytes] | None = None) -> str:
     """Covers everything that goes into the image: the Debian recipe, the runner and this builder."""
     sources = runner_sources() if sources is None else sources
-    parts = [json.dumps(DEBIAN, sort_keys=True).encode(), str(SANDBOX_UID).encode(),
-             Path(__file__).read_bytes(), *(sources[name] for name in RUNNER_FILES)]
+    parts = [
+        json.dumps(DEBIAN, sort_keys=True).encode(),
+        str(SANDBOX_UID).encode(),
+        Path(__file__).read_bytes(),
+        *(sources[name] for name in RUNNER_FILES),
+    ]
     return _sha(b"\0".join(parts))[:16]
 
 
@@ -78,8 +89,7 @@ def image_present(client: docker.DockerClient, tag: str | None = None) -> bool:
         return False
 
 
-def ensure_image(client: docker.DockerClient | None = None, *, force: bool = False,
-                 log=lambda message: None) -> str:
+def ensure_image(client: docker.DockerClient | None = None, *, force: bool = False, log=lambda message: None) -> str:
     """Return the tag of the sandbox image, building it first when it is missing (or `force`)."""
     client = client or docker.from_env(timeout=600)
     sources = runner_sources()
@@ -99,8 +109,11 @@ def ensure_image(client: docker.DockerClient | None = None, *, force: bool = Fal
             out.flush()
             log(f"importing {tag} ({os.path.getsize(out.name) >> 20} MiB)")
             client.api.import_image_from_file(
-                out.name, repository=REPOSITORY, tag=version,
-                changes=[f"LABEL rlvr.sandbox.recipe={version}", "ENV LANG=C.UTF-8"])
+                out.name,
+                repository=REPOSITORY,
+                tag=version,
+                changes=[f"LABEL rlvr.sandbox.recipe={version}", "ENV LANG=C.UTF-8"],
+            )
         if not image_present(client, tag):
             raise ImageBuildError(f"docker import did not produce {tag}")
         log(f"built {tag} in {time.monotonic() - start:.1f}s (from cached rootfs {base.name})")
@@ -137,11 +150,12 @@ def _locked(path: Path):
 def build_blocker(euid: int, debootstrap: str | None) -> str | None:
     """Why the root file system cannot be built here, or None."""
     if euid != 0:
-        return ("building the sandbox image needs root for debootstrap: run "
-                "`sudo rlvr sandbox build` once (the image is then reused)")
+        return (
+            "building the sandbox image needs root for debootstrap: run "
+            "`sudo rlvr sandbox build` once (the image is then reused)"
+        )
     if debootstrap is None:
-        return ("debootstrap is not installed: `apt-get install -y debootstrap` "
-                "(scripts/ensure_docker.sh does it)")
+        return "debootstrap is not installed: `apt-get install -y debootstrap` (scripts/ensure_docker.sh does it)"
     return None
 
 
@@ -151,7 +165,8 @@ def _base_tarball(cache: Path, log) -> Path:
     if path.exists():
         return path
     debootstrap = shutil.which("debootstrap") or next(
-        (p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.path.exists(p)), None)
+        (p for p in ("/usr/sbin/debootstrap", "/sbin/debootstrap") if os.path.exists(p)), None
+    )
     problem = build_blocker(os.geteuid(), debootstrap)
     if problem:
         raise ImageBuildError(problem)
@@ -159,16 +174,23 @@ def _base_tarball(cache: Path, log) -> Path:
     work = Path(tempfile.mkdtemp(prefix="debootstrap-", dir=cache))
     try:
         root = work / "root"
-        cmd = [debootstrap, f"--variant={DEBIAN['variant']}", f"--include={','.join(DEBIAN['include'])}",
-               DEBIAN["suite"], str(root), mirror]
+        cmd = [
+            debootstrap,
+            f"--variant={DEBIAN['variant']}",
+            f"--include={','.join(DEBIAN['include'])}",
+            DEBIAN["suite"],
+            str(root),
+            mirror,
+        ]
         log("running " + " ".join(cmd) + " (a minute or two)")
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             tail = (done.stdout + done.stderr)[-2000:]
             raise ImageBuildError(f"debootstrap failed (exit {done.returncode}):\n{tail}")
         partial = work / "rootfs.tar"
-        packed = subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."],
-                                capture_output=True, text=True)
+        packed = subprocess.run(
+            ["tar", "-C", str(root), "--numeric-owner", "-cf", str(partial), "."], capture_output=True, text=True
+        )
         if packed.returncode != 0:
             raise ImageBuildError(f"packing the root file system failed: {packed.stderr[-1000:]}")
         os.replace(partial, path)  # atomic: a crash never leaves a half tarball in the cache
@@ -188,8 +210,11 @@ def _compose(base: Path, out, sources: dict[str, bytes]) -> None:
             member.mode &= ~0o6000
             if name in ("./etc/passwd", "./etc/group"):
                 text = src.extractfile(member).read().decode()
-                line = (f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/work:/usr/sbin/nologin\n"
-                        if name.endswith("passwd") else f"sandbox:x:{SANDBOX_UID}:\n")
+                line = (
+                    f"sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:/work:/usr/sbin/nologin\n"
+                    if name.endswith("passwd")
+                    else f"sandbox:x:{SANDBOX_UID}:\n"
+                )
                 _add_bytes(dst, name, (text + line).encode(), member.mode)
             elif member.isfile():
                 dst.addfile(member, src.extractfile(member))

@@ -4,6 +4,7 @@ Every container carries `rlvr.sandbox=1` and an owner token: host name, boot id,
 process start time (so a recycled pid is not mistaken for the owner). At start a sandbox removes
 labelled containers whose owner on this host no longer runs; other live processes' containers and
 other hosts' containers are left alone."""
+
 from __future__ import annotations
 
 import os

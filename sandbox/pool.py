@@ -1,5 +1,6 @@
 """A thread-safe pool of warm sandbox containers: one container per run, contaminated ones replaced
 in the background before reuse, and an honest `Unavailable` (never a hang) when Docker is gone."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,7 @@ class Unavailable(Exception):
 
 
 class Pool:
-    def __init__(self, size: int, image: str | None, base_url: str | None, settings: Settings,
-                 api_timeout_s: float):
+    def __init__(self, size: int, image: str | None, base_url: str | None, settings: Settings, api_timeout_s: float):
         self.size, self.image, self.base_url, self.settings = size, image, base_url, settings
         self.api_timeout_s = api_timeout_s
         self._cond = threading.Condition()
@@ -111,6 +111,7 @@ class Pool:
 
     def _retire(self, container: WarmContainer) -> None:
         """Forget a container and destroy it in the background."""
+
         def destroy():
             container.destroy()
             with self._cond:
@@ -186,8 +187,11 @@ class Pool:
         with self._connect_lock:
             if self._client is None:
                 kwargs = {"timeout": int(self.api_timeout_s)}
-                client = (docker.DockerClient(base_url=self.base_url, **kwargs) if self.base_url
-                          else docker.from_env(**kwargs))
+                client = (
+                    docker.DockerClient(base_url=self.base_url, **kwargs)
+                    if self.base_url
+                    else docker.from_env(**kwargs)
+                )
                 reap_stale(client)  # containers of crashed owners
                 self._client = client
             if self._tag is None:

@@ -27,6 +27,7 @@ original ends its workers for every copy; a copy's `close()` ends only its repla
 
 Ray is imported only by this module, and only when a `RaySandbox` is made or unpickled.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,13 @@ class SandboxWorker:
 
         self.sandbox = DockerSandbox(spec.image, spec.pool_size, limits=spec.limits, settings=spec.settings)
 
-    def run(self, files: Mapping[str, str | bytes], command: Sequence[str], stdin: str | bytes = "",
-            limits: Limits | None = None) -> Result:
+    def run(
+        self,
+        files: Mapping[str, str | bytes],
+        command: Sequence[str],
+        stdin: str | bytes = "",
+        limits: Limits | None = None,
+    ) -> Result:
         return self.sandbox.run(files, command, stdin, limits)
 
     def pid(self) -> int:
@@ -79,8 +85,16 @@ class RaySandbox:
     """`workers` sandbox actors on the Ray cluster this process has joined, each with `pool_size`
     warm containers. Thread-safe; picklable (see the module's docstring for what a copy shares)."""
 
-    def __init__(self, workers: int, *, pool_size: int = 4, max_replacements: int = 3, image: str | None = None,
-                 limits: Limits | None = None, settings: Settings | None = None):
+    def __init__(
+        self,
+        workers: int,
+        *,
+        pool_size: int = 4,
+        max_replacements: int = 3,
+        image: str | None = None,
+        limits: Limits | None = None,
+        settings: Settings | None = None,
+    ):
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         if pool_size < 1:
@@ -114,8 +128,13 @@ class RaySandbox:
         self._runs = [0] * len(self.workers)  # per slot: a replacement carries on its predecessor's count
 
     # ---- DockerSandbox's interface ---------------------------------------------------------------
-    def run(self, files: Mapping[str, str | bytes], command: Sequence[str], stdin: str | bytes = "",
-            limits: Limits | None = None) -> Result:
+    def run(
+        self,
+        files: Mapping[str, str | bytes],
+        command: Sequence[str],
+        stdin: str | bytes = "",
+        limits: Limits | None = None,
+    ) -> Result:
         """Run `command` with `files` on the least busy worker (`DockerSandbox.run`'s contract).
         A worker dying under the run is replaced and the run done again elsewhere."""
         from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
@@ -138,8 +157,11 @@ class RaySandbox:
                 deaths += 1
                 self._replace(slot, worker)
                 if deaths > self.max_replacements:
-                    return _unavailable(f"the sandbox worker died under this run (deaths: {deaths}, "
-                                        f"max_replacements: {self.max_replacements}): {exc}", start)
+                    return _unavailable(
+                        f"the sandbox worker died under this run (deaths: {deaths}, "
+                        f"max_replacements: {self.max_replacements}): {exc}",
+                        start,
+                    )
             except GetTimeoutError:  # the worker hangs without dying: no answer, not a wrong one
                 return _unavailable(f"the sandbox worker did not answer within {wait_s:.0f} s", start)
             except RayTaskError as exc:  # DockerSandbox.run raised: bad input, the caller's typed error
@@ -230,8 +252,7 @@ def _ray() -> Any:
     except ImportError:
         raise RayPoolError("ray is not installed (pip install 'rlvr[ray]')") from None
     if not ray.is_initialized():
-        raise RayPoolError("Ray is not initialized: call ray.init() (or join a cluster) before "
-                           "making a RaySandbox")
+        raise RayPoolError("Ray is not initialized: call ray.init() (or join a cluster) before making a RaySandbox")
     return ray
 
 
@@ -255,5 +276,11 @@ def kill_actors(ray: Any, actors: list) -> None:
 
 
 def _unavailable(reason: str, start: float) -> Result:
-    return Result(status=Status.UNAVAILABLE, exit_code=None, stdout="", stderr="",
-                  wall_time=time.monotonic() - start, detail=reason)
+    return Result(
+        status=Status.UNAVAILABLE,
+        exit_code=None,
+        stdout="",
+        stderr="",
+        wall_time=time.monotonic() - start,
+        detail=reason,
+    )

@@ -24,6 +24,7 @@ Rules against a program turning the next verdicts into `error`:
   trusting it), when removing fails, or when anything is left anywhere else a program can write.
 
 Standard library only: this runs on the image's python3, never on the host."""
+
 import gc
 import json
 import os
@@ -96,7 +97,7 @@ class Channel:
         head = json.dumps(header).encode()
         data = memoryview(b"".join([FRAME.pack(len(head), sum(map(len, blobs))), head, *blobs]))
         while data:
-            data = data[os.write(self.fd_out, data):]
+            data = data[os.write(self.fd_out, data) :]
 
 
 PIDS = Counter(PIDS_EVENTS, "max")  # forks refused at the container's pids limit
@@ -123,13 +124,12 @@ def handle(header, blob):
         os.close(fd)
     blob[:files_len] = bytes(files_len)  # later programs are forked from this memory: wipe it
     try:
-        run = supervise(pid, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:],
-                        limits, pids0)
+        run = supervise(pid, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:], limits, pids0)
     finally:
         blob[files_len:] = bytes(len(blob) - files_len)
     code, out, err, reason, setup, started, end = run
     left = sweep(pid if reason else None)
-    dirty = ([f"left {len(left)} process(es) running: {', '.join(left[:5])}"] if left else [])
+    dirty = [f"left {len(left)} process(es) running: {', '.join(left[:5])}"] if left else []
     dirty += clean() if not left else []  # a survivor: the container is replaced, nothing cleaned
     dirty += contamination()
     if setup:
@@ -149,8 +149,15 @@ def handle(header, blob):
         status, detail = "killed", f"killed by {signal_name(-code)}"
     else:
         status, detail = "ok", ""
-    reply = {"status": status, "exit_code": code, "detail": detail, "dirty": dirty,
-             "wall_time": end - (started or start), "stdout": len(out), "stderr": len(err)}
+    reply = {
+        "status": status,
+        "exit_code": code,
+        "detail": detail,
+        "dirty": dirty,
+        "wall_time": end - (started or start),
+        "stdout": len(out),
+        "stderr": len(err),
+    }
     return reply, (out, err)
 
 
@@ -190,7 +197,7 @@ def supervise(pid, start, fds, stdin, limits, pids0):
                 exited = True
             elif fd == in_w:
                 try:
-                    fed += os.write(in_w, stdin[fed:fed + 65536])
+                    fed += os.write(in_w, stdin[fed : fed + 65536])
                 except BlockingIOError:
                     pass
                 except OSError:
@@ -239,7 +246,7 @@ def pump(fd, bufs, cap, poller):
             poller.unregister(fd)
         return False
     room = cap - sum(map(len, bufs.values()))
-    bufs[fd] += data[:max(room, 0)]
+    bufs[fd] += data[: max(room, 0)]
     return True if len(data) > room else None
 
 
@@ -268,8 +275,7 @@ def processes():
             continue
         head, _, tail = data.rpartition(b")")
         fields = tail.split()
-        found.append((int(name), head.partition(b"(")[2].decode(errors="replace"),
-                      fields[0].decode(), int(fields[2])))
+        found.append((int(name), head.partition(b"(")[2].decode(errors="replace"), fields[0].decode(), int(fields[2])))
     return found
 
 
@@ -277,8 +283,7 @@ def sweep(killed_group):
     """Kill everything the program left. Returns the live leftovers that escaped a kill (daemons,
     or any process at all after a normal exit)."""
     procs = processes()
-    left = [f"{pid} {name}" for pid, name, state, group in procs
-            if state != "Z" and group != killed_group]
+    left = [f"{pid} {name}" for pid, name, state, group in procs if state != "Z" and group != killed_group]
     deadline = time.monotonic() + 2
     while procs and time.monotonic() < deadline:
         try:

@@ -8,6 +8,7 @@ interpreter, as a fresh python3 would (about 1 ms instead of about 20 ms); any o
 
 Differences from a fresh interpreter, by design: modules the runner imported are already loaded and
 the str hash seed is shared between runs. Standard library only: runs on the image's python3."""
+
 import atexit
 import builtins
 import ctypes
@@ -25,8 +26,14 @@ from importlib.machinery import SourceFileLoader
 
 UID = GID = 10001
 RUN_DIR = "/work/run"
-ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": RUN_DIR, "TMPDIR": RUN_DIR,
-       "LANG": "C.UTF-8", "USER": "sandbox", "LOGNAME": "sandbox"}
+ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": RUN_DIR,
+    "TMPDIR": RUN_DIR,
+    "LANG": "C.UTF-8",
+    "USER": "sandbox",
+    "LOGNAME": "sandbox",
+}
 PYTHONS = ("python3", "python", "python3.11", "/usr/bin/python3", "/usr/bin/python", "/usr/bin/python3.11")
 HIDDEN_FRAMES = {__file__, runpy.__file__, "<frozen runpy>"}  # the runner's part of a traceback
 PRCTL = ctypes.CDLL(None, use_errno=True).prctl
@@ -143,11 +150,11 @@ def child(cmd, files, blob, fds, limits):
         for name, size in files:
             path = os.path.join(RUN_DIR, safe_name(name))
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            data = view[offset:offset + size]
+            data = view[offset : offset + size]
             mode = 0o755 if bytes(data[:2]) == b"#!" else 0o644
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
             while data:
-                data = data[os.write(fd, data):]
+                data = data[os.write(fd, data) :]
             os.close(fd)
             offset += size
         # This process's copy of the request holds the files and the stdin, which the runner
@@ -190,8 +197,9 @@ def _stream(fd, unbuffered):
     else:
         buffered = (io.BufferedReader if fd == 0 else io.BufferedWriter)(raw)
     encoding, errors = STDIO[fd]
-    return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, line_buffering=fd == 2,
-                            write_through=unbuffered and fd > 0)
+    return io.TextIOWrapper(
+        buffered, encoding=encoding, errors=errors, line_buffering=fd == 2, write_through=unbuffered and fd > 0
+    )
 
 
 # Made once, here in the runner, which never uses them: each child gets pristine copies (0.3 ms a run).
@@ -219,8 +227,7 @@ def run_python(kind, target, args, flags):
                 with open(path, "rb") as handle:
                     source = handle.read()
             except OSError as exc:
-                sys.stderr.write(f"{sys.executable}: can't open file {path!r}: "
-                                 f"[Errno {exc.errno}] {exc.strerror}\n")
+                sys.stderr.write(f"{sys.executable}: can't open file {path!r}: [Errno {exc.errno}] {exc.strerror}\n")
                 finish(2)
             main.__file__, main.__cached__ = path, None
             main.__loader__ = SourceFileLoader("__main__", path)

@@ -5,6 +5,7 @@ that took its container down (the runner died or stopped answering) in a fresh c
 a new container still runs a trivial program, is the program's doing: it ends `killed` (or
 `timeout`) with `Result.killed_container` set, so that callers charge the program instead of
 calling it an error of theirs."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -16,11 +17,11 @@ MAX_OUTPUT_BYTES = 16 << 20  # the most output one run may ask for (the runner h
 
 
 class Status(StrEnum):
-    OK = "ok"                    # the program ran to its end (any exit code)
-    TIMEOUT = "timeout"          # wall-clock limit hit; the whole process group was killed
-    MEMORY = "memory"            # memory limit hit (OOM kill or MemoryError)
+    OK = "ok"  # the program ran to its end (any exit code)
+    TIMEOUT = "timeout"  # wall-clock limit hit; the whole process group was killed
+    MEMORY = "memory"  # memory limit hit (OOM kill or MemoryError)
     OUTPUT_LIMIT = "output_limit"  # stdout+stderr exceeded the cap; the program was killed
-    KILLED = "killed"            # killed by a signal for another reason (pids limit, its container died, ...)
+    KILLED = "killed"  # killed by a signal for another reason (pids limit, its container died, ...)
     UNAVAILABLE = "unavailable"  # the sandbox itself could not run it (no Docker, engine died)
 
 
@@ -56,8 +57,13 @@ class Sandbox(Protocol):
     """What environments and verifiers use of a sandbox: `DockerSandbox` and `RaySandbox` are ones.
     `run` never raises for sandbox trouble: it gives `Status.UNAVAILABLE` with the reason."""
 
-    def run(self, files: Mapping[str, str | bytes], command: Sequence[str], stdin: str | bytes = "",
-            limits: Limits | None = None) -> Result: ...
+    def run(
+        self,
+        files: Mapping[str, str | bytes],
+        command: Sequence[str],
+        stdin: str | bytes = "",
+        limits: Limits | None = None,
+    ) -> Result: ...
 
     @property
     def closed(self) -> bool: ...

@@ -7,6 +7,7 @@ where it is, its size, the build time and the weights' SHA-256.
 Nothing needs to run this: `--model small` builds the model on first use. The same machine
 builds the same bytes (`trainers/small_model.py`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr.trainers.small_model import parameter_count
 
     parameters = parameter_count(spec, AutoConfig.from_pretrained(out).vocab_size)
-    print(f"{out}: {parameters:,} parameters, {weights.stat().st_size / 2**20:.0f} MiB, "
-          f"{seconds:.1f} s (0 if cached), sha256 {sha}")
+    print(
+        f"{out}: {parameters:,} parameters, {weights.stat().st_size / 2**20:.0f} MiB, "
+        f"{seconds:.1f} s (0 if cached), sha256 {sha}"
+    )
     return 0
 
 

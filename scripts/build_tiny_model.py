@@ -7,14 +7,15 @@ Prints the build time, the weights' SHA-256 (the same machine and thread count r
 accuracy on held-out `rlvr/Arithmetic-v0` tasks, sampled at temperature 1.0 and greedy, and
 writes the model card (README.md) next to the weights.
 """
+
 from __future__ import annotations
 
 import argparse
 import hashlib
 from pathlib import Path
 
-from rlvr.trainers.models import TINY_DIR, load_causal_lm, load_tokenizer
 from rlvr.envs.seeds import HELD_OUT_SEED_START
+from rlvr.trainers.models import TINY_DIR, load_causal_lm, load_tokenizer
 from rlvr.trainers.tiny_model import TinySpec, accuracy, build
 
 CARD = """# tiny: rlvr's built-in default model
@@ -73,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     spec = TinySpec()
     built = build(args.out, spec)
     sha = hashlib.sha256((args.out / "model.safetensors").read_bytes()).hexdigest()
-    print(f"built {args.out} in {built.seconds:.1f} s ({built.cpu_seconds:.1f} s CPU): {built.parameters:,} parameters, vocabulary "
-          f"{built.vocab_size}, final loss {built.final_loss:.3f}, sha256 {sha}")
+    print(
+        f"built {args.out} in {built.seconds:.1f} s ({built.cpu_seconds:.1f} s CPU): {built.parameters:,} parameters, vocabulary "
+        f"{built.vocab_size}, final loss {built.final_loss:.3f}, sha256 {sha}"
+    )
     if args.eval_tasks <= 0:
         return 0
     model, tokenizer = load_causal_lm(args.out), load_tokenizer(args.out)
@@ -83,13 +86,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'decoding':<12} {'accuracy':>9} {'well-formed':>12}")
     for name, acc in (("T=1.0", sampled), ("greedy", greedy)):
         print(f"{name:<12} {acc.correct:>9.1%} {acc.well_formed:>12.1%}")
-    (args.out / "README.md").write_text(CARD.format(
-        **spec.__dict__, mix_text=", ".join(f"{name} x{count}" for name, count in spec.mix),
-        difficulty_text=", ".join(map(str, spec.difficulties)), smoothing_text=", ".join(spec.smoothing_sources),
-        parameters=built.parameters, vocab=built.vocab_size, n=args.eval_tasks,
-        first=HELD_OUT_SEED_START, t1=sampled.correct, t1_fmt=sampled.well_formed, greedy=greedy.correct,
-        greedy_fmt=greedy.well_formed, seconds=built.seconds, cpu_seconds=built.cpu_seconds, sha=sha,
-    ))
+    (args.out / "README.md").write_text(
+        CARD.format(
+            **spec.__dict__,
+            mix_text=", ".join(f"{name} x{count}" for name, count in spec.mix),
+            difficulty_text=", ".join(map(str, spec.difficulties)),
+            smoothing_text=", ".join(spec.smoothing_sources),
+            parameters=built.parameters,
+            vocab=built.vocab_size,
+            n=args.eval_tasks,
+            first=HELD_OUT_SEED_START,
+            t1=sampled.correct,
+            t1_fmt=sampled.well_formed,
+            greedy=greedy.correct,
+            greedy_fmt=greedy.well_formed,
+            seconds=built.seconds,
+            cpu_seconds=built.cpu_seconds,
+            sha=sha,
+        )
+    )
     return 0
 
 

@@ -5,6 +5,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 bash scripts/setup.sh
 export TOKENIZERS_PARALLELISM=false
+# Lint and format first (seconds): a lint error or an unformatted file fails the run like a failed test.
+.venv/bin/python -m ruff check .
+.venv/bin/python -m ruff format --check .
 # Everything runs, the learning runs (marker `slow`, about two minutes each) included;
 # `bash scripts/test.sh -m "not slow"` leaves them out.
 set +e

@@ -1,6 +1,7 @@
 """Shared fixtures. Real components only: a real Docker engine, real vLLM, real tiny models.
 Where a component cannot run on this machine the test is skipped with the reason; under CI
 (CI=true, where .ci/run has installed everything) a missing component is a failure instead."""
+
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +30,7 @@ def require(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-FLOAT32_EPS = 2.0 ** -23
+FLOAT32_EPS = 2.0**-23
 
 
 def float32_bound(terms: int, magnitude: float, layers: int = 1) -> float:
@@ -46,7 +47,6 @@ def assert_adam_runs_agree(a, b, *, lr: float, steps: int, atol: float = 1e-5, s
     sums in another order). Adam divides by |g|: where g itself is at rounding noise, a 1e-7 change
     can move that weight by up to lr a step. So: all within steps x lr, and all but `share` of the
     weights within `atol`."""
-    import torch
 
     diff = (a.detach().float() - b.detach().float()).abs()
     assert float(diff.max()) <= steps * lr, f"max difference {float(diff.max()):.3g} > {steps} x lr"
@@ -106,9 +106,16 @@ def random_qwen2():
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                         tie_word_embeddings=False)
+    config = Qwen2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+    )
     return Qwen2ForCausalLM(config).eval()
 
 
@@ -119,8 +126,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def vllm_server(model_dir, log_path, *, name: str = "tiny", max_model_len: int = 256, start_timeout: float = 180,
-                extra_args=()):
+def vllm_server(
+    model_dir, log_path, *, name: str = "tiny", max_model_len: int = 256, start_timeout: float = 180, extra_args=()
+):
     """vLLM's OpenAI-compatible server of `model_dir` on localhost (`trainers.samplers.vllm_server`);
     yields (base url, served name). Skips (fails under CI) when vLLM is missing or the server does
     not come up within `start_timeout` seconds."""
@@ -129,8 +137,16 @@ def vllm_server(model_dir, log_path, *, name: str = "tiny", max_model_len: int =
 
     with contextlib.ExitStack() as stack:
         try:
-            url = stack.enter_context(serve(model_dir, log_path, name=name, max_model_len=max_model_len,
-                                            extra_args=extra_args, start_timeout=start_timeout))
+            url = stack.enter_context(
+                serve(
+                    model_dir,
+                    log_path,
+                    name=name,
+                    max_model_len=max_model_len,
+                    extra_args=extra_args,
+                    start_timeout=start_timeout,
+                )
+            )
         except ServerError as exc:
             require(False, str(exc))
         yield url, name
@@ -145,7 +161,12 @@ def ray_cluster():
     import ray
 
     path = os.pathsep.join(filter(None, [TESTS_DIR, os.environ.get("PYTHONPATH")]))
-    ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}})
+    ray.init(
+        num_cpus=2,
+        object_store_memory=200 * 2**20,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}},
+    )
     yield ray
     ray.shutdown()

@@ -1,5 +1,6 @@
 """Environments for tests/trainers/test_ray_rollout.py, made inside Ray rollout workers by module name
 (`ray_test_envs:test/DiesOnce-v0`)."""
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,11 @@ class VerifiesInSandbox(ArithmeticEnv):
         info = {"verifier": type(box).__name__}
         if result.status is sandbox.Status.UNAVAILABLE:
             return Verdict(0.0, Outcome.ERROR, result.detail, info)
-        return Verdict(1.0, Outcome.CORRECT, "", info) if result.stdout == "42\n" else \
-            Verdict(0.0, Outcome.INCORRECT, result.stdout[:80], info)
+        return (
+            Verdict(1.0, Outcome.CORRECT, "", info)
+            if result.stdout == "42\n"
+            else Verdict(0.0, Outcome.INCORRECT, result.stdout[:80], info)
+        )
 
 
 gymnasium.register(id="test/VerifiesInSandbox-v0", entry_point=VerifiesInSandbox)

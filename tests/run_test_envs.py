@@ -3,6 +3,7 @@ tests/rlvr/test_nothing_produced.py), made by module name (`run_test_envs:test/G
 
 The verifiers count their calls per process and per `key` (each test passes its own), so that
 "the first N verifications" means the first N of that run whichever environment copy makes them."""
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,6 @@
 """One error root: every error rlvr raises on purpose is an `RlvrError`, so one clause catches
 them all (and the CLI prints each as one line)."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,10 +10,10 @@ from rlvr.errors import RlvrError
 
 
 def test_every_package_s_errors_derive_from_the_root():
+    from rlvr.cli import UsageError
     from rlvr.envs.code import TaskRecordError
     from rlvr.envs.core import EnvError
     from rlvr.envs.episode_log import EpisodeLogError
-    from rlvr.cli import UsageError
     from rlvr.sandbox import ImageBuildError, SandboxError
     from rlvr.trainers.checkpoint import CheckpointError
     from rlvr.trainers.config import ConfigError
@@ -21,8 +22,20 @@ def test_every_package_s_errors_derive_from_the_root():
     from rlvr.verifiers.code import TestSpecError
     from rlvr.verifiers.verdict import VerifierError
 
-    for cls in (EnvError, EpisodeLogError, TaskRecordError, UsageError, SandboxError, ImageBuildError, CheckpointError,
-                ConfigError, ModelError, SamplerError, TestSpecError, VerifierError):
+    for cls in (
+        EnvError,
+        EpisodeLogError,
+        TaskRecordError,
+        UsageError,
+        SandboxError,
+        ImageBuildError,
+        CheckpointError,
+        ConfigError,
+        ModelError,
+        SamplerError,
+        TestSpecError,
+        VerifierError,
+    ):
         assert issubclass(cls, RlvrError), cls
 
 

@@ -18,6 +18,7 @@ Edges:
 Module names follow pyproject's package-dir: the folders envs/ verifiers/ sandbox/ trainers/ are
 `rlvr.envs`, `rlvr.verifiers`, `rlvr.sandbox`, `rlvr.trainers`. A string that names a project module
 which does not exist (an old bare `sandbox.x` after the rename) is a failure of its own."""
+
 from __future__ import annotations
 
 import ast
@@ -26,8 +27,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE_DIRS = {"rlvr": "rlvr", "rlvr.envs": "envs", "rlvr.verifiers": "verifiers", "rlvr.sandbox": "sandbox",
-                "rlvr.trainers": "trainers"}  # pyproject [tool.setuptools] package-dir
+PACKAGE_DIRS = {
+    "rlvr": "rlvr",
+    "rlvr.envs": "envs",
+    "rlvr.verifiers": "verifiers",
+    "rlvr.sandbox": "sandbox",
+    "rlvr.trainers": "trainers",
+}  # pyproject [tool.setuptools] package-dir
 OLD_NAMES = ("envs", "verifiers", "sandbox", "trainers")  # the bare names before `rlvr.`: none may remain
 # The layers, lowest first: a module may import its own layer and those below, never one above.
 LAYERS = ("rlvr.sandbox", "rlvr.verifiers", "rlvr.envs", "rlvr.trainers")
@@ -240,15 +246,21 @@ def test_no_import_circles():
 def test_lower_layers_never_import_higher_ones(package):
     """trainers -> envs -> verifiers -> sandbox, never the other way (ARCHITECTURE.md)."""
     own = layer(package)
-    wrong = sorted(f"{m} -> {t}" for m in EDGES if layer(m) == own for t in EDGES[m]
-                   if layer(t) is not None and layer(t) > own)
+    wrong = sorted(
+        f"{m} -> {t}" for m in EDGES if layer(m) == own for t in EDGES[m] if layer(t) is not None and layer(t) > own
+    )
     assert wrong == []
 
 
 @pytest.mark.parametrize("package", NO_TORCH)
 def test_no_torch_below_trainers(package):
-    wrong = sorted(f"{FILES[m].relative_to(REPO)}:{line}" for m in FILES if layer(m) == layer(package)
-                   for target, line in imports_of(m, FILES[m]) if target.split(".")[0] == "torch")
+    wrong = sorted(
+        f"{FILES[m].relative_to(REPO)}:{line}"
+        for m in FILES
+        if layer(m) == layer(package)
+        for target, line in imports_of(m, FILES[m])
+        if target.split(".")[0] == "torch"
+    )
     assert wrong == []
 
 
@@ -272,9 +284,18 @@ def later():
     return importlib.import_module(f"rlvr.commands.{name}")
 """
     found = {project_module(t) for t, _ in imports_in(source, "rlvr.trainers.x", is_package=False)} - {None}
-    assert found == {"rlvr.envs.core", "rlvr.trainers.loop", "rlvr.errors", "rlvr.trainers.batch", "rlvr.verifiers",
-                     "rlvr.verifiers.math", "rlvr.sandbox.image", "rlvr.trainers.policy", "rlvr.trainers.quiet",
-                     *(m for m in MODULES if m.startswith("rlvr.commands."))}  # not rlvr.cli: TYPE_CHECKING
+    assert found == {
+        "rlvr.envs.core",
+        "rlvr.trainers.loop",
+        "rlvr.errors",
+        "rlvr.trainers.batch",
+        "rlvr.verifiers",
+        "rlvr.verifiers.math",
+        "rlvr.sandbox.image",
+        "rlvr.trainers.policy",
+        "rlvr.trainers.quiet",
+        *(m for m in MODULES if m.startswith("rlvr.commands.")),
+    }  # not rlvr.cli: TYPE_CHECKING
     assert looks_like_project("sandbox.docker_sandbox") and project_module("sandbox.docker_sandbox") is None
 
 

@@ -1,6 +1,7 @@
 """Packaging: every folder of the four packages installs under the one import name `rlvr.` (pyproject's
 package-dir maps envs/ to rlvr.envs and so on), so the `packages` list names every package folder, and
 no bare top-level name (`envs`, `verifiers`, ...) is installed to collide with another distribution's."""
+
 from __future__ import annotations
 
 import tomllib
@@ -22,7 +23,7 @@ def package_folders() -> dict[str, Path]:
 
 def test_every_package_folder_is_listed_and_every_listed_package_exists():
     listed = set(SETUPTOOLS["packages"])
-    assert listed == set(package_folders()), (listed ^ set(package_folders()))
+    assert listed == set(package_folders()), listed ^ set(package_folders())
 
 
 def test_one_import_name():

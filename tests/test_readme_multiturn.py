@@ -1,4 +1,5 @@
 """The README's multi-turn example ("### Multi-turn environments") runs as written."""
+
 from __future__ import annotations
 
 import re
@@ -40,12 +41,14 @@ def _replay(module, max_turns: int) -> float:
 
 def test_readme_multiturn_example_runs_as_written(tmp_path):
     (tmp_path / "crack_the_code.py").write_text(_example(), encoding="utf-8")
-    out = subprocess.run([sys.executable, "crack_the_code.py"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "crack_the_code.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     sys.path.insert(0, str(tmp_path))
     try:
         import crack_the_code as module
+
         want = {t: _replay(module, t) for t in (3, 4)}
         # what the section says: it is a MultiTurnEnv whose respond returns TurnResult; state is reset
         env = module.CrackTheCodeEnv()
@@ -67,7 +70,12 @@ def test_readme_multiturn_example_runs_as_written(tmp_path):
 
 def test_readme_multiturn_env_passes_the_cli_checker(tmp_path):
     (tmp_path / "crack_the_code.py").write_text(_example(), encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "rlvr", "check-env", "crack_the_code:mine/CrackTheCode-v0"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "rlvr", "check-env", "crack_the_code:mine/CrackTheCode-v0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "8/8 checks passed" in out.stdout

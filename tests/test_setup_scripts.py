@@ -1,5 +1,6 @@
 """The setup scripts on a fresh machine: the Docker check looks for the engine, not the client;
 and two clones on one machine each run their own code, while sharing the cached packages."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def plan(path: str) -> list[str]:
     """The Debian packages `ensure_docker.sh --plan` would install with this PATH."""
-    done = subprocess.run(["/bin/bash", str(ROOT / "scripts/ensure_docker.sh"), "--plan"], env={"PATH": path},
-                          capture_output=True, text=True, timeout=30, check=True)
+    done = subprocess.run(
+        ["/bin/bash", str(ROOT / "scripts/ensure_docker.sh"), "--plan"],
+        env={"PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     return done.stdout.split()
 
 
@@ -49,14 +56,25 @@ def copy_clone(dest: Path) -> Path:
 def test_two_clones_each_run_their_own_code(tmp_path):
     clones = [copy_clone(tmp_path / name) for name in ("a", "b")]
     for clone in clones:  # b sets up last: under the old shared venv, a would then run b's code
-        subprocess.run(["bash", "scripts/setup.sh", "--no-docker"], cwd=clone, check=True,
-                       capture_output=True, timeout=280)
+        subprocess.run(
+            ["bash", "scripts/setup.sh", "--no-docker"], cwd=clone, check=True, capture_output=True, timeout=280
+        )
     for clone in clones:
         python = clone / ".venv/bin/python"
-        where = subprocess.run([str(python), "-c", "import rlvr.envs, rlvr.trainers; print(rlvr.envs.__file__, rlvr.trainers.__file__, rlvr.__file__)"],
-                               cwd=tmp_path, capture_output=True, text=True, check=True).stdout.split()
+        where = subprocess.run(
+            [
+                str(python),
+                "-c",
+                "import rlvr.envs, rlvr.trainers; print(rlvr.envs.__file__, rlvr.trainers.__file__, rlvr.__file__)",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         assert all(Path(w).is_relative_to(clone) for w in where), where
         # the console script runs this clone's code too
-        shown = subprocess.run([str(clone / ".venv/bin/rlvr"), "envs"], cwd=tmp_path, capture_output=True, text=True,
-                               timeout=120)
+        shown = subprocess.run(
+            [str(clone / ".venv/bin/rlvr"), "envs"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert shown.returncode == 0 and "rlvr/Arithmetic-v0" in shown.stdout, shown.stderr[-500:]

@@ -10,6 +10,7 @@ checkpoint, no-grad ones (old and reference logprobs, `generate`) run as before 
 cache. A checkpointed forward drops the KV cache (the backward replay would write it twice), so
 `trainers.policy.forward` does not share prompts through the cache then.
 """
+
 from __future__ import annotations
 
 import torch

@@ -13,9 +13,10 @@ Token-level GAE takes `(B, T)` rewards, values and a loss mask and returns `(B, 
 and returns. On-policy distillation's `distill_advantages` takes the student's and the teacher's
 `(B, T)` logprobs of the student's tokens and a mask, and returns `(B, T)` advantages.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -175,9 +176,7 @@ def gae(
     if bool((pending_B != 0).any()):
         rows = torch.nonzero(pending_B != 0).flatten().tolist()
         raise ValueError(f"rows {rows} have rewards before their first model token (mask 0)")
-    returns_BT = torch.where(
-        m_BT, adv_BT + torch.where(m_BT, v_BT, torch.zeros_like(v_BT)), torch.zeros_like(adv_BT)
-    )
+    returns_BT = torch.where(m_BT, adv_BT + torch.where(m_BT, v_BT, torch.zeros_like(v_BT)), torch.zeros_like(adv_BT))
     return adv_BT, returns_BT
 
 

@@ -21,6 +21,7 @@ Names carry their shape where it varies (B = episodes in the batch, T = token po
 `loss_BT`, `row_sums_B`); the masked helpers (`masked_zero`, `masked_sum`, `masked_mean`) take
 any shape and keep plain names.
 """
+
 from __future__ import annotations
 
 from numbers import Real
@@ -141,9 +142,7 @@ def aggregate_loss(
             or not isinstance(constant_length, Real)
             or constant_length <= 0
         ):
-            raise ValueError(
-                f"seq_mean_token_sum_norm needs a positive constant_length, got {constant_length!r}"
-            )
+            raise ValueError(f"seq_mean_token_sum_norm needs a positive constant_length, got {constant_length!r}")
         numerator = row_sums_B.sum() / constant_length
     # A zero denominator only comes with an empty mask, whose numerator is 0: divide by 1.
     return numerator / torch.where(denom > 0, denom, torch.ones_like(denom))

@@ -14,27 +14,41 @@ On-policy distillation (`distill`) is a preset too: its advantage `teacher_kl` i
 the teacher's logprob minus the student's (`teacher_advantages`), and the reference model slot
 holds the teacher (`TrainConfig.teacher`).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from rlvr.trainers.advantages import (
-    distill_advantages, dynamic_sampling_keep, gae, grpo_advantages, overlong_filter, overlong_penalty, reinforce_advantages,
-    rloo_advantages, whiten,
+    distill_advantages,
+    dynamic_sampling_keep,
+    gae,
+    grpo_advantages,
+    overlong_filter,
+    overlong_penalty,
+    reinforce_advantages,
+    rloo_advantages,
+    whiten,
 )
 from rlvr.trainers.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
 from rlvr.trainers.config import ConfigError
 from rlvr.trainers.kl import KL_ESTIMATORS, kl_estimate
 from rlvr.trainers.policy_loss import (
-    LOSS_TYPES, RATIO_LEVELS, PolicyLossOutput, cispo_loss, clipped_policy_loss, pg_loss,
+    LOSS_TYPES,
+    RATIO_LEVELS,
+    PolicyLossOutput,
+    cispo_loss,
+    clipped_policy_loss,
+    pg_loss,
 )
 
 if TYPE_CHECKING:
@@ -86,18 +100,37 @@ class AlgoConfig:
             raise ValueError(f"algorithm {self.name!r}: {msg}")
 
         for fname, allowed in (
-            ("advantage", ADVANTAGES), ("loss_type", LOSS_TYPES), ("ratio_level", RATIO_LEVELS),
-            ("aggregation", AGGREGATIONS), ("kl_estimator", KL_ESTIMATORS),
+            ("advantage", ADVANTAGES),
+            ("loss_type", LOSS_TYPES),
+            ("ratio_level", RATIO_LEVELS),
+            ("aggregation", AGGREGATIONS),
+            ("kl_estimator", KL_ESTIMATORS),
             ("kl_placement", KL_PLACEMENTS),
         ):
             if getattr(self, fname) not in allowed:
                 fail(f"{fname}={getattr(self, fname)!r} is not one of {', '.join(allowed)}")
-        for fname in ("batch_baseline", "scale_by_std", "std_unbiased", "whiten_advantages",
-                      "dynamic_sampling", "overlong_filtering"):
+        for fname in (
+            "batch_baseline",
+            "scale_by_std",
+            "std_unbiased",
+            "whiten_advantages",
+            "dynamic_sampling",
+            "overlong_filtering",
+        ):
             if not isinstance(getattr(self, fname), bool):
                 fail(f"{fname} must be a bool, got {getattr(self, fname)!r}")
-        for fname in ("std_eps", "gamma", "lam", "clip_eps_low", "clip_eps_high", "kl_coef",
-                      "entropy_coef", "value_coef", "overlong_buffer_frac", "overlong_penalty_factor"):
+        for fname in (
+            "std_eps",
+            "gamma",
+            "lam",
+            "clip_eps_low",
+            "clip_eps_high",
+            "kl_coef",
+            "entropy_coef",
+            "value_coef",
+            "overlong_buffer_frac",
+            "overlong_penalty_factor",
+        ):
             v = getattr(self, fname)
             if not (_is_number(v) and v >= 0):
                 fail(f"{fname} must be a finite number >= 0, got {v!r}")
@@ -115,8 +148,11 @@ class AlgoConfig:
                 fail(f"{fname} must be None or a positive int, got {v!r}")
         if isinstance(self.ppo_epochs, bool) or not isinstance(self.ppo_epochs, int) or self.ppo_epochs < 1:
             fail(f"ppo_epochs must be an int >= 1, got {self.ppo_epochs!r}")
-        if isinstance(self.max_refill_rounds, bool) or not isinstance(self.max_refill_rounds, int) \
-                or self.max_refill_rounds < 0:
+        if (
+            isinstance(self.max_refill_rounds, bool)
+            or not isinstance(self.max_refill_rounds, int)
+            or self.max_refill_rounds < 0
+        ):
             fail(f"max_refill_rounds must be an int >= 0, got {self.max_refill_rounds!r}")
         if self.overlong_buffer_frac > 1:
             fail(f"overlong_buffer_frac must be in [0, 1], got {self.overlong_buffer_frac}")
@@ -127,13 +163,18 @@ class AlgoConfig:
         if self.loss_type == "pg" and self.dual_clip is not None:
             fail("dual_clip needs loss_type='clipped'")
         if self.needs_teacher and self.kl_in_reward:
-            fail("advantage 'teacher_kl' is already the reverse KL to the teacher (the reference model): "
-                 "kl_placement='reward' would count it twice; use kl_coef 0, or kl_placement 'loss'")
+            fail(
+                "advantage 'teacher_kl' is already the reverse KL to the teacher (the reference model): "
+                "kl_placement='reward' would count it twice; use kl_coef 0, or kl_placement 'loss'"
+            )
         if self.kl_in_loss and self.kl_estimator == "k1":
             # d k1 = grad log pi, whose expectation on samples of pi is 0: no pull toward the reference
-            warnings.warn(f"algorithm {self.name!r}: kl_estimator 'k1' with kl_placement 'loss' has zero "
-                          "expected gradient (E[grad log pi] = 0), so it does not regularise toward the "
-                          "reference; use 'k3' or 'k2' in the loss, or put k1 in the reward", stacklevel=3)
+            warnings.warn(
+                f"algorithm {self.name!r}: kl_estimator 'k1' with kl_placement 'loss' has zero "
+                "expected gradient (E[grad log pi] = 0), so it does not regularise toward the "
+                "reference; use 'k3' or 'k2' in the loss, or put k1 in the reward",
+                stacklevel=3,
+            )
 
     @property
     def needs_value_head(self) -> bool:
@@ -163,67 +204,115 @@ def _is_number(v: object) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
-PRESETS: Mapping[str, AlgoConfig] = MappingProxyType({
-    # Williams 1992: on-policy -A * log pi, here with a batch-mean baseline.
-    "reinforce": AlgoConfig(
-        name="reinforce", advantage="reinforce", batch_baseline=True, loss_type="pg",
-        aggregation="token_mean",
-    ),
-    # Ahmadian et al. 2024 (Back to Basics): leave-one-out baseline, KL (k1) in the reward. The
-    # whole completion is one action: its loss is the sum over its tokens (TRL: the summed sequence
-    # log-prob), not divided by its length; aggregation="seq_mean_token_mean" normalises by length.
-    "rloo": AlgoConfig(
-        name="rloo", advantage="rloo", loss_type="clipped", aggregation="seq_mean_token_sum",
-        kl_coef=0.05, kl_estimator="k1", kl_placement="reward",
-    ),
-    # Shao et al. 2024 (DeepSeekMath): group mean/std, eps 0.2, beta 0.04, k3 KL in the loss,
-    # per-sequence token-mean.
-    "grpo": AlgoConfig(
-        name="grpo", advantage="grpo", scale_by_std=True, clip_eps_low=0.2, clip_eps_high=0.2,
-        aggregation="seq_mean_token_mean", kl_coef=0.04, kl_estimator="k3", kl_placement="loss",
-    ),
-    # Liu et al. 2025 (Understanding R1-Zero-like training): no std division, token sums over a
-    # constant length (the generation budget; None lets the loop fill in max_tokens), no KL.
-    "dr_grpo": AlgoConfig(
-        name="dr_grpo", advantage="grpo", scale_by_std=False, aggregation="seq_mean_token_sum_norm",
-    ),
-    # Yu et al. 2025 (DAPO): clip-higher eps_low 0.2 / eps_high 0.28, token-mean, no KL, dynamic
-    # sampling (refilled, as verl's recipe), overlong filtering, and the soft overlong penalty over
-    # the last 20% of the budget (the paper: 4096 of 20480 tokens).
-    "dapo": AlgoConfig(
-        name="dapo", advantage="grpo", clip_eps_low=0.2, clip_eps_high=0.28,
-        aggregation="token_mean", dynamic_sampling=True, overlong_filtering=True, overlong_buffer_frac=0.2,
-    ),
-    # Zheng et al. 2025 (GSPO): sequence-level length-normalised ratio, eps 3e-4 / 4e-4,
-    # sequence-mean, no KL.
-    "gspo": AlgoConfig(
-        name="gspo", advantage="grpo", ratio_level="sequence", clip_eps_low=3e-4,
-        clip_eps_high=4e-4, aggregation="seq_mean_token_mean",
-    ),
-    # MiniMax-M1 (Chen et al. 2025): clipped, detached IS weight times REINFORCE, token-mean. The
-    # paper sets eps_low large (no lower bound: 1.0 lets the weight reach 0) and tunes only
-    # eps_high without publishing it; 4.0 is a common open-source default.
-    "cispo": AlgoConfig(
-        name="cispo", advantage="grpo", loss_type="cispo", clip_eps_low=1.0, clip_eps_high=4.0,
-        aggregation="token_mean",
-    ),
-    # Schulman et al. 2017 / Ouyang et al. 2022: GAE (gamma 1 over tokens, lambda 0.95), whitened
-    # advantages, clipped value loss (0.2, coef 0.5), k1 KL in the reward, 4 epochs per rollout.
-    "ppo": AlgoConfig(
-        name="ppo", advantage="gae", gamma=1.0, lam=0.95, whiten_advantages=True,
-        loss_type="clipped", aggregation="token_mean", kl_coef=0.05, kl_estimator="k1",
-        kl_placement="reward", value_coef=0.5, value_clip=0.2, ppo_epochs=4,
-    ),
-    # On-policy distillation (Agarwal et al. 2024, GKD; Thinking Machines 2025, "On-Policy
-    # Distillation"): the student samples, the teacher (--teacher, in the reference model's slot)
-    # scores the student's tokens, and each token's advantage is log pi_teacher - log pi_student
-    # (minus the reverse-KL estimate k1; gamma 0: no credit from later tokens). The loss is the
-    # importance-weighted policy gradient (the clipped one: ratio 1 on fresh samples), token-mean;
-    # no KL term (the advantage is the KL). The environment's reward is logged, not trained on.
-    "distill": AlgoConfig(
-        name="distill", advantage="teacher_kl", gamma=0.0, loss_type="clipped", aggregation="token_mean",
-    ),
-})
+PRESETS: Mapping[str, AlgoConfig] = MappingProxyType(
+    {
+        # Williams 1992: on-policy -A * log pi, here with a batch-mean baseline.
+        "reinforce": AlgoConfig(
+            name="reinforce",
+            advantage="reinforce",
+            batch_baseline=True,
+            loss_type="pg",
+            aggregation="token_mean",
+        ),
+        # Ahmadian et al. 2024 (Back to Basics): leave-one-out baseline, KL (k1) in the reward. The
+        # whole completion is one action: its loss is the sum over its tokens (TRL: the summed sequence
+        # log-prob), not divided by its length; aggregation="seq_mean_token_mean" normalises by length.
+        "rloo": AlgoConfig(
+            name="rloo",
+            advantage="rloo",
+            loss_type="clipped",
+            aggregation="seq_mean_token_sum",
+            kl_coef=0.05,
+            kl_estimator="k1",
+            kl_placement="reward",
+        ),
+        # Shao et al. 2024 (DeepSeekMath): group mean/std, eps 0.2, beta 0.04, k3 KL in the loss,
+        # per-sequence token-mean.
+        "grpo": AlgoConfig(
+            name="grpo",
+            advantage="grpo",
+            scale_by_std=True,
+            clip_eps_low=0.2,
+            clip_eps_high=0.2,
+            aggregation="seq_mean_token_mean",
+            kl_coef=0.04,
+            kl_estimator="k3",
+            kl_placement="loss",
+        ),
+        # Liu et al. 2025 (Understanding R1-Zero-like training): no std division, token sums over a
+        # constant length (the generation budget; None lets the loop fill in max_tokens), no KL.
+        "dr_grpo": AlgoConfig(
+            name="dr_grpo",
+            advantage="grpo",
+            scale_by_std=False,
+            aggregation="seq_mean_token_sum_norm",
+        ),
+        # Yu et al. 2025 (DAPO): clip-higher eps_low 0.2 / eps_high 0.28, token-mean, no KL, dynamic
+        # sampling (refilled, as verl's recipe), overlong filtering, and the soft overlong penalty over
+        # the last 20% of the budget (the paper: 4096 of 20480 tokens).
+        "dapo": AlgoConfig(
+            name="dapo",
+            advantage="grpo",
+            clip_eps_low=0.2,
+            clip_eps_high=0.28,
+            aggregation="token_mean",
+            dynamic_sampling=True,
+            overlong_filtering=True,
+            overlong_buffer_frac=0.2,
+        ),
+        # Zheng et al. 2025 (GSPO): sequence-level length-normalised ratio, eps 3e-4 / 4e-4,
+        # sequence-mean, no KL.
+        "gspo": AlgoConfig(
+            name="gspo",
+            advantage="grpo",
+            ratio_level="sequence",
+            clip_eps_low=3e-4,
+            clip_eps_high=4e-4,
+            aggregation="seq_mean_token_mean",
+        ),
+        # MiniMax-M1 (Chen et al. 2025): clipped, detached IS weight times REINFORCE, token-mean. The
+        # paper sets eps_low large (no lower bound: 1.0 lets the weight reach 0) and tunes only
+        # eps_high without publishing it; 4.0 is a common open-source default.
+        "cispo": AlgoConfig(
+            name="cispo",
+            advantage="grpo",
+            loss_type="cispo",
+            clip_eps_low=1.0,
+            clip_eps_high=4.0,
+            aggregation="token_mean",
+        ),
+        # Schulman et al. 2017 / Ouyang et al. 2022: GAE (gamma 1 over tokens, lambda 0.95), whitened
+        # advantages, clipped value loss (0.2, coef 0.5), k1 KL in the reward, 4 epochs per rollout.
+        "ppo": AlgoConfig(
+            name="ppo",
+            advantage="gae",
+            gamma=1.0,
+            lam=0.95,
+            whiten_advantages=True,
+            loss_type="clipped",
+            aggregation="token_mean",
+            kl_coef=0.05,
+            kl_estimator="k1",
+            kl_placement="reward",
+            value_coef=0.5,
+            value_clip=0.2,
+            ppo_epochs=4,
+        ),
+        # On-policy distillation (Agarwal et al. 2024, GKD; Thinking Machines 2025, "On-Policy
+        # Distillation"): the student samples, the teacher (--teacher, in the reference model's slot)
+        # scores the student's tokens, and each token's advantage is log pi_teacher - log pi_student
+        # (minus the reverse-KL estimate k1; gamma 0: no credit from later tokens). The loss is the
+        # importance-weighted policy gradient (the clipped one: ratio 1 on fresh samples), token-mean;
+        # no KL term (the advantage is the KL). The environment's reward is logged, not trained on.
+        "distill": AlgoConfig(
+            name="distill",
+            advantage="teacher_kl",
+            gamma=0.0,
+            loss_type="clipped",
+            aggregation="token_mean",
+        ),
+    }
+)
 
 
 def get_algorithm(name: str, **overrides) -> AlgoConfig:
@@ -235,11 +324,8 @@ def get_algorithm(name: str, **overrides) -> AlgoConfig:
     fields = {f.name for f in dataclasses.fields(AlgoConfig)}
     unknown = sorted(set(overrides) - fields)
     if unknown:
-        raise ValueError(
-            f"unknown AlgoConfig field(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}"
-        )
+        raise ValueError(f"unknown AlgoConfig field(s) {', '.join(unknown)}; known: {', '.join(sorted(fields))}")
     return dataclasses.replace(PRESETS[key], **overrides)
-
 
 
 # --- what the loop calls ---------------------------------------------------------------------
@@ -256,7 +342,7 @@ def resolve(algo: AlgoConfig, max_tokens: int) -> AlgoConfig:
     return dataclasses.replace(algo, **changes) if changes else algo
 
 
-def check_settings(algo: AlgoConfig, cfg: "TrainConfig") -> None:
+def check_settings(algo: AlgoConfig, cfg: TrainConfig) -> None:
     """Combinations of the preset with the run's settings that cannot work; `ConfigError`."""
     epochs = cfg.epochs or algo.ppo_epochs
     if algo.loss_type == "pg" and (epochs > 1 or cfg.num_minibatches > 1):
@@ -264,18 +350,24 @@ def check_settings(algo: AlgoConfig, cfg: "TrainConfig") -> None:
             f"algorithm {algo.name!r} uses loss_type 'pg' (REINFORCE: no importance ratio, no clip), "
             f"which is only correct on fresh samples: it needs epochs 1 and minibatch_size equal to the "
             f"batch ({cfg.batch_size} episodes), got epochs {epochs} and minibatch_size "
-            f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped")
+            f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped"
+        )
     if algo.needs_teacher and not cfg.teacher:
-        raise ConfigError(f"algorithm {algo.name!r} distills from a teacher: set teacher (--teacher DIR), the model "
-                          f"directory whose logprobs of the student's tokens are the reward")
+        raise ConfigError(
+            f"algorithm {algo.name!r} distills from a teacher: set teacher (--teacher DIR), the model "
+            f"directory whose logprobs of the student's tokens are the reward"
+        )
     if cfg.teacher and not algo.needs_teacher:
-        raise ConfigError(f"teacher {cfg.teacher!r} is set, but algorithm {algo.name!r} does not use one: use "
-                          f"--algo distill (or algo_args advantage: teacher_kl), or leave teacher unset")
+        raise ConfigError(
+            f"teacher {cfg.teacher!r} is set, but algorithm {algo.name!r} does not use one: use "
+            f"--algo distill (or algo_args advantage: teacher_kl), or leave teacher unset"
+        )
     if cfg.decoupled and cfg.top_p < 1:
         raise ConfigError(
             f"old_logprobs 'sampler' (or max_staleness > 0) weights each token by pi_old / pi_sampler, which is "
             f"biased when the sampler draws from a top_p-truncated distribution: use top_p 1 (got {cfg.top_p}) "
-            f"or old_logprobs 'recompute' with max_staleness 0")
+            f"or old_logprobs 'recompute' with max_staleness 0"
+        )
 
 
 def keep_groups(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor) -> Tensor:
@@ -324,9 +416,7 @@ def sequence_advantages(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor
     return whiten(advantages_B) if algo.whiten_advantages else advantages_B
 
 
-def token_advantages(
-    algo: AlgoConfig, rewards_BT: Tensor, values_BT: Tensor, mask_BT: Tensor
-) -> tuple[Tensor, Tensor]:
+def token_advantages(algo: AlgoConfig, rewards_BT: Tensor, values_BT: Tensor, mask_BT: Tensor) -> tuple[Tensor, Tensor]:
     """PPO's advantages: `gae` with the preset's gamma/lambda over per-token rewards (each turn's
     on its last model token), whitened over the masked tokens if asked (the returns, the value
     targets, never are). Returns `(advantages_BT, returns_BT)`."""
@@ -362,8 +452,16 @@ def compute_policy_loss(
     `advantages` is `(B,)` or `(B, T)`. Reduce the result's `loss` with
     `aggregate_loss(..., algo.aggregation, ..., algo.constant_length)`."""
     if algo.loss_type == "clipped":
-        out = clipped_policy_loss(logprobs_BT, old_logprobs_BT, advantages, mask_BT,
-                                  algo.clip_eps_low, algo.clip_eps_high, algo.dual_clip, algo.ratio_level)
+        out = clipped_policy_loss(
+            logprobs_BT,
+            old_logprobs_BT,
+            advantages,
+            mask_BT,
+            algo.clip_eps_low,
+            algo.clip_eps_high,
+            algo.dual_clip,
+            algo.ratio_level,
+        )
     elif algo.loss_type == "cispo":
         out = cispo_loss(logprobs_BT, old_logprobs_BT, advantages, mask_BT, algo.clip_eps_low, algo.clip_eps_high)
     else:

@@ -11,10 +11,11 @@ A `Batch` is frozen: a phase that changes rewards or the loss mask (reward shapi
 filtering, masked importance sampling) derives a new one with `dataclasses.replace`, so that no
 phase sees a batch change under it.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Sequence
 
 import torch
 
@@ -29,17 +30,17 @@ class BatchError(ValueError):
 
 @dataclass(frozen=True)
 class Batch:
-    input_ids: torch.Tensor         # (B, P+T) long
-    attention_mask: torch.Tensor    # (B, P+T) long, 0 on padding
-    position_ids: torch.Tensor      # (B, P+T) long
-    prompt_len: int                 # P
-    loss_mask: torch.Tensor         # (B, T) float, 1 exactly on the model's own tokens
+    input_ids: torch.Tensor  # (B, P+T) long
+    attention_mask: torch.Tensor  # (B, P+T) long, 0 on padding
+    position_ids: torch.Tensor  # (B, P+T) long
+    prompt_len: int  # P
+    loss_mask: torch.Tensor  # (B, T) float, 1 exactly on the model's own tokens
     sampler_logprobs: torch.Tensor  # (B, T) float, 0 where loss_mask is 0
-    rewards: torch.Tensor           # (B,) float, the episode's total reward
-    turn_rewards: torch.Tensor      # (B, T) float, turn k's reward on turn k's last model token, 0 elsewhere
-    group_ids: torch.Tensor         # (B,) long, episodes of one task share an id
-    truncated: torch.Tensor         # (B,) bool, cut off: last turn at the token budget, or context full
-    correct: torch.Tensor           # (B,) bool, outcome "correct"
+    rewards: torch.Tensor  # (B,) float, the episode's total reward
+    turn_rewards: torch.Tensor  # (B, T) float, turn k's reward on turn k's last model token, 0 elsewhere
+    group_ids: torch.Tensor  # (B,) long, episodes of one task share an id
+    truncated: torch.Tensor  # (B,) bool, cut off: last turn at the token budget, or context full
+    correct: torch.Tensor  # (B,) bool, outcome "correct"
     versions: torch.Tensor | None = None  # (B, T) long: the policy version that sampled each token, -1 elsewhere
     packed: bool = False  # run as one flattened sequence, padding-free (`trainers.packing`); micro-batches only
 
@@ -54,7 +55,7 @@ class Batch:
     def completion_len(self) -> int:
         return self.input_ids.shape[1] - self.prompt_len
 
-    def select(self, rows: torch.Tensor | Sequence[int]) -> "Batch":
+    def select(self, rows: torch.Tensor | Sequence[int]) -> Batch:
         """The given rows, with columns that are padding in all of them trimmed away (so
         micro-batches of short episodes cost less)."""
         rows = torch.as_tensor(rows, dtype=torch.long)
@@ -80,7 +81,7 @@ class Batch:
             versions=None if self.versions is None else self.versions[rows, comp],
         )
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         """This batch on `device`: itself when it is there already (the forward's case on the CPU)."""
         if self.input_ids.device == torch.device(device):
             return self

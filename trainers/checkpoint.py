@@ -10,14 +10,16 @@ directory itself and raises `CheckpointError`. Only the last `keep_last` checkpo
 old one is renamed to `.tmp-*` before it is deleted, so that a stop in the middle of deleting it
 never leaves a `step-N` directory that looks complete (its state file there) without its weights.
 """
+
 from __future__ import annotations
 
 import os
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch

@@ -4,15 +4,17 @@ checks that look up the algorithm, the environment, the model and the device liv
 `trainers.preflight`, so that this module imports no other module of rlvr's but leaves (each of those
 imports `ConfigError` from here: the arrows go one way). The sampler backends' names come from their
 registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once."""
+
 from __future__ import annotations
 
 import copy
 import dataclasses
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -52,8 +54,11 @@ class CommonSettings:
     Declared once, here: each command's settings dataclass derives from this one, so a shared flag
     has one name, one default and one description (`rlvr.config_flags`)."""
 
-    model: str = setting("tiny", "model directory, or 'tiny' (the built-in ~1M-parameter model), or 'small' "
-                                 "(~30M random parameters for benchmarks, built into ~/.cache/rlvr on first use)")
+    model: str = setting(
+        "tiny",
+        "model directory, or 'tiny' (the built-in ~1M-parameter model), or 'small' "
+        "(~30M random parameters for benchmarks, built into ~/.cache/rlvr on first use)",
+    )
     env: str = setting("rlvr/Arithmetic-v0", "environment id (`rlvr envs` lists them)")
     env_args: dict[str, Any] = setting({}, "environment keyword argument KEY=VALUE (value read as YAML); repeatable")
     temperature: float = setting(1.0, "sampling temperature")
@@ -68,48 +73,74 @@ class CommonSettings:
 class TrainConfig(CommonSettings):
     # model, env, env_args, sampling (temperature, top_p, max_tokens), seed, progress, verbose: CommonSettings
     # what to train, how
-    algo: str = setting("grpo", "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo, ppo or "
-                                "distill (on-policy distillation from --teacher)")
-    algo_args: dict[str, Any] = setting({}, "override a field of the algorithm preset, KEY=VALUE (e.g. kl_coef=0); "
-                                            "repeatable")
+    algo: str = setting(
+        "grpo",
+        "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo, ppo or "
+        "distill (on-policy distillation from --teacher)",
+    )
+    algo_args: dict[str, Any] = setting(
+        {}, "override a field of the algorithm preset, KEY=VALUE (e.g. kl_coef=0); repeatable"
+    )
     # one step: tasks_per_step tasks x group_size samples = the batch, in episodes
     steps: int = setting(100, "training steps")
     tasks_per_step: int = setting(16, "tasks per step; the batch is tasks_per_step x group_size episodes")
     group_size: int = setting(8, "samples per task (G)")
     minibatch_size: int | None = setting(None, "episodes per optimizer step; none: the whole batch")
-    micro_batch_size: int | None = setting(None, "episodes per forward/backward (gradient accumulation); "
-                                                 "none: the whole minibatch")
+    micro_batch_size: int | None = setting(
+        None, "episodes per forward/backward (gradient accumulation); none: the whole minibatch"
+    )
     epochs: int | None = setting(None, "passes over each batch; none: the algorithm's")
-    micro_batch_tokens: int | None = setting(None, "padding-free micro-batches: pack episodes into forwards of at "
-                                             "most N tokens each (instead of micro_batch_size episodes); none: off")
+    micro_batch_tokens: int | None = setting(
+        None,
+        "padding-free micro-batches: pack episodes into forwards of at "
+        "most N tokens each (instead of micro_batch_size episodes); none: off",
+    )
     # the model's parameters and memory
-    device: str = setting("auto", "where the models train: auto (a CUDA GPU when torch sees one, else the CPU), "
-                          "cpu, cuda or cuda:N")
-    dtype: str = setting("float32", "training dtype: float32, or bfloat16 (autocast on CUDA; bfloat16 weights "
-                         "on CPU)", choices=DTYPES)
-    gradient_checkpointing: bool = setting(False, "recompute activations in the backward pass (less memory, "
-                                           "more time)")
+    device: str = setting(
+        "auto", "where the models train: auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda or cuda:N"
+    )
+    dtype: str = setting(
+        "float32", "training dtype: float32, or bfloat16 (autocast on CUDA; bfloat16 weights on CPU)", choices=DTYPES
+    )
+    gradient_checkpointing: bool = setting(False, "recompute activations in the backward pass (less memory, more time)")
     lora_rank: int = setting(0, "LoRA: train a rank-R adapter (peft) instead of all weights; 0: full weights")
     lora_alpha: float | None = setting(None, "LoRA scaling alpha (the update is alpha / rank x BA); none: 2 x rank")
-    lora_targets: str = setting("all-linear", "modules LoRA adapts: all-linear, or comma-separated module names "
-                                "(e.g. q_proj,v_proj)")
-    teacher: str | None = setting(None, "on-policy distillation (algo distill): the teacher model directory, whose "
-                                  "per-token logprobs are the reward; none: no teacher")
+    lora_targets: str = setting(
+        "all-linear", "modules LoRA adapts: all-linear, or comma-separated module names (e.g. q_proj,v_proj)"
+    )
+    teacher: str | None = setting(
+        None,
+        "on-policy distillation (algo distill): the teacher model directory, whose "
+        "per-token logprobs are the reward; none: no teacher",
+    )
     # sampling
     sampler: str = setting("vllm", "generation backend: vllm, or hf (Hugging Face generate)", choices=SAMPLERS)
-    vllm_gpu_memory: float = setting(0.3, "on a GPU, the share of its memory the vllm sampler takes for its weights "
-                                     "and KV cache (gpu_memory_utilization); the trainer's models need the rest")
+    vllm_gpu_memory: float = setting(
+        0.3,
+        "on a GPU, the share of its memory the vllm sampler takes for its weights "
+        "and KV cache (gpu_memory_utilization); the trainer's models need the rest",
+    )
     # scale-out on Ray: rollout workers (trainers.ray_rollout), verifier workers (sandbox.ray_pool), trainer ranks
-    ray: bool = setting(False, "sample on Ray rollout workers (pip install rlvr[ray]), each with its own sampler "
-                        "(a vLLM engine, or with sampler hf a model copy) and environment copies")
-    ray_address: str | None = setting(None, "with ray: the cluster to join (auto: the one this machine is in); "
-                                      "none: start a local one")
+    ray: bool = setting(
+        False,
+        "sample on Ray rollout workers (pip install rlvr[ray]), each with its own sampler "
+        "(a vLLM engine, or with sampler hf a model copy) and environment copies",
+    )
+    ray_address: str | None = setting(
+        None, "with ray: the cluster to join (auto: the one this machine is in); none: start a local one"
+    )
     rollout_workers: int = setting(2, "with ray: rollout workers (Ray actors)")
-    verifier_workers: int = setting(0, "with ray: verifier workers (Ray actors), each a warm sandbox pool, that run "
-                                    "the environments' code for every rollout worker; 0: each rollout worker "
-                                    "runs its own sandbox")
-    trainer_ranks: int = setting(1, "with ray: data-parallel trainer ranks (this process and N-1 Ray actors), "
-                                 "each backwarding a share of every minibatch")
+    verifier_workers: int = setting(
+        0,
+        "with ray: verifier workers (Ray actors), each a warm sandbox pool, that run "
+        "the environments' code for every rollout worker; 0: each rollout worker "
+        "runs its own sandbox",
+    )
+    trainer_ranks: int = setting(
+        1,
+        "with ray: data-parallel trainer ranks (this process and N-1 Ray actors), "
+        "each backwarding a share of every minibatch",
+    )
     # optimisation
     # Tuned for the tiny model (benchmarks/learning.py). Warm-up matters: Adam's first steps are
     # sign-like, every weight moves by ~lr at once, and the tiny model loses accuracy without it.
@@ -123,17 +154,31 @@ class TrainConfig(CommonSettings):
     # (the proximal policy of decoupled PPO) and also weights each token's loss by an importance
     # weight from the sampler's policy to the trainer's, chosen by rollout_correction (formulas in
     # trainers/rollout_correction.py). Needs top_p 1. "auto": sampler when samples may be stale.
-    old_logprobs: str = setting("auto", "recompute; sampler: also weight each token's loss by the "
-                                "rollout_correction weight pi_old / pi_sampler (needs top_p 1); auto: sampler "
-                                "when max_staleness > 0, else recompute", choices=OLD_LOGPROBS)
-    rollout_correction: str = setting("token_tis", "the importance weight of old_logprobs sampler: token_tis, "
-                                      "sequence_tis (truncated at tis_cap), token_mask or sequence_mask (drop "
-                                      "what leaves [1/tis_cap, tis_cap])", choices=CORRECTIONS)
+    old_logprobs: str = setting(
+        "auto",
+        "recompute; sampler: also weight each token's loss by the "
+        "rollout_correction weight pi_old / pi_sampler (needs top_p 1); auto: sampler "
+        "when max_staleness > 0, else recompute",
+        choices=OLD_LOGPROBS,
+    )
+    rollout_correction: str = setting(
+        "token_tis",
+        "the importance weight of old_logprobs sampler: token_tis, "
+        "sequence_tis (truncated at tis_cap), token_mask or sequence_mask (drop "
+        "what leaves [1/tis_cap, tis_cap])",
+        choices=CORRECTIONS,
+    )
     tis_cap: float = setting(2.0, "c of rollout_correction: the truncation cap, and the bounds [1/c, c] of masking")
-    max_staleness: int = setting(0, "asynchronous RL: sample the next steps while training, from weights at "
-                                 "most this many updates older than those trained; 0: sample, then train")
-    value_model: str = setting("auto", "PPO's values: auto (a value head when the algorithm needs values), none, "
-                               "head or critic", choices=VALUE_MODELS)
+    max_staleness: int = setting(
+        0,
+        "asynchronous RL: sample the next steps while training, from weights at "
+        "most this many updates older than those trained; 0: sample, then train",
+    )
+    value_model: str = setting(
+        "auto",
+        "PPO's values: auto (a value head when the algorithm needs values), none, head or critic",
+        choices=VALUE_MODELS,
+    )
     value_lr: float | None = setting(None, "learning rate of the value head or critic; none: lr")
     # the run
     out: str = setting("runs/latest", "output directory: metrics, checkpoints, reward curve")
@@ -142,17 +187,24 @@ class TrainConfig(CommonSettings):
     resume: bool = setting(False, "continue from the last checkpoint in --out")
     eval_tasks: int = setting(0, "held-out tasks measured before and after training; 0: no evaluation")
     eval_every: int = setting(0, "also measure every N steps; 0: only before and after")
-    eval_seed_start: int = setting(HELD_OUT_SEED_START, "held-out tasks are the reset seeds eval_seed_start, "
-                                   "eval_seed_start + 1, ... (training draws none of them)")
+    eval_seed_start: int = setting(
+        HELD_OUT_SEED_START,
+        "held-out tasks are the reset seeds eval_seed_start, eval_seed_start + 1, ... (training draws none of them)",
+    )
     eval_temperature: float = setting(1.0, "sampling temperature of the held-out evaluation")
-    max_error_steps: int = setting(5, "stop the run (exit 2, naming the first error) when every episode is an "
-                                   "error (the environment or its grader failing) for this many steps in a row; "
-                                   "a shorter outage is skipped with a warning; 0: never stop")
-    time_limit: float | None = setting(None, "seconds of training; stop (then save and evaluate) after the step "
-                                       "that passes it; none: no limit")
+    max_error_steps: int = setting(
+        5,
+        "stop the run (exit 2, naming the first error) when every episode is an "
+        "error (the environment or its grader failing) for this many steps in a row; "
+        "a shorter outage is skipped with a warning; 0: never stop",
+    )
+    time_limit: float | None = setting(
+        None, "seconds of training; stop (then save and evaluate) after the step that passes it; none: no limit"
+    )
     threads: int | None = setting(None, "torch intra-op threads; none: torch's default")
-    log_every: int = setting(10, "without the progress line (--no-progress): a plain metrics line on stderr every "
-                             "N steps; 0: none")
+    log_every: int = setting(
+        10, "without the progress line (--no-progress): a plain metrics line on stderr every N steps; 0: none"
+    )
 
     @property
     def batch_size(self) -> int:
@@ -174,7 +226,7 @@ class TrainConfig(CommonSettings):
 
     # ---- loading -----------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
         values = _flat_ray(values)
         known = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(values) - set(known))
@@ -185,7 +237,7 @@ class TrainConfig(CommonSettings):
         return config
 
     @classmethod
-    def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> "TrainConfig":
+    def load(cls, path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> TrainConfig:
         """Settings from the YAML file at `path` (if any), then `overrides` on top."""
         values: dict[str, Any] = {}
         if path is not None:
@@ -218,8 +270,16 @@ class TrainConfig(CommonSettings):
         """Checks that need nothing but the settings themselves."""
         _finite(self)
         _positive(self, "steps", "tasks_per_step", "group_size", "max_tokens", "keep_last", "save_every")
-        _non_negative(self, "warmup_steps", "eval_tasks", "eval_every", "max_error_steps", "weight_decay", "seed",
-                      "eval_seed_start")
+        _non_negative(
+            self,
+            "warmup_steps",
+            "eval_tasks",
+            "eval_every",
+            "max_error_steps",
+            "weight_decay",
+            "seed",
+            "eval_seed_start",
+        )
         for f in dataclasses.fields(self):
             if "choices" in f.metadata:
                 _one_of(self, f.name, f.metadata["choices"])
@@ -229,11 +289,15 @@ class TrainConfig(CommonSettings):
         if self.max_staleness < 0:
             raise ConfigError(f"max_staleness must be >= 0, got {self.max_staleness}")
         if self.max_staleness > 0 and self.old_logprobs == "recompute":
-            raise ConfigError("max_staleness > 0 samples with older weights than those trained: it needs the "
-                              "decoupled objective, old_logprobs sampler (or auto), not recompute")
+            raise ConfigError(
+                "max_staleness > 0 samples with older weights than those trained: it needs the "
+                "decoupled objective, old_logprobs sampler (or auto), not recompute"
+            )
         if self.max_staleness > 0 and self.sampler not in OVERLAPPING_BACKENDS:
-            raise ConfigError(f"max_staleness > 0 needs the vllm sampler (weights loaded between engine steps), "
-                              f"got sampler {self.sampler!r}")
+            raise ConfigError(
+                f"max_staleness > 0 needs the vllm sampler (weights loaded between engine steps), "
+                f"got sampler {self.sampler!r}"
+            )
         if not self.tis_cap >= 1:
             raise ConfigError(f"tis_cap must be >= 1 (masking keeps [1/tis_cap, tis_cap]), got {self.tis_cap!r}")
         if self.time_limit is not None and not self.time_limit > 0:
@@ -266,15 +330,18 @@ class TrainConfig(CommonSettings):
         if self.lora_alpha is not None and not self.lora_alpha > 0:
             raise ConfigError(f"lora_alpha must be > 0, got {self.lora_alpha!r}")
         if not self.lora_targets.strip() or any(not t.strip() for t in self.lora_targets.split(",")):
-            raise ConfigError(f"lora_targets must be all-linear or comma-separated module names, got "
-                              f"{self.lora_targets!r}")
+            raise ConfigError(
+                f"lora_targets must be all-linear or comma-separated module names, got {self.lora_targets!r}"
+            )
         for name in ("minibatch_size", "micro_batch_size", "micro_batch_tokens"):  # 0 must not read as "unset" (None)
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.micro_batch_size is not None and self.micro_batch_tokens is not None:
             # two different ways of cutting a minibatch; silently preferring one would surprise
-            raise ConfigError(f"set micro_batch_size ({self.micro_batch_size} episodes) or micro_batch_tokens "
-                              f"({self.micro_batch_tokens} tokens per packed forward), not both")
+            raise ConfigError(
+                f"set micro_batch_size ({self.micro_batch_size} episodes) or micro_batch_tokens "
+                f"({self.micro_batch_tokens} tokens per packed forward), not both"
+            )
         mb = self.minibatch_size or self.batch_size
         if mb < 1 or self.batch_size % mb:
             raise ConfigError(
@@ -287,8 +354,12 @@ class TrainConfig(CommonSettings):
             raise ConfigError("env_args and algo_args must be mappings of KEY: VALUE")
 
 
-RAY_SECTION = {"address": "ray_address", "rollout_workers": "rollout_workers", "verifier_workers": "verifier_workers",
-               "trainer_ranks": "trainer_ranks"}  # a config file's `ray:` mapping -> the settings
+RAY_SECTION = {
+    "address": "ray_address",
+    "rollout_workers": "rollout_workers",
+    "verifier_workers": "verifier_workers",
+    "trainer_ranks": "trainer_ranks",
+}  # a config file's `ray:` mapping -> the settings
 
 
 def _flat_ray(values: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -13,6 +13,7 @@ The group is a torch.distributed process group object (gloo on CPU, nccl on CUDA
 TCP store, not the process-wide default group: a process may make several in turn (tests,
 notebooks) and nothing global is left behind.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -43,12 +44,14 @@ def backend_for(device: torch.device) -> str:
     return "nccl" if device.type == "cuda" else "gloo"
 
 
-def rendezvous(world_size: int, backend: str, host: str | None = None,
-               timeout_s: float = 600.0) -> tuple[RankAddress, dist.TCPStore]:
+def rendezvous(
+    world_size: int, backend: str, host: str | None = None, timeout_s: float = 600.0
+) -> tuple[RankAddress, dist.TCPStore]:
     """Rank 0's store, on a free port of this machine; the other ranks join it at the address."""
     host = host or socket.gethostbyname(socket.gethostname())
-    store = dist.TCPStore(host, 0, world_size, True, timeout=datetime.timedelta(seconds=timeout_s),
-                          wait_for_workers=False)
+    store = dist.TCPStore(
+        host, 0, world_size, True, timeout=datetime.timedelta(seconds=timeout_s), wait_for_workers=False
+    )
     return RankAddress(host, store.port, world_size, backend), store
 
 
@@ -57,8 +60,7 @@ class RankGroup:
     Rank 0 passes the store it made (`rendezvous`); the others connect to it. Making the group
     blocks until every rank has joined."""
 
-    def __init__(self, address: RankAddress, rank: int, store: dist.Store | None = None,
-                 timeout_s: float = 600.0):
+    def __init__(self, address: RankAddress, rank: int, store: dist.Store | None = None, timeout_s: float = 600.0):
         if not 0 <= rank < address.world_size:
             raise ValueError(f"rank {rank} is not in a group of {address.world_size}")
         timeout = datetime.timedelta(seconds=timeout_s)
@@ -94,28 +96,59 @@ class RankGroup:
             return
         device = params[0].device
         has = torch.tensor([p.grad is not None for p in params], dtype=torch.float32, device=device)
-        flat = torch.cat([p.grad.reshape(-1).float() if p.grad is not None
-                          else torch.zeros(p.numel(), device=device) for p in params] + [has])
+        flat = torch.cat(
+            [
+                p.grad.reshape(-1).float() if p.grad is not None else torch.zeros(p.numel(), device=device)
+                for p in params
+            ]
+            + [has]
+        )
         self._all_reduce(flat, dist.ReduceOp.SUM)
-        grads, seen = flat[:-len(params)], flat[-len(params):]
+        grads, seen = flat[: -len(params)], flat[-len(params) :]
         offset = 0
         for p, any_rank in zip(params, seen.tolist()):
             n = p.numel()
-            p.grad = grads[offset:offset + n].view_as(p).to(p.dtype).clone() if any_rank else None
+            p.grad = grads[offset : offset + n].view_as(p).to(p.dtype).clone() if any_rank else None
             offset += n
 
     def sum_update_sums(self, sums) -> None:
         """The update's metric sums (`trainers.phases.UpdateSums`) over every rank's share, in place."""
         pre = sums.pre
         kl = pre.kl_sum
-        totals = torch.tensor([sums.tokens, sums.clipped, sums.approx_kl, sums.policy_loss, sums.value_loss,
-                               sums.value_clipped, pre.batches, pre.tokens, pre.gap_sum, pre.entropy_sum,
-                               kl or 0.0, kl is not None], dtype=torch.float64)
+        totals = torch.tensor(
+            [
+                sums.tokens,
+                sums.clipped,
+                sums.approx_kl,
+                sums.policy_loss,
+                sums.value_loss,
+                sums.value_clipped,
+                pre.batches,
+                pre.tokens,
+                pre.gap_sum,
+                pre.entropy_sum,
+                kl or 0.0,
+                kl is not None,
+            ],
+            dtype=torch.float64,
+        )
         self._all_reduce(totals, dist.ReduceOp.SUM)
         largest = torch.tensor([pre.gap_max], dtype=torch.float64)
         self._all_reduce(largest, dist.ReduceOp.MAX)
-        (sums.tokens, sums.clipped, sums.approx_kl, sums.policy_loss, sums.value_loss, sums.value_clipped,
-         batches, pre.tokens, pre.gap_sum, pre.entropy_sum, kl_sum, has_kl) = totals.tolist()
+        (
+            sums.tokens,
+            sums.clipped,
+            sums.approx_kl,
+            sums.policy_loss,
+            sums.value_loss,
+            sums.value_clipped,
+            batches,
+            pre.tokens,
+            pre.gap_sum,
+            pre.entropy_sum,
+            kl_sum,
+            has_kl,
+        ) = totals.tolist()
         pre.batches = int(batches)
         pre.kl_sum = kl_sum if has_kl else None
         pre.gap_max = float(largest)

@@ -8,6 +8,7 @@ kernel has to care where the model is. `trainers.policy` moves each micro-batch 
 device for the forward and its per-token outputs back, differentiably, so the backward pass
 reaches the weights wherever they are. On the CPU both moves are no-ops.
 """
+
 from __future__ import annotations
 
 import torch
@@ -30,8 +31,10 @@ def resolve_device(spec: str) -> torch.device:
     device = torch.device(spec)
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise DeviceError(f"device {spec}: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
-                              f"torch {torch.__version__})")
+            raise DeviceError(
+                f"device {spec}: torch sees no CUDA GPU here (torch.cuda.is_available() is False; "
+                f"torch {torch.__version__})"
+            )
         index = device.index or 0
         if index >= torch.cuda.device_count():
             raise DeviceError(f"device {spec}: only {torch.cuda.device_count()} CUDA GPU(s) here")

@@ -21,6 +21,7 @@ Where it goes is the preset's `kl_placement`: ``reward`` subtracts `coef * kl` f
 Names carry their shape where it varies (B = episodes in the batch, T = token positions:
 `logprobs_BT`).
 """
+
 from __future__ import annotations
 
 import torch

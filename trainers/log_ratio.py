@@ -6,6 +6,7 @@ float32, and exp of a log-ratio also appears squared or in a gradient; two polic
 e^20 on a token disagree completely anyway, so the clamp changes no meaningful number. One constant,
 so that the kernels cannot drift apart.
 """
+
 from __future__ import annotations
 
 from torch import Tensor

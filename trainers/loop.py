@@ -13,6 +13,7 @@ weights are pushed into the engine in place after each step; the HF sampler shar
 object, so its sync is free. Dropout stays off (`eval()` mode) throughout: the importance
 ratios must compare the policy with itself, not with a randomly thinned copy.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,21 +35,21 @@ from rlvr.envs.seeds import SEED_SPACE
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.algorithms import AlgoConfig, check_settings, filter_loss_mask, keep_groups, resolve, shape_rewards
 from rlvr.trainers.batch import collate, is_truncated
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.data_parallel import TrainerRankError
+from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
+from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
+from rlvr.trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
+from rlvr.trainers.preflight import check_run
+from rlvr.trainers.producer import ProducerError, RolloutProducer
 from rlvr.trainers.ray_trainer import start_trainer_ranks
+from rlvr.trainers.rollout_correction import staleness_stats
 from rlvr.trainers.samplers.protocol import RolloutRequest, TrainerSampler
 from rlvr.trainers.samplers.registry import backend
 from rlvr.trainers.samplers.sizing import max_model_len
 from rlvr.trainers.samplers.training import start_sampler
-from rlvr.trainers.config import ConfigError, TrainConfig
-from rlvr.trainers.metrics import MetricsLogger
-from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
-from rlvr.trainers.data_parallel import TrainerRankError
-from rlvr.trainers.preflight import check_run
-from rlvr.trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
-from rlvr.trainers.producer import ProducerError, RolloutProducer
-from rlvr.trainers.rollout_correction import staleness_stats
 from rlvr.trainers.update import run_update
 from rlvr.verifiers.verdict import Outcome
 
@@ -113,8 +114,10 @@ class Trainer:
             self._restore(resume_from)
             print(f"resuming from {resume_from} (step {self.step})", file=sys.stderr)
         if self.overlap and not backend(config.sampler).overlaps:
-            raise ConfigError(f"overlapped sampling needs a sampler that loads weights between engine steps "
-                              f"(vllm), got {config.sampler!r}")
+            raise ConfigError(
+                f"overlapped sampling needs a sampler that loads weights between engine steps "
+                f"(vllm), got {config.sampler!r}"
+            )
         # here or on the Ray rollout workers, holding the policy as `version` (the updates done)
         self.sampler: TrainerSampler = start_sampler(config, self.models, resume_from, self.version)
         # data-parallel ranks 1 .. N-1 (this process is rank 0), holding its weights and optimizer state
@@ -128,8 +131,9 @@ class Trainer:
     def train(self) -> dict[str, Any]:
         """Run steps until `config.steps`; returns a summary (held-out accuracy before/after if asked)."""
         cfg = self.config
-        self.logger = MetricsLogger(self.out, cfg.steps, start_step=self.step, progress=cfg.progress,
-                                    log_every=cfg.log_every)
+        self.logger = MetricsLogger(
+            self.out, cfg.steps, start_step=self.step, progress=cfg.progress, log_every=cfg.log_every
+        )
         summary: dict[str, Any] = {"start_step": self.step}
         streak = ErrorStreak(cfg.max_error_steps)  # steps in a row whose every episode was an error
         try:
@@ -189,8 +193,9 @@ class Trainer:
                 torch.set_num_threads(threads)
             return self.rollout(step)
 
-        self.producer = RolloutProducer(produce, self.step, self.config.steps, self.config.max_staleness,
-                                        version=self.step)
+        self.producer = RolloutProducer(
+            produce, self.step, self.config.steps, self.config.max_staleness, version=self.step
+        )
         self.sampler.start_producing(self.producer.in_own_thread_and_stopping)
 
     def _stop_producer(self) -> None:
@@ -285,10 +290,15 @@ class Trainer:
         total = time.perf_counter() - t0
         valid = [ep for ep in all_episodes if not ep.is_error]
         return Rollout(
-            episodes=[ep for g in kept for ep in g], all_episodes=all_episodes, errors=len(all_episodes) - len(valid),
-            groups_total=cfg.tasks_per_step, groups_kept=len(kept), rounds=rounds,
+            episodes=[ep for g in kept for ep in g],
+            all_episodes=all_episodes,
+            errors=len(all_episodes) - len(valid),
+            groups_total=cfg.tasks_per_step,
+            groups_kept=len(kept),
+            rounds=rounds,
             groups_sampled=len({ep.group_id for ep in all_episodes}),
-            seconds_sampling=self.sampler.seconds, seconds_scoring=max(0.0, total - self.sampler.seconds),
+            seconds_sampling=self.sampler.seconds,
+            seconds_scoring=max(0.0, total - self.sampler.seconds),
         )
 
     def _keep(self, groups: list[list]) -> list[list]:
@@ -310,18 +320,27 @@ class Trainer:
         returns its result (frozen); none changes a batch in place (`trainers.phases`)."""
         collated = collate(rollout.episodes, self.models.pad_token_id)
         # the length penalty sees what the model generated; the filter then drops truncated rows
-        rewards_B, turn_rewards_BT = shape_rewards(self.algo, collated.rewards, collated.turn_rewards,
-                                                   collated.loss_mask)
-        batch = dataclasses.replace(collated, rewards=rewards_B, turn_rewards=turn_rewards_BT,
-                                    loss_mask=filter_loss_mask(self.algo, collated.loss_mask, collated.truncated))
-        stats = {} if batch.versions is None else staleness_stats(
-            batch.versions, batch.loss_mask, self.version, self.config.max_staleness)
+        rewards_B, turn_rewards_BT = shape_rewards(
+            self.algo, collated.rewards, collated.turn_rewards, collated.loss_mask
+        )
+        batch = dataclasses.replace(
+            collated,
+            rewards=rewards_B,
+            turn_rewards=turn_rewards_BT,
+            loss_mask=filter_loss_mask(self.algo, collated.loss_mask, collated.truncated),
+        )
+        stats = (
+            {}
+            if batch.versions is None
+            else staleness_stats(batch.versions, batch.loss_mask, self.version, self.config.max_staleness)
+        )
         if self.algo.overlong_buffer_frac > 0:
             stats["overlong_penalty_mean"] = float((rewards_B - collated.rewards).mean())
         t = old_and_ref_logprobs(self.models, self.algo, self.config, batch).with_stats(stats)  # and values
         if self.models.critic is not None:
-            (values_BT,) = per_micro_batch(t.batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),),
-                                           self.config.micro_batch_tokens)
+            (values_BT,) = per_micro_batch(
+                t.batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),), self.config.micro_batch_tokens
+            )
             t = dataclasses.replace(t, old_values_BT=values_BT)
         return t.with_advantages(compute_advantages(self.algo, t))
 
@@ -368,18 +387,32 @@ class Trainer:
             **{f"truncated_{r}_rate": sum(ep.truncation is r for ep in valid) / n for r in TruncationReason},
             "response_length": float(np.mean(lengths)) if lengths else 0.0,
             "tokens_generated": int(sum(lengths)),
-            "episodes": len(r.all_episodes), "errors": r.errors, "episodes_trained": len(r.episodes),
-            "groups_kept": r.groups_kept, "groups_total": r.groups_total,
-            "sampling_rounds": r.rounds, "groups_sampled": r.groups_sampled,
-            "time_sampling": r.seconds_sampling, "time_scoring": r.seconds_scoring,
+            "episodes": len(r.all_episodes),
+            "errors": r.errors,
+            "episodes_trained": len(r.episodes),
+            "groups_kept": r.groups_kept,
+            "groups_total": r.groups_total,
+            "sampling_rounds": r.rounds,
+            "groups_sampled": r.groups_sampled,
+            "time_sampling": r.seconds_sampling,
+            "time_scoring": r.seconds_scoring,
         }
 
     def _roll(self, seeds: list[int], group_size: int, sampling: SamplingSettings, group_id_start: int = 0) -> list:
         """This run's environment rolled out by its sampler (here, or on the Ray rollout workers)."""
         cfg = self.config
-        return self.sampler.rollout(RolloutRequest(
-            cfg.env, cfg.env_args, tuple(seeds), group_size, sampling, model_info=self._model_info(),
-            max_length=max_model_len(self.models.policy), group_id_start=group_id_start))
+        return self.sampler.rollout(
+            RolloutRequest(
+                cfg.env,
+                cfg.env_args,
+                tuple(seeds),
+                group_size,
+                sampling,
+                model_info=self._model_info(),
+                max_length=max_model_len(self.models.policy),
+                group_id_start=group_id_start,
+            )
+        )
 
     # ---- evaluation and checkpoints --------------------------------------------------------
     def evaluate(self, n: int | None = None, temperature: float | None = None) -> dict[str, Any]:
@@ -396,7 +429,8 @@ class Trainer:
         results = {
             "accuracy": sum(ep.outcome is Outcome.CORRECT for ep in episodes) / k,
             "reward_mean": sum(ep.reward for ep in episodes) / k,
-            "tasks": n, "errors": len(every) - len(episodes),
+            "tasks": n,
+            "errors": len(every) - len(episodes),
         }
         if all_errors(every):
             results["first_error"] = error_message(every[0])
@@ -417,8 +451,10 @@ class Trainer:
     def evaluate_and_log(self, step: int) -> dict[str, Any]:
         results = self.evaluate()
         if results.get("first_error") is not None:  # every episode an error: the accuracy measured nothing
-            text = (f"the held-out evaluation at step {step}: every one of its {results['tasks']} episodes was an "
-                    f"error. The first: {results['first_error']}")
+            text = (
+                f"the held-out evaluation at step {step}: every one of its {results['tasks']} episodes was an "
+                f"error. The first: {results['first_error']}"
+            )
             if step == 0:  # before training: the environment cannot work, and the steps would all fail alike
                 raise NothingProduced(text)
             self._warn(f"warning: {text}")
@@ -429,8 +465,11 @@ class Trainer:
 
     def save(self) -> Path:
         state = {
-            "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-            "rng": ckpt.rng_state(), "config": self.config.to_dict(), "version": self.version,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": ckpt.rng_state(),
+            "config": self.config.to_dict(),
+            "version": self.version,
             **self.models.extra_state(),
         }
         path = ckpt.save_checkpoint(self.out, self.step, self.models.save, state, self.config.keep_last)
@@ -466,8 +505,9 @@ class Trainer:
         return 1.0
 
     def _sampling(self, temperature: float, seed: int) -> SamplingSettings:
-        return SamplingSettings(temperature=temperature, top_p=self.config.top_p,
-                                max_tokens=self.config.max_tokens, seed=seed)
+        return SamplingSettings(
+            temperature=temperature, top_p=self.config.top_p, max_tokens=self.config.max_tokens, seed=seed
+        )
 
     def _model_info(self) -> dict[str, Any]:
         return {"model": str(self.models.path), "model_step": self.step}

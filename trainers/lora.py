@@ -11,11 +11,13 @@
 - `check_targets`: a module name that is not in the model fails at `rlvr train`'s check, from the
   model's config alone (a model on the meta device: no weights are read).
 """
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -34,9 +36,15 @@ def targets(spec: str) -> str | list[str]:
 def lora_config(rank: int, alpha: float | None, target_spec: str, base: str) -> Any:
     from peft import LoraConfig
 
-    return LoraConfig(r=rank, lora_alpha=alpha if alpha is not None else 2 * rank, lora_dropout=0.0,
-                      target_modules=targets(target_spec), bias="none", task_type="CAUSAL_LM",
-                      base_model_name_or_path=base)
+    return LoraConfig(
+        r=rank,
+        lora_alpha=alpha if alpha is not None else 2 * rank,
+        lora_dropout=0.0,
+        target_modules=targets(target_spec),
+        bias="none",
+        task_type="CAUSAL_LM",
+        base_model_name_or_path=base,
+    )
 
 
 def base_reference(path: Path) -> str:
@@ -47,8 +55,9 @@ def base_reference(path: Path) -> str:
     return TINY if Path(path).resolve() == TINY_DIR.resolve() else str(Path(path).resolve())
 
 
-def wrap(model: nn.Module, base_path: Path, rank: int, alpha: float | None, target_spec: str,
-         adapter_dir: Path | None = None) -> nn.Module:
+def wrap(
+    model: nn.Module, base_path: Path, rank: int, alpha: float | None, target_spec: str, adapter_dir: Path | None = None
+) -> nn.Module:
     """`model` (the base) with a trainable adapter: fresh, or loaded from `adapter_dir` (resume).
     Only the adapter's parameters require grad."""
     from peft import PeftModel, get_peft_model
@@ -128,5 +137,7 @@ def check_targets(model_path: Path, target_spec: str) -> None:
     missing = [t for t in spec if not any(n == t or n.endswith("." + t) for n in names)]
     linear = sorted({n.rpartition(".")[2] for n in names})
     if missing:
-        raise ConfigError(f"lora_targets: no module named {', '.join(missing)} in the model; its linear and "
-                          f"embedding modules are: {', '.join(linear)} (or use all-linear)")
+        raise ConfigError(
+            f"lora_targets: no module named {', '.join(missing)} in the model; its linear and "
+            f"embedding modules are: {', '.join(linear)} (or use all-linear)"
+        )

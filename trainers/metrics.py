@@ -1,19 +1,27 @@
 """Where a run's numbers go: `metrics.jsonl` (one line per step), `eval.jsonl` (held-out
 evaluations), TensorBoard events, `reward.png` (the reward curve) and a live progress line."""
+
 from __future__ import annotations
 
 import json
 import math
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 # The progress line shows these, in this order, when present.
 PROGRESS_KEYS = (
-    ("reward", "reward_mean", "{:.3f}"), ("pass", "pass_rate", "{:.2f}"), ("kl", "kl", "{:.4f}"),
-    ("ent", "entropy", "{:.3f}"), ("clip", "clip_frac", "{:.3f}"), ("gnorm", "grad_norm", "{:.2f}"),
-    ("len", "response_length", "{:.1f}"), ("gap", "logprob_gap_max", "{:.1e}"),
-    ("tok/s", "tokens_per_second", "{:.0f}"), ("eval", "eval_accuracy", "{:.3f}"),
+    ("reward", "reward_mean", "{:.3f}"),
+    ("pass", "pass_rate", "{:.2f}"),
+    ("kl", "kl", "{:.4f}"),
+    ("ent", "entropy", "{:.3f}"),
+    ("clip", "clip_frac", "{:.3f}"),
+    ("gnorm", "grad_norm", "{:.2f}"),
+    ("len", "response_length", "{:.1f}"),
+    ("gap", "logprob_gap_max", "{:.1e}"),
+    ("tok/s", "tokens_per_second", "{:.0f}"),
+    ("eval", "eval_accuracy", "{:.3f}"),
 )
 
 
@@ -54,8 +62,9 @@ class MetricsLogger:
     the bar (`progress=False`), a plain metrics line goes to stderr every `log_every` steps (and
     at the last step); 0: none."""
 
-    def __init__(self, out_dir: str | Path, total_steps: int, start_step: int = 0, progress: bool = True,
-                 log_every: int = 0):
+    def __init__(
+        self, out_dir: str | Path, total_steps: int, start_step: int = 0, progress: bool = True, log_every: int = 0
+    ):
         from torch.utils.tensorboard import SummaryWriter
         from tqdm.auto import tqdm
 
@@ -69,10 +78,19 @@ class MetricsLogger:
             else:
                 path.write_text("")
         # purge_step hides TensorBoard events of steps after the checkpoint we resumed from
-        self.writer = SummaryWriter(str(self.out_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None)
+        self.writer = SummaryWriter(
+            str(self.out_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None
+        )
         self.total_steps, self.progress, self.log_every = total_steps, progress, log_every
-        self.bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step", disable=not progress,
-                        file=sys.stderr, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total_steps,
+            initial=start_step,
+            desc="train",
+            unit="step",
+            disable=not progress,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         record = {"step": step, **metrics}
@@ -127,16 +145,30 @@ def plot_reward(history: list[dict[str, Any]], evals: list[dict[str, Any]], path
         mean = [r["reward_mean"] for r in rows]
         se = [r.get("reward_std", 0.0) / max(1, r.get("episodes", 1)) ** 0.5 for r in rows]
         ax.plot(steps, mean, color="tab:blue", alpha=0.35, lw=1, label="train reward (per step)")
-        ax.fill_between(steps, [m - s for m, s in zip(mean, se)], [m + s for m, s in zip(mean, se)],
-                        color="tab:blue", alpha=0.12, lw=0)
+        ax.fill_between(
+            steps,
+            [m - s for m, s in zip(mean, se)],
+            [m + s for m, s in zip(mean, se)],
+            color="tab:blue",
+            alpha=0.12,
+            lw=0,
+        )
         window = max(1, len(mean) // 20)
-        smooth = [sum(mean[max(0, i - window + 1) : i + 1]) / len(mean[max(0, i - window + 1) : i + 1])
-                  for i in range(len(mean))]
+        smooth = [
+            sum(mean[max(0, i - window + 1) : i + 1]) / len(mean[max(0, i - window + 1) : i + 1])
+            for i in range(len(mean))
+        ]
         ax.plot(steps, smooth, color="tab:blue", lw=2, label=f"train reward (mean of {window})")
     points = [e for e in evals if "accuracy" in e]
     if points:
-        ax.plot([e["step"] for e in points], [e["accuracy"] for e in points], "o-", color="tab:orange",
-                lw=2, label="held-out accuracy")
+        ax.plot(
+            [e["step"] for e in points],
+            [e["accuracy"] for e in points],
+            "o-",
+            color="tab:orange",
+            lw=2,
+            label="held-out accuracy",
+        )
     ax.set_xlabel("step")
     ax.set_ylabel("reward / accuracy")
     ax.grid(alpha=0.3)

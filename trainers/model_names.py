@@ -5,6 +5,7 @@
 from the tiny model's tokenizer). A leaf module, importing nothing of rlvr's: `trainers.models`
 resolves these names and imports `trainers.small_model` to build "small", so the builder takes its
 constants from here rather than from `trainers.models` (which would close an import circle)."""
+
 from __future__ import annotations
 
 from pathlib import Path

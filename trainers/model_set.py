@@ -1,12 +1,14 @@
 """What a `Trainer` trains: the policy, the frozen reference (or teacher), the value head or critic
 (`Models`), loaded from a `TrainConfig` (`build_models`); how they are saved, and what the sampler
 loads from them (`Models.sampler_weights`)."""
+
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import torch
 from torch import nn

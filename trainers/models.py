@@ -3,6 +3,7 @@ default) is the built-in model shipped in `trainers/assets/tiny`, "small" a ~30M
 model for benchmarks, built into the cache on first use (`trainers.small_model`); anything else
 must be a local Hugging Face model directory. Nothing here downloads: every load is `local_files_only=True`.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,10 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     if not path.is_dir():
         raise InvalidModelDirError(f"model path {str(path)!r} is a file; pass the model's directory")
     if not (path / "config.json").is_file() and not (path / ADAPTER_CONFIG).is_file():
-        raise InvalidModelDirError(f"{str(path)!r} has no config.json: not a Hugging Face model directory "
-                                   "(nor a LoRA adapter: no adapter_config.json)")
+        raise InvalidModelDirError(
+            f"{str(path)!r} has no config.json: not a Hugging Face model directory "
+            "(nor a LoRA adapter: no adapter_config.json)"
+        )
     return path.resolve()
 
 
@@ -118,7 +121,9 @@ def load_tokenizer(name_or_path: str | os.PathLike | None = None) -> PreTrainedT
     return AutoTokenizer.from_pretrained(resolve_model(name_or_path), local_files_only=True)
 
 
-def load_causal_lm(name_or_path: str | os.PathLike | None = None, dtype: torch.dtype = torch.float32) -> PreTrainedModel:
+def load_causal_lm(
+    name_or_path: str | os.PathLike | None = None, dtype: torch.dtype = torch.float32
+) -> PreTrainedModel:
     """The causal language model, from local files only, in `dtype` (float32 by default), in eval
     mode; for a LoRA adapter directory, its base with the adapter merged in."""
     path = resolve_model(name_or_path)

@@ -1,5 +1,6 @@
 """The trainer's optimizer: AdamW over the policy's trainable parameters (LoRA: the adapter's) and,
 in a second group with its own learning rate, the value head's or critic's."""
+
 from __future__ import annotations
 
 import torch

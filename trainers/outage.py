@@ -8,6 +8,7 @@ broken environment (an environment written for an older API fails every episode 
 the run stops with one line naming the first error and its step, rather than running every step
 at reward 0 and exiting as if it had trained.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -54,7 +55,8 @@ class ErrorStreak:
             raise NothingProduced(
                 f"every episode was an error for {self.steps} steps in a row (steps {self.first_step}-{step}, "
                 f"max_error_steps {self.limit}): nothing to train on. The first, at step {self.first_step}: "
-                f"{self.first_error}")
+                f"{self.first_error}"
+            )
         return None
 
     def end(self) -> str | None:
@@ -63,7 +65,9 @@ class ErrorStreak:
             return None
         last = self.first_step + self.steps - 1
         span = f"step {last}" if self.steps == 1 else f"steps {self.first_step}-{last}"
-        text = (f"warning: every episode of {span} was an error: {self.steps} step(s) skipped, trained on "
-                f"nothing. The first error, at step {self.first_step}: {self.first_error}")
+        text = (
+            f"warning: every episode of {span} was an error: {self.steps} step(s) skipped, trained on "
+            f"nothing. The first error, at step {self.first_step}: {self.first_error}"
+        )
         self.steps = 0
         return text

@@ -10,11 +10,12 @@ another row and no compute is spent on padding. `trainers.policy.forward` maps t
 back to the usual (B, T) completion-space tensors (0 where a row has no token), so the loss code
 does not change.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -70,13 +71,13 @@ class PackedLayout:
     """Where a (trimmed, padded) batch's tokens sit in its flattened form. N real tokens; M of them
     are completion tokens (they are what is trained on)."""
 
-    input_ids: torch.Tensor     # (1, N) the rows' real tokens, row after row
+    input_ids: torch.Tensor  # (1, N) the rows' real tokens, row after row
     position_ids: torch.Tensor  # (1, N) restarting at 0 at each row
-    predictors: torch.Tensor    # (M,) flat index of the state that predicts each completion token
-    targets: torch.Tensor       # (M,) the completion tokens
-    rows: torch.Tensor          # (M,) their row in the (B, T) completion space
-    cols: torch.Tensor          # (M,) and their column there
-    shape: tuple[int, int]      # (B, T)
+    predictors: torch.Tensor  # (M,) flat index of the state that predicts each completion token
+    targets: torch.Tensor  # (M,) the completion tokens
+    rows: torch.Tensor  # (M,) their row in the (B, T) completion space
+    cols: torch.Tensor  # (M,) and their column there
+    shape: tuple[int, int]  # (B, T)
 
     def unpack(self, flat: torch.Tensor) -> torch.Tensor:
         """(M,) per completion token -> (B, T), 0 where a row has no token (differentiable)."""
@@ -91,7 +92,7 @@ def packed_layout(batch: Batch) -> PackedLayout:
     n = int(real.sum())
     flat_index = torch.full(real.shape, -1, dtype=torch.long, device=real.device)
     flat_index[real] = torch.arange(n, device=real.device)  # row-major: row after row
-    completion = flat_index[:, batch.prompt_len:]
+    completion = flat_index[:, batch.prompt_len :]
     rows, cols = (completion >= 0).nonzero(as_tuple=True)
     token_at = completion[rows, cols]
     return PackedLayout(

@@ -15,6 +15,7 @@ Data flows by return values: `StepTensors` and `Advantages` are frozen, and no p
 Why: the same tensors go to every data-parallel rank and into every epoch; a phase that rewrote its
 input in place would make a step's numbers depend on the order in which phases and tests call them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,12 +26,16 @@ import torch
 
 from rlvr.trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
 from rlvr.trainers.algorithms import (
-    AlgoConfig, compute_policy_loss, sequence_advantages, teacher_advantages, token_advantages,
+    AlgoConfig,
+    compute_policy_loss,
+    sequence_advantages,
+    teacher_advantages,
+    token_advantages,
 )
 from rlvr.trainers.batch import Batch
-from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.kl import kl_estimate, kl_penalized_rewards
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.packing import micro_batch, split_rows
 from rlvr.trainers.policy import forward
 from rlvr.trainers.rollout_correction import correction_weights
@@ -48,8 +53,14 @@ class PreUpdateSums:
     entropy_sum: float = 0.0
     kl_sum: float | None = None  # None: no reference model
 
-    def add(self, logprobs_BT: torch.Tensor, entropy_BT: torch.Tensor, batch: Batch,
-            ref_logprobs_BT: torch.Tensor | None, kl_estimator: str = "k3") -> None:
+    def add(
+        self,
+        logprobs_BT: torch.Tensor,
+        entropy_BT: torch.Tensor,
+        batch: Batch,
+        ref_logprobs_BT: torch.Tensor | None,
+        kl_estimator: str = "k3",
+    ) -> None:
         mask = batch.loss_mask
         gap = (logprobs_BT - batch.sampler_logprobs).abs() * mask
         self.batches += 1
@@ -66,8 +77,11 @@ class PreUpdateSums:
         if self.batches == 0:
             return {}
         tokens = max(self.tokens, 1.0)
-        stats = {"logprob_gap_max": self.gap_max, "logprob_gap_mean": self.gap_sum / tokens,
-                 "entropy": self.entropy_sum / tokens}
+        stats = {
+            "logprob_gap_max": self.gap_max,
+            "logprob_gap_mean": self.gap_sum / tokens,
+            "entropy": self.entropy_sum / tokens,
+        }
         if self.kl_sum is not None:
             stats["kl"] = self.kl_sum / tokens
         return stats
@@ -109,12 +123,13 @@ class StepTensors:
     is_weights_BT: torch.Tensor | None = None  # rollout correction (old_logprobs sampler) only
     stats: Mapping[str, float] = field(default_factory=dict)  # the step's metrics so far
 
-    def with_advantages(self, adv: Advantages) -> "StepTensors":
+    def with_advantages(self, adv: Advantages) -> StepTensors:
         """These tensors with `adv`'s advantages and returns, and its metrics added."""
-        return dataclasses.replace(self, advantages=adv.advantages, returns_BT=adv.returns_BT,
-                                   stats={**self.stats, **adv.stats})
+        return dataclasses.replace(
+            self, advantages=adv.advantages, returns_BT=adv.returns_BT, stats={**self.stats, **adv.stats}
+        )
 
-    def with_stats(self, stats: Mapping[str, float]) -> "StepTensors":
+    def with_stats(self, stats: Mapping[str, float]) -> StepTensors:
         """These tensors with `stats` added to their metrics."""
         return dataclasses.replace(self, stats={**self.stats, **stats})
 
@@ -126,8 +141,14 @@ def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> b
     advantages: the teacher's logprob minus the student's). Then a
     separate no-grad forward would only repeat the update's: it is skipped, and the update's
     logprobs, detached, are the old logprobs (ratio 1; TRL and verl do the same)."""
-    return ((cfg.epochs or algo.ppo_epochs) == 1 and cfg.num_minibatches == 1 and not cfg.decoupled
-            and not algo.kl_in_reward and not algo.needs_teacher and not models.wants_values)
+    return (
+        (cfg.epochs or algo.ppo_epochs) == 1
+        and cfg.num_minibatches == 1
+        and not cfg.decoupled
+        and not algo.kl_in_reward
+        and not algo.needs_teacher
+        and not models.wants_values
+    )
 
 
 @torch.no_grad()
@@ -164,8 +185,12 @@ def reference_logprobs(models: Models, cfg: TrainConfig, batch: Batch) -> torch.
     with models.reference_model() as reference:
         if reference is None:
             return None
-        (ref,) = per_micro_batch(batch, cfg.micro_batch, lambda mb: (forward(reference, mb, cfg.temperature).logprobs,),
-                                 cfg.micro_batch_tokens)
+        (ref,) = per_micro_batch(
+            batch,
+            cfg.micro_batch,
+            lambda mb: (forward(reference, mb, cfg.temperature).logprobs,),
+            cfg.micro_batch_tokens,
+        )
     return ref
 
 
@@ -183,11 +208,14 @@ def compute_advantages(algo: AlgoConfig, t: StepTensors) -> Advantages:
             raise ValueError(f"{algo.name}: distillation needs the student's old logprobs and the teacher's")
         advantages_BT = teacher_advantages(algo, t.old_logprobs_BT, t.ref_logprobs_BT, mask_BT)
         # k1 of KL(student || teacher), mean over the step's model tokens: what distillation lowers
-        return Advantages(advantages_BT, stats={
-            "teacher_kl": float(masked_mean(t.old_logprobs_BT - t.ref_logprobs_BT, mask_BT)),
-            "advantage_abs_mean": float(masked_mean(advantages_BT.abs(), mask_BT))})
-    kl_BT = (kl_estimate(t.old_logprobs_BT, t.ref_logprobs_BT, mask_BT, algo.kl_estimator)
-             if algo.kl_in_reward else None)
+        return Advantages(
+            advantages_BT,
+            stats={
+                "teacher_kl": float(masked_mean(t.old_logprobs_BT - t.ref_logprobs_BT, mask_BT)),
+                "advantage_abs_mean": float(masked_mean(advantages_BT.abs(), mask_BT)),
+            },
+        )
+    kl_BT = kl_estimate(t.old_logprobs_BT, t.ref_logprobs_BT, mask_BT, algo.kl_estimator) if algo.kl_in_reward else None
     if algo.advantage != "gae":
         rewards_B = batch.rewards
         if kl_BT is not None:
@@ -204,7 +232,12 @@ def compute_advantages(algo: AlgoConfig, t: StepTensors) -> Advantages:
 
 
 def accumulate_gradients(
-    models: Models, algo: AlgoConfig, cfg: TrainConfig, t: StepTensors, rows: torch.Tensor, sums: UpdateSums,
+    models: Models,
+    algo: AlgoConfig,
+    cfg: TrainConfig,
+    t: StepTensors,
+    rows: torch.Tensor,
+    sums: UpdateSums,
     denominator_rows: torch.Tensor | None = None,
 ) -> None:
     """Backward the loss of minibatch `rows`, micro-batch by micro-batch. The denominators are
@@ -222,14 +255,25 @@ def accumulate_gradients(
         mb = micro_batch(t.batch, micro, packed)
         width = mb.completion_len
         pick = lambda x: None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])  # noqa: E731
-        out = forward(models.policy, mb, cfg.temperature, with_entropy=algo.entropy_coef > 0 or fused,
-                      value_head=models.value_head)
+        out = forward(
+            models.policy,
+            mb,
+            cfg.temperature,
+            with_entropy=algo.entropy_coef > 0 or fused,
+            value_head=models.value_head,
+        )
         old = out.logprobs.detach() if fused else pick(t.old_logprobs_BT)
         if fused:
             sums.pre.add(old, out.entropy.detach(), mb, pick(t.ref_logprobs_BT), algo.kl_estimator)
         pl = compute_policy_loss(
-            algo, out.logprobs, old, pick(t.advantages), mb.loss_mask,
-            ref_logprobs_BT=pick(t.ref_logprobs_BT), entropy_BT=out.entropy, is_weights_BT=pick(t.is_weights_BT),
+            algo,
+            out.logprobs,
+            old,
+            pick(t.advantages),
+            mb.loss_mask,
+            ref_logprobs_BT=pick(t.ref_logprobs_BT),
+            entropy_BT=out.entropy,
+            is_weights_BT=pick(t.is_weights_BT),
         )
         loss = aggregate_loss(pl.loss, mb.loss_mask, algo.aggregation, policy_denom, algo.constant_length)
         m = mb.loss_mask > 0

@@ -5,6 +5,7 @@ logprobs of the temperature-scaled distribution it actually sampled from; both s
 of the same distribution. The value of completion token j is read from the hidden state that
 predicts it (column P + j - 1, see `trainers.batch`): the state before the token was chosen.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,11 +20,11 @@ from rlvr.trainers.packing import PackedLayout, packed_layout
 
 @dataclass
 class PolicyOutput:
-    logprobs: torch.Tensor                 # (B, T) of the completion tokens
-    entropy: torch.Tensor | None = None    # (B, T) of the temperature-scaled distribution
-    values: torch.Tensor | None = None     # (B, T) from the value head, if one was given
+    logprobs: torch.Tensor  # (B, T) of the completion tokens
+    entropy: torch.Tensor | None = None  # (B, T) of the temperature-scaled distribution
+    values: torch.Tensor | None = None  # (B, T) from the value head, if one was given
 
-    def to(self, device: torch.device) -> "PolicyOutput":
+    def to(self, device: torch.device) -> PolicyOutput:
         """On `device` (differentiably: gradients flow back to where the outputs were computed)."""
         move = lambda x: None if x is None else x.to(device)  # noqa: E731
         return PolicyOutput(move(self.logprobs), move(self.entropy), move(self.values))
@@ -132,8 +133,9 @@ def forward(
     return result.to(home)
 
 
-def _packed_forward(model: nn.Module, batch: Batch, temperature: float, with_entropy: bool,
-                    value_head: ValueHead | None) -> PolicyOutput:
+def _packed_forward(
+    model: nn.Module, batch: Batch, temperature: float, with_entropy: bool, value_head: ValueHead | None
+) -> PolicyOutput:
     """`forward` on the flattened batch: logits only at the M states that predict a completion
     token (the rest of the flat sequence needs no (N, V) logits)."""
     layout = packed_layout(batch)
@@ -164,15 +166,26 @@ def _shared_prompt_pass(model: nn.Module, batch: Batch, want_hidden: bool):
         return None
     # one representative row per distinct prompt, for its mask and positions
     first = torch.full((len(prompts),), len(batch), dtype=torch.long, device=index.device).scatter_reduce(
-        0, index, torch.arange(len(batch), device=index.device), reduce="amin")
-    head = model(input_ids=prompts, attention_mask=batch.attention_mask[first, :p],
-                 position_ids=batch.position_ids[first, :p], use_cache=True, logits_to_keep=1,
-                 output_hidden_states=want_hidden)
+        0, index, torch.arange(len(batch), device=index.device), reduce="amin"
+    )
+    head = model(
+        input_ids=prompts,
+        attention_mask=batch.attention_mask[first, :p],
+        position_ids=batch.position_ids[first, :p],
+        use_cache=True,
+        logits_to_keep=1,
+        output_hidden_states=want_hidden,
+    )
     cache = head.past_key_values
     cache.reorder_cache(index)  # index_select: each row gets its prompt's keys and values, with gradient
-    tail = model(input_ids=batch.completion_ids, attention_mask=batch.attention_mask,
-                 position_ids=batch.position_ids[:, p:], past_key_values=cache, use_cache=True,
-                 output_hidden_states=want_hidden)
+    tail = model(
+        input_ids=batch.completion_ids,
+        attention_mask=batch.attention_mask,
+        position_ids=batch.position_ids[:, p:],
+        past_key_values=cache,
+        use_cache=True,
+        output_hidden_states=want_hidden,
+    )
     # completion token 0 is predicted by the prompt's last column, token j by completion column j - 1
     logits = torch.cat([head.logits[index], tail.logits[:, :-1]], dim=1)
     hidden = None

@@ -9,6 +9,7 @@ gradient), `advantages` `(B,)` or `(B, T)`, and `mask_BT` (1 on model tokens), a
 indicator per token `(B, T)` (detached, so the loop can aggregate them globally).
 Log-probabilities are upcast from half precision; the log-ratio is clamped to +-20 before exp.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,9 +55,7 @@ def _prepare(logprobs_BT, old_logprobs_BT, advantages, mask_BT) -> tuple[Tensor,
     return lp_BT, old_BT, adv_BT, as_bool_mask(mask_BT)
 
 
-def importance_ratio(
-    logprobs_BT: Tensor, old_logprobs_BT: Tensor, mask_BT: Tensor, level: str = "token"
-) -> Tensor:
+def importance_ratio(logprobs_BT: Tensor, old_logprobs_BT: Tensor, mask_BT: Tensor, level: str = "token") -> Tensor:
     """pi/pi_old per token, or per sequence (GSPO, Zheng et al. 2025) as the length-normalised
     geometric mean exp(mean_t log(pi/pi_old)) broadcast over the sequence's tokens. All `(B, T)`,
     result included. Differentiable in `logprobs_BT`; 1 off the mask."""
@@ -134,9 +133,7 @@ def pg_loss(logprobs_BT: Tensor, advantages: Tensor, mask_BT: Tensor) -> PolicyL
     `advantages` is `(B,)` or `(B, T)`; the other tensors and the output's are `(B, T)`."""
     lp_BT, _, adv_BT, m_BT = _prepare(logprobs_BT, None, advantages, mask_BT)
     loss_BT = -adv_BT * masked_zero(lp_BT, m_BT)
-    return PolicyLossOutput(
-        masked_zero(loss_BT, m_BT), torch.ones_like(lp_BT).detach(), torch.zeros_like(m_BT)
-    )
+    return PolicyLossOutput(masked_zero(loss_BT, m_BT), torch.ones_like(lp_BT).detach(), torch.zeros_like(m_BT))
 
 
 def masked_one(x: Tensor, mask: Tensor) -> Tensor:

@@ -16,10 +16,11 @@ A CPU without bfloat16 instructions (`cpu_has_bf16`: no avx512_bf16 or amx_bf16 
 Arm) emulates every bf16 matmul, about 40x slower than float32 (572 s against about 60 s for a step
 of the ~30M model on an AMD EPYC): `rlvr train --dtype bfloat16` then trains in float32 and says so.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Iterable
+from collections.abc import Iterable
 
 import torch
 from torch import nn
@@ -96,7 +97,9 @@ class MasterWeightAdamW(torch.optim.AdamW):
         for group in groups:
             masters = []
             for p in group["params"]:
-                master = p if p.dtype == torch.float32 else nn.Parameter(p.detach().float(), requires_grad=p.requires_grad)
+                master = (
+                    p if p.dtype == torch.float32 else nn.Parameter(p.detach().float(), requires_grad=p.requires_grad)
+                )
                 if master is not p:
                     self._pairs.append((p, master))
                 masters.append(master)

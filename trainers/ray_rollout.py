@@ -33,14 +33,16 @@ its program run again (`sandbox.ray_pool`).
 
 Ray is imported only by this module, and only `rlvr train --ray` imports it.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import os
 import threading
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from rlvr.errors import RlvrError
 from rlvr.sandbox.ray_pool import kill_actors
@@ -108,8 +110,16 @@ def start_ray(address: str | None) -> None:
         ray.init(include_dashboard=False, log_to_driver=False)
 
 
-def start_rollout_pool(spec: SamplerSpec, weights: Iterable[tuple[str, Any]], version: int, *, workers: int,
-                       address: str | None, threads: int | None, verifier_workers: int) -> "RayRolloutPool":
+def start_rollout_pool(
+    spec: SamplerSpec,
+    weights: Iterable[tuple[str, Any]],
+    version: int,
+    *,
+    workers: int,
+    address: str | None,
+    threads: int | None,
+    verifier_workers: int,
+) -> RayRolloutPool:
     """Rollout workers (`rlvr train --ray`) in place of the local sampler, each building `spec`,
     holding `weights` as `version` (a resumed run's, a LoRA adapter's merged in); with
     `verifier_workers`, the sandbox actors their environments verify on."""
@@ -133,8 +143,16 @@ class RayRolloutPool:
     request cut among them, `update_weights(named_tensors, version)` after each step, and the
     `seconds` of sampling since `reset_clock` (the slowest worker's engine time of each rollout)."""
 
-    def __init__(self, spec: SamplerSpec, workers: int, *, address: str | None = None,
-                 threads: int | None = None, max_replacements: int = 3, verifier: Any = None):
+    def __init__(
+        self,
+        spec: SamplerSpec,
+        workers: int,
+        *,
+        address: str | None = None,
+        threads: int | None = None,
+        max_replacements: int = 3,
+        verifier: Any = None,
+    ):
         import ray
 
         if workers < 1:
@@ -189,8 +207,7 @@ class RayRolloutPool:
 
         if not loads:
             return []
-        done, _ = self._ray.wait([load for _, _, load in loads], num_returns=len(loads),
-                                 timeout=None if wait else 0)
+        done, _ = self._ray.wait([load for _, _, load in loads], num_returns=len(loads), timeout=None if wait else 0)
         finished = set(done)
         for slot, worker, load in loads:
             if load in finished:
@@ -230,12 +247,17 @@ class RayRolloutPool:
         def seed(start: int) -> int | None:  # the sampling seed of the chunk from the start-th task
             return None if sampling.seed is None else sampling.seed + start * request.group_size
 
-        chunks = [dataclasses.replace(request, env_args=dict(request.env_args),
-                                      seeds=tuple(int(seeds[i]) for i in part),
-                                      sampling=dataclasses.replace(sampling, seed=seed(part.start)),
-                                      model_info=dict(request.model_info),
-                                      group_id_start=request.group_id_start + part.start)
-                  for part in chunks_of(len(seeds), len(workers))]
+        chunks = [
+            dataclasses.replace(
+                request,
+                env_args=dict(request.env_args),
+                seeds=tuple(int(seeds[i]) for i in part),
+                sampling=dataclasses.replace(sampling, seed=seed(part.start)),
+                model_info=dict(request.model_info),
+                group_id_start=request.group_id_start + part.start,
+            )
+            for part in chunks_of(len(seeds), len(workers))
+        ]
         pending = {workers[i].rollout.remote(c): (i, workers[i], c) for i, c in enumerate(chunks)}
         results: dict[int, ChunkResult] = {}
         deaths: dict[int, int] = {}
@@ -247,8 +269,10 @@ class RayRolloutPool:
             except RayActorError as exc:
                 deaths[chunk.group_id_start] = deaths.get(chunk.group_id_start, 0) + 1
                 if deaths[chunk.group_id_start] > self.max_replacements:
-                    raise RolloutWorkerError(f"rollout workers died {deaths[chunk.group_id_start]} times on the "
-                                             f"tasks of groups from {chunk.group_id_start}: {exc}") from None
+                    raise RolloutWorkerError(
+                        f"rollout workers died {deaths[chunk.group_id_start]} times on the "
+                        f"tasks of groups from {chunk.group_id_start}: {exc}"
+                    ) from None
                 worker = self._replace(slot, worker)
                 pending[worker.rollout.remote(chunk)] = (slot, worker, chunk)
         self.seconds += max((r.seconds_sampling for r in results.values()), default=0.0)
@@ -266,4 +290,3 @@ class RayRolloutPool:
             self.workers[slot] = worker
             self.replaced += 1
             return worker
-

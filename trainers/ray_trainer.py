@@ -15,6 +15,7 @@ passes (old and reference logprobs, values) stay on rank 0.
 
 A rank that dies fails the step with `TrainerRankError` (the last checkpoint stands: `--resume`).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,9 @@ from rlvr.trainers.ray_rollout import start_ray
 from rlvr.trainers.update import run_update, trainable_parameters
 
 
-def start_trainer_ranks(config: TrainConfig, algo: Any, models: Models, optimizer: torch.optim.Optimizer,
-                        resume_from: Path | None) -> RayTrainerRanks | None:
+def start_trainer_ranks(
+    config: TrainConfig, algo: Any, models: Models, optimizer: torch.optim.Optimizer, resume_from: Path | None
+) -> RayTrainerRanks | None:
     """Data-parallel ranks 1 .. N-1 on Ray, holding this process's weights and optimizer state;
     None for one rank."""
     if config.trainer_ranks < 2:
@@ -45,8 +47,9 @@ def start_trainer_ranks(config: TrainConfig, algo: Any, models: Models, optimize
         import ray  # noqa: F401
     except ImportError as exc:
         raise ConfigError(f"--trainer-ranks needs Ray ({exc}): pip install 'rlvr[ray]'") from None
-    return RayTrainerRanks(config.to_dict(), algo, models, optimizer, config.trainer_ranks, resume_from,
-                           address=config.ray_address)
+    return RayTrainerRanks(
+        config.to_dict(), algo, models, optimizer, config.trainer_ranks, resume_from, address=config.ray_address
+    )
 
 
 class TrainerRank:
@@ -59,7 +62,9 @@ class TrainerRank:
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         # no reference: its logprobs arrive with the step's tensors
-        self.models = build_models(self.config, False, algo.needs_value_head, Path(resume_from) if resume_from else None)
+        self.models = build_models(
+            self.config, False, algo.needs_value_head, Path(resume_from) if resume_from else None
+        )
         self.optimizer = build_optimizer(self.config, self.models)
         self.group: RankGroup | None = None
 
@@ -95,8 +100,17 @@ class TrainerRank:
 class RayTrainerRanks:
     """Rank 0's side: starts ranks 1 .. `ranks - 1` and keeps them in step with `update`."""
 
-    def __init__(self, settings: dict[str, Any], algo: Any, models: Any, optimizer: torch.optim.Optimizer,
-                 ranks: int, resume_from: Path | None, *, address: str | None = None):
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        algo: Any,
+        models: Any,
+        optimizer: torch.optim.Optimizer,
+        ranks: int,
+        resume_from: Path | None,
+        *,
+        address: str | None = None,
+    ):
         import ray
 
         if ranks < 2:
@@ -107,8 +121,10 @@ class RayTrainerRanks:
         gpus = 1 if device.type == "cuda" else 0
         # num_cpus=0: ranks start on any cluster, even one with fewer cores than ranks (as rollout workers)
         actor = ray.remote(num_cpus=0, num_gpus=gpus, max_restarts=0)(TrainerRank)
-        self.actors = [actor.remote(settings, algo, str(resume_from) if resume_from else None, device.type)
-                       for _ in range(ranks - 1)]
+        self.actors = [
+            actor.remote(settings, algo, str(resume_from) if resume_from else None, device.type)
+            for _ in range(ranks - 1)
+        ]
         self._finalizer = weakref.finalize(self, kill_actors, ray, self.actors)
         self._get([a.pid.remote() for a in self.actors], "start")
         addr, store = rendezvous(ranks, backend_for(device), host=ray.util.get_node_ip_address())
@@ -154,4 +170,3 @@ class RayTrainerRanks:
         except (RayActorError, RayTaskError) as exc:
             self.close()
             raise TrainerRankError(f"a trainer rank failed to {what}: {exc}") from None
-

@@ -22,6 +22,7 @@ the sequence's, and c >= 1 the cap. The modes choose w:
 A masked token also leaves the loss's denominator (it is taken out of the loss mask), so the other
 tokens' weight does not shrink with it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -139,8 +140,10 @@ def staleness_stats(versions_BT: Tensor, mask_BT: Tensor, version: int, max_stal
     if lag.numel() == 0:
         return {}
     if int(lag.min()) < 0 or int(lag.max()) > max_staleness:
-        raise RuntimeError(f"tokens sampled {int(lag.min())}..{int(lag.max())} updates before the weights trained "
-                           f"(version {version}); max_staleness is {max_staleness}")
+        raise RuntimeError(
+            f"tokens sampled {int(lag.min())}..{int(lag.max())} updates before the weights trained "
+            f"(version {version}); max_staleness is {max_staleness}"
+        )
     stats = {"staleness_mean": float(lag.double().mean()), "staleness_max": float(lag.max())}
     for k in range(max_staleness + 1):
         stats[f"staleness_{k}_frac"] = float((lag == k).double().mean())

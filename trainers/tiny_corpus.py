@@ -12,10 +12,11 @@ the chat template of the opening messages with the generation prompt, each assis
 tokens plus eos (labelled), and each environment reply as `envs.chat_template.reply_ids` appends it
 (not labelled).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from rlvr.envs.core import Message
 
@@ -100,9 +101,12 @@ def python_tool_source() -> Source:
 
     def make(seed: int) -> Conversation:
         task = env.make_task(seed)
-        return [*task.prompt, {"role": "assistant", "content": task.reference},
-                {"role": env.tool_role, "content": task.answer},
-                {"role": "assistant", "content": f"The answer is \\boxed{{{task.answer}}}."}]
+        return [
+            *task.prompt,
+            {"role": "assistant", "content": task.reference},
+            {"role": env.tool_role, "content": task.answer},
+            {"role": "assistant", "content": f"The answer is \\boxed{{{task.answer}}}."},
+        ]
 
     return Source("python_tool", make)
 
@@ -119,8 +123,14 @@ def code_source() -> Source:
 
 
 def sources(arithmetic_difficulties: tuple[int, ...], reasoning_gym_size: int) -> dict[str, Source]:
-    made = (arithmetic_source(arithmetic_difficulties), symbolic_math_source(),
-            reasoning_gym_source(reasoning_gym_size), guess_number_source(), python_tool_source(), code_source())
+    made = (
+        arithmetic_source(arithmetic_difficulties),
+        symbolic_math_source(),
+        reasoning_gym_source(reasoning_gym_size),
+        guess_number_source(),
+        python_tool_source(),
+        code_source(),
+    )
     return {source.name: source for source in made}
 
 
@@ -129,7 +139,9 @@ def tokenizer_text(conversation: Conversation) -> list[str]:
     return [f"{m['role']}\n{m['content']}\n" for m in conversation]
 
 
-def sft_conversation(tokenizer, conversation: Conversation, tools: list[dict] | None = None) -> tuple[list[int], list[int]]:
+def sft_conversation(
+    tokenizer, conversation: Conversation, tools: list[dict] | None = None
+) -> tuple[list[int], list[int]]:
     """(input ids, labels) of a whole conversation, token-exact with a rollout that produced it
     (in an env whose `chat_tools` are `tools`); only the assistant's tokens (and the eos ending
     each of its turns) carry loss."""
@@ -149,8 +161,8 @@ def sft_conversation(tokenizer, conversation: Conversation, tools: list[dict] | 
         while j < len(conversation) and conversation[j]["role"] != "assistant":
             j += 1
         if j > i + 1:
-            reply = reply_ids(tokenizer, history, conversation[i + 1: j], model_ended_turn=True, tools=tools)
+            reply = reply_ids(tokenizer, history, conversation[i + 1 : j], model_ended_turn=True, tools=tools)
             ids, labels = ids + reply, labels + [-100] * len(reply)
-            history = history + conversation[i + 1: j]
+            history = history + conversation[i + 1 : j]
         i = j
     return ids, labels

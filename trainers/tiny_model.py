@@ -7,15 +7,16 @@ enough (on arithmetic, 20-50% at temperature 1.0) for RL to have signal and room
 Deterministic: fixed seeds, deterministic torch kernels and a fixed thread count, so the same machine
 rebuilds the same weights. `scripts/build_tiny_model.py` is the command line around `build`.
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
 import re
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -41,7 +42,7 @@ CHAT_TEMPLATE = (
     "{% for tool in tools %}{{ '\n' + (tool | tojson) }}{% endfor %}"
     "{{ '\n</tools>\n\nFor each function call, return a json object with function name and arguments '"
     " + 'within <tool_call></tool_call> XML tags:\n<tool_call>\n'"
-    " + '{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n' }}"
+    ' + \'{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n\' }}'
     "{% endif %}"
     "{% for message in messages %}"
     "{% if tools and loop.first and message['role'] == 'system' %}"
@@ -87,7 +88,11 @@ class TinySpec:
     difficulties: tuple[int, ...] = (2,)  # the arithmetic warm start cycles through these
     # Batches per source in each cycle of the warm start: one source per batch keeps lengths alike.
     mix: tuple[tuple[str, int], ...] = (
-        ("arithmetic", 6), ("symbolic_math", 2), ("reasoning_gym", 1), ("guess_number", 2), ("python_tool", 2),
+        ("arithmetic", 6),
+        ("symbolic_math", 2),
+        ("reasoning_gym", 1),
+        ("guess_number", 2),
+        ("python_tool", 2),
         ("code", 6),
     )
     reasoning_gym_size: int = 20_000
@@ -176,29 +181,44 @@ def tokenizer_corpus(tasks_per_source: int, corpus: dict[str, Source]) -> list[s
 
 def train_tokenizer(texts: Sequence[str], vocab_size: int, max_length: int = 256) -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # every byte encodable: no unknown tokens
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token=IM_END, pad_token=PAD, chat_template=CHAT_TEMPLATE,
-        model_max_length=max_length, padding_side="left", clean_up_tokenization_spaces=False,
+        tokenizer_object=tok,
+        eos_token=IM_END,
+        pad_token=PAD,
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=max_length,
+        padding_side="left",
+        clean_up_tokenization_spaces=False,
     )
 
 
 def model_config(spec: TinySpec, tokenizer: PreTrainedTokenizerFast) -> Qwen2Config:
     return Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads, max_position_embeddings=spec.max_position_embeddings,
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        max_position_embeddings=spec.max_position_embeddings,
         tie_word_embeddings=False,  # tied embeddings go stale after vLLM-CPU weight reloads
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
         dtype="float32",
     )
 
@@ -257,7 +277,10 @@ def schedule(spec: TinySpec) -> list[str]:
 
 
 def warm_start(
-    model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, spec: TinySpec, corpus: dict[str, Source],
+    model: Qwen2ForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    spec: TinySpec,
+    corpus: dict[str, Source],
     on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """Supervised steps on fresh training conversations (seeds below HELD_OUT_SEED_START); returns the
@@ -293,22 +316,35 @@ def warm_start(
 
 @torch.no_grad()
 def accuracy(
-    model: Qwen2ForCausalLM, tokenizer: PreTrainedTokenizerFast, difficulty: int = 2, n: int = 500,
-    temperature: float = 1.0, seed: int = 0, batch_size: int = 250,
+    model: Qwen2ForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    difficulty: int = 2,
+    n: int = 500,
+    temperature: float = 1.0,
+    seed: int = 0,
+    batch_size: int = 250,
 ) -> Accuracy:
     """Accuracy on held-out tasks (seeds from HELD_OUT_SEED_START), sampled at `temperature` (0: greedy)."""
     tasks = arithmetic_tasks(difficulty, range(HELD_OUT_SEED_START, HELD_OUT_SEED_START + n))
-    sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 else {"do_sample": False}
+    sampling = (
+        {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
+        if temperature > 0
+        else {"do_sample": False}
+    )
     correct = well_formed = 0
     with torch.random.fork_rng(devices=[]):  # seeded sampling without touching the caller's RNG
         torch.manual_seed(seed)
         for start in range(0, n, batch_size):
             chunk = tasks[start : start + batch_size]
             inputs = tokenizer.apply_chat_template(
-                [t.prompt for t in chunk], add_generation_prompt=True, padding=True, return_tensors="pt", return_dict=True,
+                [t.prompt for t in chunk],
+                add_generation_prompt=True,
+                padding=True,
+                return_tensors="pt",
+                return_dict=True,
             )
             out = model.generate(**inputs, max_new_tokens=12, pad_token_id=tokenizer.pad_token_id, **sampling)
-            for task, ids in zip(chunk, out[:, inputs["input_ids"].shape[1]:]):
+            for task, ids in zip(chunk, out[:, inputs["input_ids"].shape[1] :]):
                 text = tokenizer.decode(ids, skip_special_tokens=True).strip()
                 match = BOXED_INT.fullmatch(text)
                 well_formed += match is not None
@@ -322,18 +358,23 @@ def build(out_dir: str | Path, spec: TinySpec = TinySpec()) -> BuildResult:
     started, cpu_started = time.perf_counter(), time.process_time()
     with deterministic(spec.threads, spec.seed):
         corpus = sources(spec.difficulties, spec.reasoning_gym_size)
-        tokenizer = train_tokenizer(tokenizer_corpus(spec.tokenizer_tasks, corpus), spec.vocab_size,
-                                    spec.max_position_embeddings)
+        tokenizer = train_tokenizer(
+            tokenizer_corpus(spec.tokenizer_tasks, corpus), spec.vocab_size, spec.max_position_embeddings
+        )
         model = Qwen2ForCausalLM(model_config(spec, tokenizer))
         losses = warm_start(model, tokenizer, spec, corpus)
     model.generation_config = GenerationConfig(
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir, safe_serialization=True)
     tokenizer.save_pretrained(out_dir)
     return BuildResult(
-        parameters=sum(p.numel() for p in model.parameters()), vocab_size=len(tokenizer),
-        final_loss=sum(losses[-10:]) / max(1, len(losses[-10:])), seconds=time.perf_counter() - started,
+        parameters=sum(p.numel() for p in model.parameters()),
+        vocab_size=len(tokenizer),
+        final_loss=sum(losses[-10:]) / max(1, len(losses[-10:])),
+        seconds=time.perf_counter() - started,
         cpu_seconds=time.process_time() - cpu_started,
     )

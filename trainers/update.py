@@ -6,15 +6,16 @@ the same minibatches (the shuffle is seeded) and backwards its share of each; th
 denominators are the whole minibatch's, so the summed gradients equal one process's, and every
 rank then takes the same optimizer step.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
 from rlvr.trainers.algorithms import AlgoConfig
-from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.data_parallel import RankGroup
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.phases import StepTensors, UpdateSums, accumulate_gradients
 
 
@@ -27,8 +28,15 @@ def trainable_parameters(models: Models) -> list[torch.nn.Parameter]:
     return params
 
 
-def run_update(models: Models, optimizer: torch.optim.Optimizer, algo: AlgoConfig, cfg: TrainConfig,
-               t: StepTensors, shuffle_seed: int, group: RankGroup | None = None) -> dict[str, float]:
+def run_update(
+    models: Models,
+    optimizer: torch.optim.Optimizer,
+    algo: AlgoConfig,
+    cfg: TrainConfig,
+    t: StepTensors,
+    shuffle_seed: int,
+    group: RankGroup | None = None,
+) -> dict[str, float]:
     """Epochs over minibatches shuffled by `shuffle_seed`; returns the update's metrics, summed
     over every rank's share when `group` is given."""
     epochs = cfg.epochs or algo.ppo_epochs
@@ -44,8 +52,10 @@ def run_update(models: Models, optimizer: torch.optim.Optimizer, algo: AlgoConfi
         group.sum_update_sums(sums)
     tokens, updates = max(sums.tokens, 1.0), max(len(grad_norms), 1)
     stats = {
-        "clip_frac": sums.clipped / tokens, "approx_kl": sums.approx_kl / tokens,
-        "policy_loss": sums.policy_loss / updates, "grad_norm": float(np.mean(grad_norms)),
+        "clip_frac": sums.clipped / tokens,
+        "approx_kl": sums.approx_kl / tokens,
+        "policy_loss": sums.policy_loss / updates,
+        "grad_norm": float(np.mean(grad_norms)),
         "optimizer_steps": len(grad_norms),
     }
     stats.update(sums.pre.stats())  # on-policy: the gap, entropy and KL come from the update's forward
@@ -55,8 +65,16 @@ def run_update(models: Models, optimizer: torch.optim.Optimizer, algo: AlgoConfi
     return stats
 
 
-def optimizer_step(models: Models, optimizer: torch.optim.Optimizer, algo: AlgoConfig, cfg: TrainConfig,
-                   t: StepTensors, rows: torch.Tensor, sums: UpdateSums, group: RankGroup | None = None) -> float:
+def optimizer_step(
+    models: Models,
+    optimizer: torch.optim.Optimizer,
+    algo: AlgoConfig,
+    cfg: TrainConfig,
+    t: StepTensors,
+    rows: torch.Tensor,
+    sums: UpdateSums,
+    group: RankGroup | None = None,
+) -> float:
     """One optimizer step on minibatch `rows` (this rank's share of it, with the whole minibatch's
     denominators); returns the gradient norm before clipping."""
     optimizer.zero_grad(set_to_none=True)

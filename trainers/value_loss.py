@@ -2,6 +2,7 @@
 
 Names carry their shape (B = episodes in the batch, T = token positions: `values_BT`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

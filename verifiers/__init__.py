@@ -5,6 +5,7 @@ Submodules load lazily (`verifiers.math` imports SymPy), so `import verifiers` s
 `from verifiers import math` / `verifiers.math.verify(...)`, `verifiers.format.has_tags(...)`,
 `verifiers.compose.weighted(...)` or `verifiers.weighted(...)`.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -13,7 +14,11 @@ from typing import Any
 from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 _SUBMODULES = {"math", "code", "format", "compose", "judge"}
-_NAMES = {"weighted": "rlvr.verifiers.compose", "has_tags": "rlvr.verifiers.format", "boxed_present": "rlvr.verifiers.format"}
+_NAMES = {
+    "weighted": "rlvr.verifiers.compose",
+    "has_tags": "rlvr.verifiers.format",
+    "boxed_present": "rlvr.verifiers.format",
+}
 
 __all__ = ["Outcome", "Verdict", "VerifierError", *sorted(_SUBMODULES), *sorted(_NAMES)]
 

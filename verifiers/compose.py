@@ -7,11 +7,13 @@ detail), and whose outcome follows the primary component (the first, unless name
 any component (an `error` verdict, or an exception) makes the whole verdict an error: a grader
 failure must never be mistaken for a wrong answer.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rlvr.verifiers.math.options import VerifierTypeError
 from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
@@ -41,8 +43,13 @@ class Weighted:
             if not isinstance(verdict, Verdict):
                 raise VerifierTypeError(f"component {name!r} returned {type(verdict).__name__}, not a Verdict")
             verdicts[name] = verdict
-            report[name] = {"score": verdict.score, "outcome": str(verdict.outcome), "weight": weight,
-                            "detail": verdict.detail, "info": verdict.info}
+            report[name] = {
+                "score": verdict.score,
+                "outcome": str(verdict.outcome),
+                "weight": weight,
+                "detail": verdict.detail,
+                "info": verdict.info,
+            }
         info = {"components": report, "primary": self.primary}
         failed = [name for name, v in verdicts.items() if v.is_error]
         if failed:

@@ -5,6 +5,7 @@ The checks are plain functions `check(response, ...)`; `Tags(...)` and `Boxed()`
 picklable reward functions `fn(response, gold) -> Verdict` for `verifiers.compose.weighted`.
 All scans are linear in the response length.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,14 @@ def _bad(detail: str) -> Verdict:
     return Verdict(0.0, Outcome.FORMAT_ERROR, detail)
 
 
-def has_tags(response: str, tags: tuple[str, ...] | list[str] = ("think", "answer"), *, in_order: bool = True,
-             exactly_once: bool = True, nonempty: bool = True) -> Verdict:
+def has_tags(
+    response: str,
+    tags: tuple[str, ...] | list[str] = ("think", "answer"),
+    *,
+    in_order: bool = True,
+    exactly_once: bool = True,
+    nonempty: bool = True,
+) -> Verdict:
     """Every `<tag>...</tag>` pair is present and closed; by default once each, in the given order,
     and not empty. `has_tags(r, ["think", "answer"])` is the usual reasoning-then-answer format."""
     _check_response(response)

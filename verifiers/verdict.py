@@ -1,4 +1,5 @@
 """The verdict every verifier returns: the contract between verifiers and environments."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,4 +1,5 @@
 """`rlvr check-env ID [--env-arg KEY=VALUE ...]`: run Gymnasium's and rlvr's environment checks."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,11 +7,17 @@ import sys
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("check-env", help="check that an environment meets the rlvr contract",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "check-env", help="check that an environment meets the rlvr contract", description=__doc__.splitlines()[0]
+    )
     p.add_argument("env_id", metavar="ID", help="a registered id, e.g. rlvr/Arithmetic-v0")
-    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="a keyword argument for the environment (value read as YAML: 2 is an int); repeatable")
+    p.add_argument(
+        "--env-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a keyword argument for the environment (value read as YAML: 2 is an int); repeatable",
+    )
     p.add_argument("--seeds", type=int, default=3, help="how many seeds to play per check (default 3)")
     p.set_defaults(func=run)
 
@@ -20,10 +27,9 @@ def run(args: argparse.Namespace) -> int:
     stderr naming the first failure); 2: it could not be checked (a bad id, argument or module: one
     line, from rlvr.cli)."""
     from rlvr import envs
-
-    from rlvr.usage import one_line
     from rlvr.env_loading import make_env
     from rlvr.errors import RlvrError
+    from rlvr.usage import one_line
 
     try:
         if args.seeds < 1:
@@ -41,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         first = failed[0]
         detail = f": {' '.join(first.problems[0].split())}" if first.problems else ""  # one line
-        print(f"rlvr check-env: error: {args.env_id} failed {len(failed)} of {len(results)} checks; the first, "
-              f"{first.name}{detail}", file=sys.stderr)
+        print(
+            f"rlvr check-env: error: {args.env_id} failed {len(failed)} of {len(results)} checks; the first, "
+            f"{first.name}{detail}",
+            file=sys.stderr,
+        )
         return 1
     return 0

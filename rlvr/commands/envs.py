@@ -1,4 +1,5 @@
 """`rlvr envs`: list every registered text environment (built-in and third-party)."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,8 +7,9 @@ import sys
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("envs", help="list the registered environments (built-in and plugins)",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "envs", help="list the registered environments (built-in and plugins)", description=__doc__.splitlines()[0]
+    )
     p.set_defaults(func=run)
 
 

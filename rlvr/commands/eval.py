@@ -11,6 +11,7 @@ held-out seeds the trainer evaluates on).
 Without --out, DIR is a new runs/eval/ENV-YYYYmmdd-HHMMSS (ENV: the id, its `/` and `:` as `_`),
 printed at the start and at the end: pass it as --out to resume that run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,17 +25,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rlvr.usage import UsageError  # bad arguments, or an --out that holds another run
-from rlvr.run_lock import run_lock
-from rlvr.errors import RlvrError
-from rlvr.startup import collector_paused
 from rlvr.commands.eval_config import ALIASES, HELP_EXTRA, EvalConfig
 from rlvr.config_flags import add_flags
+from rlvr.errors import RlvrError
+from rlvr.run_lock import run_lock
+from rlvr.startup import collector_paused
+from rlvr.usage import UsageError  # bad arguments, or an --out that holds another run
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("eval", help="evaluate a model on an environment: pass@k, outcomes, speed",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "eval",
+        help="evaluate a model on an environment: pass@k, outcomes, speed",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     # one flag per EvalConfig field (its shared fields are rlvr train's), holding its default when not given
     add_flags(p, EvalConfig, ALIASES, defaults=True, help_extra=HELP_EXTRA)
     p.set_defaults(func=lambda args: run(EvalConfig.from_args(args)))
@@ -66,9 +71,11 @@ def sampler_kind(args: argparse.Namespace) -> str:
     if api != "completions" and kind != "openai":
         raise UsageError(f"--api {api} goes with --base-url")
     if kind == "openai" and api == "completions" and served_tokenizer_source(args) is None:
-        raise UsageError(f"--base-url with --api completions sends token ids, so it needs the served model's "
-                         f"tokenizer, and --model {args.model!r} is not a local directory: pass --tokenizer DIR, "
-                         "or use --api chat")
+        raise UsageError(
+            f"--base-url with --api completions sends token ids, so it needs the served model's "
+            f"tokenizer, and --model {args.model!r} is not a local directory: pass --tokenizer DIR, "
+            "or use --api chat"
+        )
     return "openai-chat" if api == "chat" else kind
 
 
@@ -98,8 +105,13 @@ def sampler_spec(args: argparse.Namespace) -> Any:
 
     kind = sampler_kind(args)
     if kind in ("openai", "openai-chat"):
-        return SamplerSpec(kind, args.model, tokenizer=served_tokenizer_source(args), base_url=args.base_url,
-                           api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None)
+        return SamplerSpec(
+            kind,
+            args.model,
+            tokenizer=served_tokenizer_source(args),
+            base_url=args.base_url,
+            api_key=args.api_key or os.environ.get("OPENAI_API_KEY") or None,
+        )
     path = str(resolve_model(args.model))  # a LoRA checkpoint: vllm serves its base with the adapter merged
     return SamplerSpec(kind, path, tokenizer=args.tokenizer, seed=args.seed, max_model_len=args.max_model_len)
 
@@ -116,8 +128,14 @@ def build_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
 def _identity(env_id: str, env_args: dict, model: str, sampling: dict, group_size: int, chunk: int) -> dict[str, Any]:
     """What two runs must share for their episodes to be pooled: the chunk too, as a task's samples
     may depend on the tasks batched with it (`rlvr.envs.episode_log`)."""
-    return {"env": env_id, "env_args": env_args, "model": model, "sampling": sampling, "samples": group_size,
-            "chunk": chunk}
+    return {
+        "env": env_id,
+        "env_args": env_args,
+        "model": model,
+        "sampling": sampling,
+        "samples": group_size,
+        "chunk": chunk,
+    }
 
 
 def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
@@ -126,8 +144,11 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
         previous = json.loads(run_file.read_text())
         current = json.loads(json.dumps(identity))
         if previous != current:
-            differ = ", ".join(f"{k}: {previous.get(k)!r} there, {current.get(k)!r} here"
-                               for k in sorted(previous.keys() | current.keys()) if previous.get(k) != current.get(k))
+            differ = ", ".join(
+                f"{k}: {previous.get(k)!r} there, {current.get(k)!r} here"
+                for k in sorted(previous.keys() | current.keys())
+                if previous.get(k) != current.get(k)
+            )
             raise UsageError(f"{out} holds episodes of another run ({differ}); pass a new --out")
     else:
         run_file.write_text(json.dumps(identity, indent=2))
@@ -151,17 +172,18 @@ def run(args: EvalConfig) -> int:
 
     quiet.configure(args.verbose)  # before torch, transformers and vLLM load
     with collector_paused():  # the imports (rlvr.startup); _run_locked uses the envs modules loaded here
-        import rlvr.envs.episode_log
-        import rlvr.envs.evaluate
-        import rlvr.envs.rollout
+        import rlvr.envs.episode_log  # noqa: F401 - loaded now, while the collector is paused
+        import rlvr.envs.evaluate  # noqa: F401
+        import rlvr.envs.rollout  # noqa: F401
         from rlvr.envs.sampler import SamplingSettings
         from rlvr.trainers.models import resolve_model
 
     env_args = args.env_args
     make_env(args.env, env_args).close()  # a bad id, module or argument fails now, before the model loads
     try:
-        sampling = SamplingSettings(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                                    seed=args.seed)
+        sampling = SamplingSettings(
+            temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed
+        )
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -175,8 +197,9 @@ def run(args: EvalConfig) -> int:
         return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model)
 
 
-def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str,
-                model: str) -> int:
+def _run_locked(
+    args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str
+) -> int:
     """The evaluation proper, holding the lock on `out`."""
     from tqdm.auto import tqdm
 
@@ -192,8 +215,13 @@ def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict,
 
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
     log = out / "episodes.jsonl"
-    sampling_dict = {"temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
-                     "seed": args.seed, "task_start": args.task_start}
+    sampling_dict = {
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "task_start": args.task_start,
+    }
     with _writing(out):
         _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size, args.chunk))
         # Resume by whole chunks, each sampled again as the uninterrupted run samples it (the module's docstring)
@@ -204,8 +232,13 @@ def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict,
     tokens, seconds = 0, 0.0
     sampled: list = []  # this run's episodes: all of them errors means the environment cannot work
     try:
-        with tqdm(total=args.tasks, initial=args.tasks - sum(b - a for a, b in todo), disable=not args.progress,
-                  desc="tasks", unit="task") as bar:
+        with tqdm(
+            total=args.tasks,
+            initial=args.tasks - sum(b - a for a, b in todo),
+            disable=not args.progress,
+            desc="tasks",
+            unit="task",
+        ) as bar:
             for chunk in todo:
                 t0 = time.perf_counter()
                 groups = _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model)
@@ -226,10 +259,19 @@ def _run_locked(args, out: Path, ks: list[int], group_size: int, env_args: dict,
         sort_by_group(log)  # a chunk sampled again after later ones: where the uninterrupted run has it
     # In task order, as the uninterrupted run has them: the bootstrap's intervals follow the order.
     episodes = [episode_from_record(r) for r in sorted(records, key=lambda r: int(r["group_id"]))]
-    summary = summarize(episodes, ks, env_id=args.env, env_args=env_args, model=model,
-                        seconds=seconds if todo else None, tokens=tokens if todo else None, seed=args.seed,
-                        sampler=kind, samples_per_task=group_size,
-                        sampling=sampling_dict)
+    summary = summarize(
+        episodes,
+        ks,
+        env_id=args.env,
+        env_args=env_args,
+        model=model,
+        seconds=seconds if todo else None,
+        tokens=tokens if todo else None,
+        seed=args.seed,
+        sampler=kind,
+        samples_per_task=group_size,
+        sampling=sampling_dict,
+    )
     with _writing(out):
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(format_table(summary))
@@ -249,9 +291,11 @@ def _writing(out: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise OutputError(f"could not write to {out}: {exc.strerror or exc} ({getattr(exc, 'filename', None) or out}); "
-                          "the episodes written so far are kept: run again with the same --out, once there is room, "
-                          "to resume") from None
+        raise OutputError(
+            f"could not write to {out}: {exc.strerror or exc} ({getattr(exc, 'filename', None) or out}); "
+            "the episodes written so far are kept: run again with the same --out, once there is room, "
+            "to resume"
+        ) from None
 
 
 def _stop_if_only_errors(episodes: list, log: Path) -> None:
@@ -261,9 +305,11 @@ def _stop_if_only_errors(episodes: list, log: Path) -> None:
     from rlvr.trainers.outage import NothingProduced, all_errors, error_message
 
     if all_errors(episodes):
-        raise NothingProduced(f"every one of the {len(episodes)} episodes sampled was an error, so there is nothing "
-                              f"to score. The first: {error_message(episodes[0])} (episodes in {log}; run again "
-                              "with the same --out once fixed: error tasks are sampled again)")
+        raise NothingProduced(
+            f"every one of the {len(episodes)} episodes sampled was an error, so there is nothing "
+            f"to score. The first: {error_message(episodes[0])} (episodes in {log}; run again "
+            "with the same --out once fixed: error tasks are sampled again)"
+        )
 
 
 def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk: tuple[int, int], group_size, sampling, model):
@@ -272,9 +318,18 @@ def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk: tuple[int
     start, stop = chunk
     # The rollout adds i * G to the seed for the i-th task of a call: task t's seed is seed + t * G in any run.
     seeded = dataclasses.replace(sampling, seed=sampling.seed + start * group_size)
-    return rollout(args.env, env_args, sampler, tokenizer, seeds=[args.task_start + i for i in range(start, stop)],
-                   group_size=group_size, sampling=seeded, model_info={"model": model, "model_step": None},
-                   progress=False, group_id_start=start)
+    return rollout(
+        args.env,
+        env_args,
+        sampler,
+        tokenizer,
+        seeds=[args.task_start + i for i in range(start, stop)],
+        group_size=group_size,
+        sampling=seeded,
+        model_info={"model": model, "model_step": None},
+        progress=False,
+        group_id_start=start,
+    )
 
 
 def _record(ep, tokenizer, chunk: tuple[int, int]) -> dict[str, Any]:
@@ -282,5 +337,9 @@ def _record(ep, tokenizer, chunk: tuple[int, int]) -> dict[str, Any]:
     chunk it was sampled in (a resume keeps it only as part of that chunk)."""
     from rlvr.envs.episode_log import CHUNK
 
-    return {"prompt": tokenizer.decode(ep.prompt_ids), "completion": tokenizer.decode(ep.completion_ids),
-            **ep.to_dict(), CHUNK: list(chunk)}
+    return {
+        "prompt": tokenizer.decode(ep.prompt_ids),
+        "completion": tokenizer.decode(ep.completion_ids),
+        **ep.to_dict(),
+        CHUNK: list(chunk),
+    }

@@ -7,6 +7,7 @@ Differences from `rlvr train`, each on purpose: `sampler` adds `openai` (a serve
 fixed default (vllm, or openai with --base-url); `temperature` may be 0 (greedy evaluation);
 `out` has no default folder (a new, dated one: `rlvr.commands.eval.default_out`). A bad value is a
 `UsageError` naming the flag: one line and exit code 2."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,25 +33,40 @@ class EvalConfig(CommonSettings):
     tasks: int = setting(100, "number of tasks")
     k: str = setting("1", "comma-separated k for pass@k")
     samples: int | None = setting(None, "samples per task; none: the largest k")
-    sampler: str | None = setting(None, "vllm, hf, or openai (implied by --base-url); none: vllm, or openai with "
-                                  "--base-url", choices=SAMPLERS)
-    base_url: str | None = setting(None, "evaluate a served model: an OpenAI-compatible server, e.g. "
-                                   "http://127.0.0.1:8000/v1 (--model is then the name it serves). With --api "
-                                   "completions (the default) prompts are sent as token ids to /v1/completions, "
-                                   "which needs a server that takes them (vLLM does) and the model's tokenizer here; "
-                                   "--api chat works with any chat server")
-    api: str = setting("completions", "with --base-url: 'completions': token ids in and out of /v1/completions, "
-                       "token-exact with vLLM; 'chat': messages to /v1/chat/completions, text back, logprobs when "
-                       "the server gives them. Chat samples' token ids are the text re-tokenized here, NOT the "
-                       "model's own tokens: for evaluation only, never training", choices=APIS)
+    sampler: str | None = setting(
+        None, "vllm, hf, or openai (implied by --base-url); none: vllm, or openai with --base-url", choices=SAMPLERS
+    )
+    base_url: str | None = setting(
+        None,
+        "evaluate a served model: an OpenAI-compatible server, e.g. "
+        "http://127.0.0.1:8000/v1 (--model is then the name it serves). With --api "
+        "completions (the default) prompts are sent as token ids to /v1/completions, "
+        "which needs a server that takes them (vLLM does) and the model's tokenizer here; "
+        "--api chat works with any chat server",
+    )
+    api: str = setting(
+        "completions",
+        "with --base-url: 'completions': token ids in and out of /v1/completions, "
+        "token-exact with vLLM; 'chat': messages to /v1/chat/completions, text back, logprobs when "
+        "the server gives them. Chat samples' token ids are the text re-tokenized here, NOT the "
+        "model's own tokens: for evaluation only, never training",
+        choices=APIS,
+    )
     api_key: str | None = setting(None, "bearer token for --base-url; none: $OPENAI_API_KEY, if set")
-    tokenizer: str | None = setting(None, "with --base-url, the served model's tokenizer directory; none: --model "
-                                    "when it is 'tiny' or a local directory. The completions API needs one; --api "
-                                    "chat without one counts UTF-8 bytes as tokens")
-    out: str | None = setting(None, "output directory; run again with the same --out to resume; none: a new "
-                              "runs/eval/<env>-<YYYYmmdd-HHMMSS>")
-    task_start: int = setting(HELD_OUT_SEED_START, "first task seed: the tasks are the reset seeds task_start, "
-                              "task_start + 1, ... (by default the held-out seeds rlvr train evaluates on)")
+    tokenizer: str | None = setting(
+        None,
+        "with --base-url, the served model's tokenizer directory; none: --model "
+        "when it is 'tiny' or a local directory. The completions API needs one; --api "
+        "chat without one counts UTF-8 bytes as tokens",
+    )
+    out: str | None = setting(
+        None, "output directory; run again with the same --out to resume; none: a new runs/eval/<env>-<YYYYmmdd-HHMMSS>"
+    )
+    task_start: int = setting(
+        HELD_OUT_SEED_START,
+        "first task seed: the tasks are the reset seeds task_start, "
+        "task_start + 1, ... (by default the held-out seeds rlvr train evaluates on)",
+    )
     chunk: int = setting(32, "tasks per rollout call; the unit of resuming")
     max_model_len: int | None = setting(None, "vLLM context length; none: the model's")
 
@@ -66,8 +82,9 @@ class EvalConfig(CommonSettings):
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if "choices" in f.metadata and value is not None and value not in f.metadata["choices"]:
-                raise UsageError(f"--{f.name.replace('_', '-')} must be one of {', '.join(f.metadata['choices'])}; "
-                                 f"got {value!r}")
+                raise UsageError(
+                    f"--{f.name.replace('_', '-')} must be one of {', '.join(f.metadata['choices'])}; got {value!r}"
+                )
         if self.tasks < 1 or self.chunk < 1 or (self.samples is not None and self.samples < 1):
             raise UsageError("--tasks, --chunk and --samples must be >= 1")
         if self.task_start < 0:  # task seeds are reset seeds, which Gymnasium wants >= 0

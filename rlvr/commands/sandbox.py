@@ -1,4 +1,5 @@
 """`rlvr sandbox build` builds the sandbox image; `rlvr sandbox check` runs the hostile suite."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,8 +8,7 @@ import time
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("sandbox", help="build and check the Docker sandbox",
-                                   description=__doc__)
+    parser = subparsers.add_parser("sandbox", help="build and check the Docker sandbox", description=__doc__)
     sub = parser.add_subparsers(dest="sandbox_command", required=True, metavar="ACTION")
     build = sub.add_parser("build", help="build the sandbox image (debootstrap + docker import; root)")
     build.add_argument("--force", action="store_true", help="rebuild even if the image exists")
@@ -44,12 +44,16 @@ def _check(args: argparse.Namespace) -> int:
     cases = [c for c in CASES if args.only is None or args.only in c.name]
     start = time.monotonic()
     outcomes, host = run_suite(
-        cases, image=args.image,
-        on_outcome=lambda o: print(f"{'ok  ' if o.passed else 'FAIL'} {o.case}", file=sys.stderr))
+        cases,
+        image=args.image,
+        on_outcome=lambda o: print(f"{'ok  ' if o.passed else 'FAIL'} {o.case}", file=sys.stderr),
+    )
     print(format_table(outcomes))
     for problem in host:
         print(f"host: {problem}")
     passed = sum(o.passed for o in outcomes)
-    print(f"\n{passed}/{len(outcomes)} cases passed, host {'unharmed' if not host else 'HARMED'}"
-          f" ({time.monotonic() - start:.1f}s)")
+    print(
+        f"\n{passed}/{len(outcomes)} cases passed, host {'unharmed' if not host else 'HARMED'}"
+        f" ({time.monotonic() - start:.1f}s)"
+    )
     return 0 if passed == len(outcomes) and not host else 1

@@ -1,4 +1,5 @@
 """`rlvr train`: train a model with RL on an environment's verifiable rewards."""
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,13 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("train", help=__doc__.splitlines()[0].split(": ", 1)[1], description=__doc__)
     p.add_argument("--config", metavar="FILE", help="YAML file of settings; flags override it")
     add_flags(p, TrainConfig, ALIASES)  # one flag per TrainConfig field, with its description and default
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any setting by its TrainConfig name, the value read as YAML; repeatable")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any setting by its TrainConfig name, the value read as YAML; repeatable",
+    )
     p.add_argument("--check", action="store_true", help="validate the settings and exit")
     p.set_defaults(func=run)
 
@@ -44,8 +50,11 @@ def native_precision(config: TrainConfig) -> TrainConfig:
 
     if resolve_device(config.device).type != "cpu" or cpu_has_bf16():
         return config
-    print("warning: this CPU has no bfloat16 instructions (a bf16 matmul runs about 40x slower than float32 "
-          "here): training in float32 instead of --dtype bfloat16", file=sys.stderr)
+    print(
+        "warning: this CPU has no bfloat16 instructions (a bf16 matmul runs about 40x slower than float32 "
+        "here): training in float32 instead of --dtype bfloat16",
+        file=sys.stderr,
+    )
     return dataclasses.replace(config, dtype="float32")
 
 
@@ -71,8 +80,11 @@ def run(args: argparse.Namespace) -> int:
     from rlvr.run_lock import run_lock
 
     with run_lock(config.out, "rlvr train"):  # one run per --out; a second ends here naming this one
-        print(f"training {config.model} on {config.env} with {algo.name}: {config.steps} steps of "
-              f"{config.tasks_per_step} tasks x {config.group_size} samples -> {config.out}", file=sys.stderr)
+        print(
+            f"training {config.model} on {config.env} with {algo.name}: {config.steps} steps of "
+            f"{config.tasks_per_step} tasks x {config.group_size} samples -> {config.out}",
+            file=sys.stderr,
+        )
         with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
             trainer = Trainer(config, algo)
         summary = trainer.train()
@@ -81,12 +93,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_summary(config, summary: dict) -> str:
-    lines = [f"done: {summary['steps']} steps; metrics in {config.out}/metrics.jsonl, curve in {summary.get('reward_png')}"]
+    lines = [
+        f"done: {summary['steps']} steps; metrics in {config.out}/metrics.jsonl, curve in {summary.get('reward_png')}"
+    ]
     before, after = summary.get("eval_before"), summary.get("eval_after")
     if before and after:
         delta = 100 * (after["accuracy"] - before["accuracy"])
-        lines.append(f"held-out accuracy on {after['tasks']} tasks: {before['accuracy']:.3f} -> "
-                     f"{after['accuracy']:.3f} ({delta:+.1f} points)")
+        lines.append(
+            f"held-out accuracy on {after['tasks']} tasks: {before['accuracy']:.3f} -> "
+            f"{after['accuracy']:.3f} ({delta:+.1f} points)"
+        )
     elif after:
         lines.append(f"held-out accuracy on {after['tasks']} tasks: {after['accuracy']:.3f}")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """benchmarks/_peak_memory.py, the memory benchmarks' measure: a child's peak is seen, and the
 allocator setting that makes peaks measure tensors rather than glibc's retained heap."""
+
 from __future__ import annotations
 
 import os
@@ -30,4 +31,3 @@ def test_allocator_env_pins_or_leaves_glibcs_threshold():
     assert env["MALLOC_MMAP_THRESHOLD_"] == "1"  # the caller's mapping is not changed
     with pytest.raises(ValueError, match="malloc"):
         allocator_env(env, "jemalloc")
-

@@ -1,4 +1,5 @@
 """rlvr/Arithmetic-v0: worked numbers, and every difficulty passes the checker."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -9,10 +10,16 @@ from rlvr import envs
 from rlvr.envs.arithmetic import ArithmeticEnv, _evaluate
 
 
-@pytest.mark.parametrize("expr,value", [
-    ("3/4 + 1/2", Fraction(5, 4)), ("1/3 - 1/2", Fraction(-1, 6)), ("(3 - 5) * 2", -4), ("7 - 2 * 3", 1),
-    ("((4 + 5) * 2) - 7", 11),
-])
+@pytest.mark.parametrize(
+    "expr,value",
+    [
+        ("3/4 + 1/2", Fraction(5, 4)),
+        ("1/3 - 1/2", Fraction(-1, 6)),
+        ("(3 - 5) * 2", -4),
+        ("7 - 2 * 3", 1),
+        ("((4 + 5) * 2) - 7", 11),
+    ],
+)
 def test_evaluate_exactly(expr, value):
     assert _evaluate(expr) == value
 

@@ -1,6 +1,7 @@
 """The checker finds each kind of broken environment and names the problem.
 
 Each environment here is a real TextEnv with one deliberate defect; a sound baseline passes."""
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,6 @@
 """rlvr/Code-v0: the shipped task set, every reference passing and every wrong solution failing in
 the real sandbox, the env contract (envs.check_env), and pickling."""
+
 from __future__ import annotations
 
 import pickle
@@ -9,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs
-from tests.conftest import require
 from rlvr.envs.code import CodeEnv, TaskRecordError, builtin_records, task_from_record
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 
 def test_task_set_is_graded_and_complete():
@@ -53,8 +54,10 @@ def test_single_step_contract_with_worked_task(box):
     obs, info = env.reset(options={"task_id": "fizzbuzz"})
     assert info["task_id"] == "fizzbuzz" and obs[0]["role"] == "user"
     assert "standard input" in obs[0]["content"] and "```python" in obs[0]["content"]
-    program = ("n = int(input())\nfor i in range(1, n + 1):\n"
-               "    print('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 else i)")
+    program = (
+        "n = int(input())\nfor i in range(1, n + 1):\n"
+        "    print('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else 'Buzz' if i % 5 == 0 else i)"
+    )
     reply, reward, terminated, truncated, info = env.step(f"```python\n{program}\n```")
     assert (reply, reward, terminated, truncated) == ([], 1.0, True, False)
     # All of the task's tests: its 3 `tests` and its 6 `heldout_tests` (this env shows no feedback).
@@ -104,8 +107,14 @@ def test_bad_arguments_and_records_raise_typed_errors():
 
 
 def test_heldout_tests_join_the_answer():
-    task = task_from_record({"id": "x", "prompt": "p", "tests": [{"stdin": "1", "stdout": "1"}],
-                             "heldout_tests": [{"stdin": "2", "stdout": "2"}, {"stdin": "3", "stdout": "3"}]})
+    task = task_from_record(
+        {
+            "id": "x",
+            "prompt": "p",
+            "tests": [{"stdin": "1", "stdout": "1"}],
+            "heldout_tests": [{"stdin": "2", "stdout": "2"}, {"stdin": "3", "stdout": "3"}],
+        }
+    )
     assert [t.stdin for t in task.answer] == ["1", "2", "3"] and task.metadata["n_heldout"] == 2
     plain = task_from_record({"id": "y", "prompt": "p", "tests": [{"stdin": "", "stdout": ""}]})
     assert plain.metadata["n_heldout"] == 0

@@ -1,4 +1,5 @@
 """rlvr/CodeDataset-v0: local JSONL in the MBPP, HumanEval, APPS, CodeContests and rlvr shapes."""
+
 from __future__ import annotations
 
 import json
@@ -7,49 +8,63 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs
-from tests.conftest import require
 from rlvr.envs.code import TaskRecordError
 from rlvr.envs.code_dataset import CodeDatasetEnv, load_dataset
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 MBPP = {
-    "task_id": 901, "text": "Write a function to return the elements common to two lists, sorted ascending.",
+    "task_id": 901,
+    "text": "Write a function to return the elements common to two lists, sorted ascending.",
     "code": "def common_sorted(a, b):\r\n    return sorted(set(a) & set(b))",
-    "test_list": ["assert common_sorted([3, 4, 5, 6], [5, 7, 4, 10]) == [4, 5]",
-                  "assert common_sorted([1, 2], [3]) == []"],
-    "test_setup_code": "", "challenge_test_list": ["assert common_sorted([2, 2, 1], [2, 1, 1]) == [1, 2]"],
+    "test_list": [
+        "assert common_sorted([3, 4, 5, 6], [5, 7, 4, 10]) == [4, 5]",
+        "assert common_sorted([1, 2], [3]) == []",
+    ],
+    "test_setup_code": "",
+    "challenge_test_list": ["assert common_sorted([2, 2, 1], [2, 1, 1]) == [1, 2]"],
 }
 HUMANEVAL = {
-    "task_id": "Demo/0", "entry_point": "count_upper",
+    "task_id": "Demo/0",
+    "entry_point": "count_upper",
     "prompt": 'def count_upper(s: str) -> int:\n    """Return how many upper-case letters s has.\n'
-              '    >>> count_upper("aBC")\n    2\n    """\n',
+    '    >>> count_upper("aBC")\n    2\n    """\n',
     "canonical_solution": "    return sum(1 for c in s if c.isupper())\n",
     "test": "def check(candidate):\n    assert candidate('aBC') == 2\n    assert candidate('') == 0\n"
-            "    assert candidate('ABCdefG') == 4\n",
+    "    assert candidate('ABCdefG') == 4\n",
 }
 APPS_IO = {
-    "problem_id": 77, "question": "Read two integers a and b and print a * b.",
+    "problem_id": 77,
+    "question": "Read two integers a and b and print a * b.",
     "input_output": json.dumps({"inputs": ["2 3\n", "-4 5\n"], "outputs": ["6\n", "-20\n"]}),
     "solutions": json.dumps(["a, b = map(int, input().split())\nprint(a * b)\n"]),
 }
 APPS_CALL = {
-    "problem_id": 78, "question": "Write a function `largest(xs)` returning the largest number in xs.",
+    "problem_id": 78,
+    "question": "Write a function `largest(xs)` returning the largest number in xs.",
     # APPS wraps call-based outputs in a list; both [9] and 9 must be accepted as 9.
     "input_output": {"fn_name": "largest", "inputs": [[[1, 9, 3]], [[-2, -7]]], "outputs": [[9], -2]},
     "solutions": json.dumps(["def largest(xs):\n    return max(xs)\n"]),
 }
 CODECONTESTS = {
-    "name": "demo_sum_of_squares", "description": "Given n, print 1^2 + 2^2 + ... + n^2.",
+    "name": "demo_sum_of_squares",
+    "description": "Given n, print 1^2 + 2^2 + ... + n^2.",
     "public_tests": {"input": ["3\n"], "output": ["14\n"]},
     "private_tests": {"input": ["1\n", "10\n"], "output": ["1\n", "385\n"]},
     "generated_tests": {"input": ["100\n"], "output": ["338350\n"]},
-    "solutions": {"language": [2, 3], "solution": ["int main() {}", "n = int(input())\nprint(n * (n + 1) * (2 * n + 1) // 6)"]},
+    "solutions": {
+        "language": [2, 3],
+        "solution": ["int main() {}", "n = int(input())\nprint(n * (n + 1) * (2 * n + 1) // 6)"],
+    },
     "incorrect_solutions": {"language": [3], "solution": ["n = int(input())\nprint(sum(i * i for i in range(n)))"]},
 }
 RLVR = {
-    "id": "mine/double", "prompt": "Write `double(x)` returning 2 * x.", "entry_point": "double",
+    "id": "mine/double",
+    "prompt": "Write `double(x)` returning 2 * x.",
+    "entry_point": "double",
     "tests": [{"fn": "double", "args": [4], "expected": 8}, {"assert": "assert double(-1) == -2"}],
-    "reference": "def double(x):\n    return 2 * x\n", "wrong": "def double(x):\n    return x + 2\n",
+    "reference": "def double(x):\n    return 2 * x\n",
+    "wrong": "def double(x):\n    return x + 2\n",
 }
 RECORDS = [MBPP, HUMANEVAL, APPS_IO, APPS_CALL, CODECONTESTS, RLVR]
 

@@ -1,5 +1,6 @@
 """rlvr/CodeFeedback-v0: failing shown tests are fed back, up to N attempts; final or per-turn reward,
 computed on held-out tests no feedback quotes; the split of a task's tests."""
+
 from __future__ import annotations
 
 import json
@@ -7,11 +8,11 @@ import json
 import pytest
 
 from rlvr import envs
-from tests.conftest import require
 from rlvr.envs.code import task_from_record
 from rlvr.envs.code_dataset import normalise_record
 from rlvr.envs.code_feedback import HIDDEN_FAILED, NOTHING_SHOWN, CodeFeedbackEnv, split_tests
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 # leap_year's shown tests: 2024 YES, 2023 NO, 1900 NO, 2000 YES; its held-out ones: 2100 NO, 2400 YES,
 # 1996 YES, 1 NO, 4 YES, 1800 NO. This misses the century rule: 1900 (shown), 2100 and 1800 (held out).
@@ -65,9 +66,18 @@ def test_per_turn_rewards_each_attempt(box):
 
 def test_format_error_feedback_and_a_dataset_source(box, tmp_path):
     path = tmp_path / "one.jsonl"
-    path.write_text(json.dumps({"id": "sq", "prompt": "Write `sq(x)`.", "entry_point": "sq",
-                                "tests": [{"fn": "sq", "args": [3], "expected": 9}],
-                                "reference": "def sq(x):\n    return x * x"}) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "id": "sq",
+                "prompt": "Write `sq(x)`.",
+                "entry_point": "sq",
+                "tests": [{"fn": "sq", "args": [3], "expected": 9}],
+                "reference": "def sq(x):\n    return x * x",
+            }
+        )
+        + "\n"
+    )
     env = CodeFeedbackEnv(source=str(path), sandbox=box)
     obs, info = env.reset(seed=0)
     assert info["task_id"] == "sq"
@@ -108,29 +118,60 @@ def test_builtin_split_shows_tests_and_holds_out_heldout_tests():
 
 def test_jsonl_split_rule():
     # MBPP: the first assert is quoted in the statement (shown); of the other two, one is shown, one held out.
-    mbpp = _task({"task_id": 1, "text": "Write add.", "code": "def add(a, b):\n    return a + b",
-                  "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(5, 1) == 6"]})
+    mbpp = _task(
+        {
+            "task_id": 1,
+            "text": "Write add.",
+            "code": "def add(a, b):\n    return a + b",
+            "test_list": ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(5, 1) == 6"],
+        }
+    )
     split = split_tests(mbpp)
     assert [t.code for t in split.shown] == ["assert add(1, 2) == 3", "assert add(2, 2) == 4"]
     assert [t.code for t in split.heldout] == ["assert add(5, 1) == 6"]
     # Stdin tests: the example in the statement is shown; of the other four, the later two are held out,
     # but not one repeating a shown input.
-    io = _task({"id": "io", "prompt": "Print the sum. Example: input `1 2` gives 3.",
-                "tests": [{"stdin": s, "stdout": o} for s, o in
-                          [("1 2", "3"), ("4 4", "8"), ("5 5", "10"), ("4  4\n", "8"), ("7 0", "7")]]})
+    io = _task(
+        {
+            "id": "io",
+            "prompt": "Print the sum. Example: input `1 2` gives 3.",
+            "tests": [
+                {"stdin": s, "stdout": o}
+                for s, o in [("1 2", "3"), ("4 4", "8"), ("5 5", "10"), ("4  4\n", "8"), ("7 0", "7")]
+            ],
+        }
+    )
     split = split_tests(io)
     assert [t.stdin for t in split.shown] == ["1 2", "4 4", "5 5", "4  4\n"]
     assert [t.stdin for t in split.heldout] == ["7 0"]
     # A single test, or tests all quoted by the statement: everything held out, nothing shown.
-    one = _task({"id": "sq", "prompt": "Write `sq(x)`.", "entry_point": "sq",
-                 "tests": [{"fn": "sq", "args": [3], "expected": 9}]})
+    one = _task(
+        {
+            "id": "sq",
+            "prompt": "Write `sq(x)`.",
+            "entry_point": "sq",
+            "tests": [{"fn": "sq", "args": [3], "expected": 9}],
+        }
+    )
     assert split_tests(one).shown == () and len(split_tests(one).heldout) == 1
-    quoted = _task({"id": "q", "prompt": "Write `sq(x)`: sq(3) is 9, sq(4) is 16.", "entry_point": "sq",
-                    "tests": [{"fn": "sq", "args": [3], "expected": 9}, {"fn": "sq", "args": [4], "expected": 16}]})
+    quoted = _task(
+        {
+            "id": "q",
+            "prompt": "Write `sq(x)`: sq(3) is 9, sq(4) is 16.",
+            "entry_point": "sq",
+            "tests": [{"fn": "sq", "args": [3], "expected": 9}, {"fn": "sq", "args": [4], "expected": 16}],
+        }
+    )
     assert split_tests(quoted).shown == () and len(split_tests(quoted).heldout) == 2
     # A record's own `heldout_tests` win.
-    declared = _task({"id": "d", "prompt": "Write `sq(x)`.", "entry_point": "sq",
-                      "tests": [{"fn": "sq", "args": [3], "expected": 9}],
-                      "heldout_tests": [{"fn": "sq", "args": [5], "expected": 25}]})
+    declared = _task(
+        {
+            "id": "d",
+            "prompt": "Write `sq(x)`.",
+            "entry_point": "sq",
+            "tests": [{"fn": "sq", "args": [3], "expected": 9}],
+            "heldout_tests": [{"fn": "sq", "args": [5], "expected": 25}],
+        }
+    )
     assert [t.args for t in split_tests(declared).shown] == [(3,)]
     assert [t.args for t in split_tests(declared).heldout] == [(5,)]

@@ -4,6 +4,7 @@ each later attempt is a lookup table of every input the feedback quoted so far (
 reply text, as a policy would read it) mapped to the expected value quoted, with the stub's answer
 for any other input. The reward is computed on held-out tests the feedback never quotes, so the
 table earns nothing there. Real environments through `gymnasium.make`, the real Docker sandbox."""
+
 from __future__ import annotations
 
 import ast
@@ -22,17 +23,25 @@ from rlvr.verifiers.verdict import Outcome
 
 ENV_ID = "rlvr/CodeFeedback-v0"
 # One task per line of the file below: an example in the statement (`1 2`), four more tests.
-IO_TASK = {"id": "add_io", "prompt": "Read two integers and print their sum. Example: input `1 2` prints 3.",
-           "reference": "a, b = map(int, input().split())\nprint(a + b)\n",
-           "tests": [{"stdin": s, "stdout": o} for s, o in
-                     [("1 2\n", "3\n"), ("4 5\n", "9\n"), ("10 20\n", "30\n"), ("7 8\n", "15\n"),
-                      ("100 1\n", "101\n")]]}
-MBPP_TASK = {"task_id": "mbpp_mul", "text": "Write a function to multiply two integers.",
-             "code": "def mul(a, b):\n    return a * b\n",
-             "test_list": ["assert mul(2, 3) == 6", "assert mul(4, 5) == 20", "assert mul(-7, 6) == -42"]}
+IO_TASK = {
+    "id": "add_io",
+    "prompt": "Read two integers and print their sum. Example: input `1 2` prints 3.",
+    "reference": "a, b = map(int, input().split())\nprint(a + b)\n",
+    "tests": [
+        {"stdin": s, "stdout": o}
+        for s, o in [("1 2\n", "3\n"), ("4 5\n", "9\n"), ("10 20\n", "30\n"), ("7 8\n", "15\n"), ("100 1\n", "101\n")]
+    ],
+}
+MBPP_TASK = {
+    "task_id": "mbpp_mul",
+    "text": "Write a function to multiply two integers.",
+    "code": "def mul(a, b):\n    return a * b\n",
+    "test_list": ["assert mul(2, 3) == 6", "assert mul(4, 5) == 20", "assert mul(-7, 6) == -42"],
+}
 
 
 # --- the policy: read the feedback, write a table ------------------------------------------------
+
 
 def _strings(text: str, n: int) -> list[str]:
     """The first `n` Python string literals in `text`, as a reader of the reply would take them."""
@@ -73,17 +82,17 @@ def learn(table: dict, feedback: str, fn: str | None) -> None:
             continue
         rest = line.split("): ", 1)[1]
         if rest.startswith("input "):
-            pair = _strings(rest[len("input "):], 2)
+            pair = _strings(rest[len("input ") :], 2)
             if len(pair) == 2:
                 table[" ".join(pair[0].split())] = pair[1]
-        elif fn and rest.startswith("AssertionError: line ") and ": " in rest[len("AssertionError: line "):]:
-            learned = _from_assert(rest[len("AssertionError: line "):].split(": ", 1)[1], fn)
+        elif fn and rest.startswith("AssertionError: line ") and ": " in rest[len("AssertionError: line ") :]:
+            learned = _from_assert(rest[len("AssertionError: line ") :].split(": ", 1)[1], fn)
             if learned:
                 table[learned[0]] = learned[1]
         elif fn and rest.startswith(f"{fn}(") and ": expected " in rest and ", got " in rest:
             call, after = rest.split(": expected ", 1)
             try:
-                args = json.loads("[" + call[len(fn) + 1:-1] + "]")
+                args = json.loads("[" + call[len(fn) + 1 : -1] + "]")
                 expected = json.loads(after.rsplit(", got ", 1)[0])
             except ValueError:
                 continue  # a quote cut short: nothing to learn from it
@@ -96,8 +105,7 @@ def stub(fn: str | None) -> str:
 
 def table_program(table: dict, fn: str | None) -> str:
     if not fn:  # stdin task: print the quoted output for a quoted input, nothing otherwise
-        return (f"import sys\n_T = {table!r}\n"
-                "sys.stdout.write(_T.get(' '.join(sys.stdin.read().split()), ''))\n")
+        return f"import sys\n_T = {table!r}\nsys.stdout.write(_T.get(' '.join(sys.stdin.read().split()), ''))\n"
     lines = ["import json", "def _k(args):", "    return json.dumps(list(args), sort_keys=True)", "_T = {}"]
     lines += [f"_T[_k({args})] = {value}" for args, value in table.items()]
     lines += [f"def {fn}(*args):", "    return _T.get(_k(args))"]
@@ -136,23 +144,30 @@ def _rendered_inputs(test) -> list[str]:
 
 # --- the tests -----------------------------------------------------------------------------------
 
+
 def test_a_feedback_lookup_table_scores_like_a_stub(box):
     tasks = builtin_tasks()
     assert len(tasks) == 35
     jobs = [(t.task_id, p) for t in tasks for p in ("stub", "table", "reference")]
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = dict(zip(jobs, pool.map(lambda job: play(box, *job), jobs)))
-    mean = {p: sum(results[(t.task_id, p)]["reward"] for t in tasks) / len(tasks)
-            for p in ("stub", "table", "reference")}
-    print(f"\nmean final reward over the 35 built-in tasks at the defaults: stub {mean['stub']:.3f}, "
-          f"lookup table {mean['table']:.3f}, reference {mean['reference']:.3f}")
+    mean = {
+        p: sum(results[(t.task_id, p)]["reward"] for t in tasks) / len(tasks) for p in ("stub", "table", "reference")
+    }
+    print(
+        f"\nmean final reward over the 35 built-in tasks at the defaults: stub {mean['stub']:.3f}, "
+        f"lookup table {mean['table']:.3f}, reference {mean['reference']:.3f}"
+    )
     assert mean["reference"] == 1.0, [t.task_id for t in tasks if results[(t.task_id, "reference")]["reward"] != 1.0]
     assert mean["table"] <= mean["stub"] + 0.05, [t.task_id for t in tasks if results[(t.task_id, "table")]["reward"]]
     # The table is a real attack: it learned what the feedback quoted and passes the shown tests it was
     # shown (before the split it ended 32 of the 35 tasks with reward 1.0).
     learned = [t.task_id for t in tasks if results[(t.task_id, "table")]["table"]]
-    passes_shown = [t.task_id for t in tasks
-                    if (s := results[(t.task_id, "table")]["verdict"].info["shown"])["passed"] == s["total"]]
+    passes_shown = [
+        t.task_id
+        for t in tasks
+        if (s := results[(t.task_id, "table")]["verdict"].info["shown"])["passed"] == s["total"]
+    ]
     print(f"the lookup table's last attempt passes every shown test of {len(passes_shown)} of 35 tasks")
     assert len(learned) == 35 and len(passes_shown) >= 30, (learned, passes_shown)
     # No feedback message quotes a held-out input.

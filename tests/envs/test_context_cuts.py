@@ -1,5 +1,6 @@
 """`truncated` episodes say why (turns, context, length), old logs still load, eval and train
 report the reasons, and a run where many episodes do not fit in the context says so once."""
+
 from __future__ import annotations
 
 import json
@@ -19,9 +20,21 @@ GUESS = "rlvr/GuessNumber-v0"
 
 
 def episode(outcome=Outcome.TRUNCATED, truncation=None, finish="stop", detail="", prompt=10, completion=3, **meta):
-    return Episode(env_id="e", task_id="0", group_id=0, prompt_ids=[1] * prompt, completion_ids=[2] * completion,
-                   loss_mask=[1] * completion, logprobs=[0.0] * completion, turn_rewards=[0.0], outcome=outcome,
-                   messages=[], finish_reason=finish, metadata={"detail": detail, **meta}, truncation=truncation)
+    return Episode(
+        env_id="e",
+        task_id="0",
+        group_id=0,
+        prompt_ids=[1] * prompt,
+        completion_ids=[2] * completion,
+        loss_mask=[1] * completion,
+        logprobs=[0.0] * completion,
+        turn_rewards=[0.0],
+        outcome=outcome,
+        messages=[],
+        finish_reason=finish,
+        metadata={"detail": detail, **meta},
+        truncation=truncation,
+    )
 
 
 def test_reason_is_a_plain_string_in_logs_and_old_logs_load():
@@ -31,9 +44,12 @@ def test_reason_is_a_plain_string_in_logs_and_old_logs_load():
     assert episode(outcome=Outcome.CORRECT).to_dict()["truncation"] == ""
     assert Episode.from_dict(episode(outcome=Outcome.CORRECT).to_dict()).truncation is None
     # Logs written before the field: the reason comes from the finish reason and the rollout's note.
-    for finish, detail, reason in [("stop", "the next turn would not fit in the context", "context"),
-                                   ("", "the prompt does not fit in the context", "context"),
-                                   ("length", "", "length"), ("stop", "no end after 3 turns", "turns")]:
+    for finish, detail, reason in [
+        ("stop", "the next turn would not fit in the context", "context"),
+        ("", "the prompt does not fit in the context", "context"),
+        ("length", "", "length"),
+        ("stop", "no end after 3 turns", "turns"),
+    ]:
         old = episode(finish=finish, detail=detail).to_dict()
         del old["truncation"]
         assert Episode.from_dict(old).truncation is TruncationReason(reason)
@@ -48,12 +64,26 @@ def hf_sampler(model_dir, tokenizer):
 
 
 def test_rollout_types_each_reason(hf_sampler, tokenizer):
-    prompt_len = len(tokenizer.apply_chat_template(
-        gym.make(GUESS, n=20).reset(seed=0)[0], add_generation_prompt=True, tokenize=True, return_dict=False))
+    prompt_len = len(
+        tokenizer.apply_chat_template(
+            gym.make(GUESS, n=20).reset(seed=0)[0], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+    )
     run = lambda max_length, max_tokens=4, **kw: [  # noqa: E731
-        ep for g in rollout(GUESS, {"n": 20, **kw}, hf_sampler, tokenizer, seeds=[0, 1], group_size=2,
-                            sampling=SamplingSettings(max_tokens=max_tokens, seed=0), progress=False,
-                            max_length=max_length) for ep in g.episodes]
+        ep
+        for g in rollout(
+            GUESS,
+            {"n": 20, **kw},
+            hf_sampler,
+            tokenizer,
+            seeds=[0, 1],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=max_tokens, seed=0),
+            progress=False,
+            max_length=max_length,
+        )
+        for ep in g.episodes
+    ]
     no_room = run(prompt_len)  # the prompt leaves no room for max_tokens
     assert all(ep.truncation is TruncationReason.CONTEXT for ep in no_room)
     assert all(ep.metadata["max_length"] == prompt_len for ep in no_room)
@@ -71,9 +101,20 @@ def test_rollout_types_each_reason(hf_sampler, tokenizer):
 
 
 def test_eval_summary_counts_reasons_and_warns():
-    eps = [episode(truncation=TruncationReason.CONTEXT, prompt=240, completion=12, max_length=256,
-                   sampling={"max_tokens": 32})] * 3 + [episode(truncation=TruncationReason.LENGTH)] \
+    eps = (
+        [
+            episode(
+                truncation=TruncationReason.CONTEXT,
+                prompt=240,
+                completion=12,
+                max_length=256,
+                sampling={"max_tokens": 32},
+            )
+        ]
+        * 3
+        + [episode(truncation=TruncationReason.LENGTH)]
         + [episode(outcome=Outcome.CORRECT)] * 6
+    )
     assert truncation_counts(eps) == {"turns": 0, "context": 3, "length": 1}
     summary = summarize(eps, [1], env_id="e", env_args={}, model="m")
     table = format_table(summary)
@@ -91,9 +132,20 @@ def test_eval_summary_counts_reasons_and_warns():
 def test_train_metrics_have_rates_per_reason():
     from rlvr.trainers.loop import Rollout, Trainer
 
-    eps = [episode(truncation=TruncationReason.TURNS), episode(truncation=TruncationReason.CONTEXT),
-           episode(outcome=Outcome.CORRECT), episode(outcome=Outcome.INCORRECT)]
-    r = Rollout(episodes=eps, all_episodes=eps, errors=0, groups_total=1, groups_kept=1, seconds_sampling=0.0,
-                seconds_scoring=0.0)
+    eps = [
+        episode(truncation=TruncationReason.TURNS),
+        episode(truncation=TruncationReason.CONTEXT),
+        episode(outcome=Outcome.CORRECT),
+        episode(outcome=Outcome.INCORRECT),
+    ]
+    r = Rollout(
+        episodes=eps,
+        all_episodes=eps,
+        errors=0,
+        groups_total=1,
+        groups_kept=1,
+        seconds_sampling=0.0,
+        seconds_scoring=0.0,
+    )
     m = Trainer.rollout_metrics(None, r)
     assert (m["truncated_turns_rate"], m["truncated_context_rate"], m["truncated_length_rate"]) == (0.25, 0.25, 0.0)

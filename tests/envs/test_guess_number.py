@@ -1,4 +1,5 @@
 """rlvr/GuessNumber-v0: the multi-turn contract, played move by move with worked numbers."""
+
 from __future__ import annotations
 
 import pickle
@@ -42,9 +43,9 @@ def test_per_turn_rewards_are_fractions_ruled_out():
     env = GuessNumberEnv(n=10, reward="per_turn")
     task_id = next(str(s) for s in range(100) if env.make_task(s).answer == 7)
     env.reset(options={"task_id": task_id})
-    _, r1, *_ = env.step("5")   # 10 possible -> 6..10 (5 left): 5/10 ruled out
-    _, r2, *_ = env.step("9")   # 6..10 -> 6..8 (3 left): 2/5
-    _, r3, *_ = env.step("2")   # already ruled out: 0
+    _, r1, *_ = env.step("5")  # 10 possible -> 6..10 (5 left): 5/10 ruled out
+    _, r2, *_ = env.step("9")  # 6..10 -> 6..8 (3 left): 2/5
+    _, r3, *_ = env.step("2")  # already ruled out: 0
     _, r4, done, _, info = env.step("7")
     assert (r1, r2, r3, r4, done) == (0.5, 0.4, 0.0, 1.0, True)
     assert info["verdict"].outcome is Outcome.CORRECT
@@ -72,11 +73,19 @@ def test_render_transcript():
     assert text.startswith("[user] I am thinking") and "[assistant] 4" in text
 
 
-@pytest.mark.parametrize("text,want", [
-    ("42", 42), ("I guess 17, no, 18", 18), ("-3", -3), ("answer: 50.", 50),
-    ("7.5", "7.5 is not an integer"), ("", "no number in the reply"), ("nothing", "no number in the reply"),
-    ("9" * 40, "the number is too long"),
-])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("42", 42),
+        ("I guess 17, no, 18", 18),
+        ("-3", -3),
+        ("answer: 50.", 50),
+        ("7.5", "7.5 is not an integer"),
+        ("", "no number in the reply"),
+        ("nothing", "no number in the reply"),
+        ("9" * 40, "the number is too long"),
+    ],
+)
 def test_parse_guess(text, want):
     assert parse_guess(text) == want
 
@@ -85,13 +94,12 @@ def test_hostile_input_is_fast_and_harmless():
     env = GuessNumberEnv(n=100)
     env.reset(seed=0)
     start = time.perf_counter()
-    _, reward, *_ , info = env.step("1 " * 500_000 + "9" * 100_000)
+    _, reward, *_, info = env.step("1 " * 500_000 + "9" * 100_000)
     assert time.perf_counter() - start < 2.0
     assert reward == 0.0 and info["verdict"].outcome is Outcome.FORMAT_ERROR
 
 
-@pytest.mark.parametrize("kwargs", [{"n": 1}, {"n": "ten"}, {"reward": "dense"}, {"max_turns": 0},
-                                    {"max_turns": 2.5}])
+@pytest.mark.parametrize("kwargs", [{"n": 1}, {"n": "ten"}, {"reward": "dense"}, {"max_turns": 0}, {"max_turns": 2.5}])
 def test_bad_arguments(kwargs):
     with pytest.raises(envs.EnvArgumentError):
         envs.make("rlvr/GuessNumber-v0", **kwargs)

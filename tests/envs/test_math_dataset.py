@@ -1,4 +1,5 @@
 """rlvr/MathDataset-v0 on small JSONL and Parquet files written here (no downloads)."""
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,7 @@ def test_gsm8k_jsonl_tasks_are_rows(gsm8k):
 
 
 def test_parquet_with_custom_columns_and_boxed_answers(math_parquet):
-    env = MathDatasetEnv(path=str(math_parquet), question_key="problem", answer_key="solution",
-                         answer_format="boxed")
+    env = MathDatasetEnv(path=str(math_parquet), question_key="problem", answer_key="solution", answer_format="boxed")
     assert [a for _, a in env.problems] == ["\\frac{3}{4}", "(x-1)(x+1)", "3"]
 
 
@@ -72,14 +72,17 @@ def test_seed_determinism_and_unknown_task_ids(gsm8k):
             env.reset(options={"task_id": bad})
 
 
-@pytest.mark.parametrize("lines,match", [
-    (['{"question": "q", "answer": "1"}', '{"question": "q2", answer: 2}'], r"row 1 \(line 2\): invalid JSON"),
-    (['{"question": "q", "answer": "1"}', "", '[1, 2]'], r"row 1 \(line 3\): expected a JSON object"),
-    (['{"question": "q", "answer": "1"}', '{"q": "x", "answer": "2"}'], r"row 1 \(line 2\): no 'question' key"),
-    (['{"question": "", "answer": "1"}'], r"row 0 \(line 1\): 'question' must be a non-empty string"),
-    (['{"question": "q", "answer": null}'], r"row 0 \(line 1\): the answer must be a string or a number"),
-    (['{"question": "q", "answer": "  "}'], r"row 0 \(line 1\): the answer is empty"),
-])
+@pytest.mark.parametrize(
+    "lines,match",
+    [
+        (['{"question": "q", "answer": "1"}', '{"question": "q2", answer: 2}'], r"row 1 \(line 2\): invalid JSON"),
+        (['{"question": "q", "answer": "1"}', "", "[1, 2]"], r"row 1 \(line 3\): expected a JSON object"),
+        (['{"question": "q", "answer": "1"}', '{"q": "x", "answer": "2"}'], r"row 1 \(line 2\): no 'question' key"),
+        (['{"question": "", "answer": "1"}'], r"row 0 \(line 1\): 'question' must be a non-empty string"),
+        (['{"question": "q", "answer": null}'], r"row 0 \(line 1\): the answer must be a string or a number"),
+        (['{"question": "q", "answer": "  "}'], r"row 0 \(line 1\): the answer is empty"),
+    ],
+)
 def test_malformed_jsonl_names_file_and_row(tmp_path, lines, match):
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -90,8 +93,9 @@ def test_malformed_jsonl_names_file_and_row(tmp_path, lines, match):
 
 def test_format_errors_name_the_row(gsm8k, math_parquet):
     with pytest.raises(DatasetError, match=r"row 0 \(line 1\): answer_format='gsm8k' but the answer has no '####'"):
-        MathDatasetEnv(path=str(write_jsonl(gsm8k.parent / "raw.jsonl", [{"question": "q", "answer": "7"}])),
-                       answer_format="gsm8k")
+        MathDatasetEnv(
+            path=str(write_jsonl(gsm8k.parent / "raw.jsonl", [{"question": "q", "answer": "7"}])), answer_format="gsm8k"
+        )
     with pytest.raises(DatasetError, match=r"math.parquet, row 0: answer_format='boxed'"):
         MathDatasetEnv(path=str(math_parquet), question_key="problem", answer_key="problem", answer_format="boxed")
 
@@ -133,8 +137,7 @@ def test_extract_boxed_balances_braces():
 
 
 def test_verifies_equivalent_answers(math_parquet):
-    env = MathDatasetEnv(path=str(math_parquet), question_key="problem", answer_key="solution",
-                         answer_format="boxed")
+    env = MathDatasetEnv(path=str(math_parquet), question_key="problem", answer_key="solution", answer_format="boxed")
     env.reset(options={"task_id": "1"})
     _, reward, terminated, _, info = env.step("Difference of squares: \\boxed{x^2-1}")
     assert (reward, terminated, info["verdict"].outcome) == (1.0, True, Outcome.CORRECT)
@@ -146,5 +149,12 @@ def test_verifies_equivalent_answers(math_parquet):
 
 def test_passes_check_env(gsm8k, math_parquet):
     envs.check_env(envs.make("rlvr/MathDataset-v0", path=str(gsm8k), answer_format="gsm8k"))
-    envs.check_env(envs.make("rlvr/MathDataset-v0", path=str(math_parquet), question_key="problem",
-                             answer_key="solution", answer_format="boxed"))
+    envs.check_env(
+        envs.make(
+            "rlvr/MathDataset-v0",
+            path=str(math_parquet),
+            question_key="problem",
+            answer_key="solution",
+            answer_format="boxed",
+        )
+    )

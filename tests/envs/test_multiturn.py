@@ -1,5 +1,6 @@
 """The `MultiTurnEnv.respond` contract: a `TurnResult` per turn, what `respond` sees, per-episode
 state reset, `max_turns` truncation, and a clear error for the old 4-tuple return."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -19,8 +20,13 @@ class EchoEnv(ProceduralTasks, MultiTurnEnv):
         self.seen: list[str] = []
 
     def make_task(self, seed: int) -> Task:
-        return Task(str(seed), [{"role": "user", "content": "say the word"}], answer=f"w{seed}",
-                    reference=f"w{seed}", wrong="no")
+        return Task(
+            str(seed),
+            [{"role": "user", "content": "say the word"}],
+            answer=f"w{seed}",
+            reference=f"w{seed}",
+            wrong="no",
+        )
 
     def _on_reset(self) -> None:
         super()._on_reset()
@@ -32,8 +38,9 @@ class EchoEnv(ProceduralTasks, MultiTurnEnv):
             return TurnResult([{"role": "user", "content": "ignored: done"}], 1.0, True, Verdict(1.0, Outcome.CORRECT))
         if action == "crash":
             return TurnResult([], 0.0, False, Verdict(0.0, Outcome.ERROR, "grader down"))
-        return TurnResult([{"role": "user", "content": f"turn {self.turns}"}], 0.25, False,
-                          Verdict(0.25, Outcome.INCORRECT, "wrong"))
+        return TurnResult(
+            [{"role": "user", "content": f"turn {self.turns}"}], 0.25, False, Verdict(0.25, Outcome.INCORRECT, "wrong")
+        )
 
 
 class TupleEnv(EchoEnv):

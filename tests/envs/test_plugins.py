@@ -1,5 +1,6 @@
 """Third-party environments: a real pip-installed package declares `rlvr.envs` entry points and
 rlvr finds its environments without code changes."""
+
 from __future__ import annotations
 
 import shutil
@@ -23,8 +24,23 @@ def installed_plugin(tmp_path_factory):
     src = work / "src"
     shutil.copytree(PLUGIN_SRC, src)  # build outside the repo: pip writes build/ next to the sources
     target = work / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(target), str(src)], check=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(src),
+        ],
+        check=True,
+        timeout=120,
+    )
     sys.path.insert(0, str(target))
     yield target
     sys.path.remove(str(target))

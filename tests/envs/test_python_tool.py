@@ -1,5 +1,6 @@
 """rlvr/PythonTool-v0: tool calls run in the real sandbox, output returned (capped), final answer
 checked by verifiers.math."""
+
 from __future__ import annotations
 
 import math
@@ -8,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs
-from tests.conftest import require
 from rlvr.envs.python_tool import TEMPLATES, PythonToolEnv, _collatz_steps, _fib_mod, _primes, format_tool_output
 from rlvr.sandbox.types import Limits, Status
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 
 def test_answer_helpers_worked_numbers():
@@ -90,7 +91,11 @@ def test_check_env_passes(box):
 
 
 def test_bad_arguments():
-    for kwargs, message in [({"max_turns": 1}, "max_turns"), ({"tool_role": "system"}, "tool_role"),
-                            ({"templates": ("nope",)}, "templates"), ({"tool_timeout_s": 0}, "tool_timeout_s")]:
+    for kwargs, message in [
+        ({"max_turns": 1}, "max_turns"),
+        ({"tool_role": "system"}, "tool_role"),
+        ({"templates": ("nope",)}, "templates"),
+        ({"tool_timeout_s": 0}, "tool_timeout_s"),
+    ]:
         with pytest.raises(ValueError, match=message):
             PythonToolEnv(**kwargs)

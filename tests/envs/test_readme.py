@@ -1,4 +1,5 @@
 """The README's "Write your own environment" example runs as written."""
+
 from __future__ import annotations
 
 import re
@@ -21,13 +22,15 @@ def _section_code(lang: str) -> list[str]:
 
 def test_readme_example_checks_and_evaluates(tmp_path):
     (tmp_path / "count_letters.py").write_text(_section_code("python")[0], encoding="utf-8")
-    out = subprocess.run([sys.executable, "count_letters.py"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "count_letters.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     # The printed mean is the share of the 50 tasks whose count really is 2.
     sys.path.insert(0, str(tmp_path))
     try:
         import count_letters
+
         env = count_letters.CountLettersEnv()
         want = np.mean([env.reset(seed=s)[0] and env.task.answer == "2" for s in range(50)])
     finally:
@@ -39,6 +42,7 @@ def test_readme_example_checks_and_evaluates(tmp_path):
 def test_readme_check_env_command(tmp_path):
     try:
         from rlvr.cli import build_parser
+
         build_parser()
         cli_ready = True
     except ImportError:
@@ -46,7 +50,8 @@ def test_readme_check_env_command(tmp_path):
     require(cli_ready, "rlvr.cli cannot import all its subcommands yet")
     (tmp_path / "count_letters.py").write_text(_section_code("python")[0], encoding="utf-8")
     command = next(line for line in _section_code("bash")[0].splitlines() if "check-env" in line)
-    out = subprocess.run(command.replace("python", sys.executable, 1).split(), cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        command.replace("python", sys.executable, 1).split(), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "8/8 checks passed" in out.stdout

@@ -1,4 +1,5 @@
 """rlvr/ReasoningGym-v0 with real reasoning-gym datasets (all generated offline)."""
+
 from __future__ import annotations
 
 import pytest
@@ -79,7 +80,9 @@ def test_huge_answers_are_refused_quickly():
 
 
 def test_clear_errors_for_bad_arguments():
-    with pytest.raises(envs.EnvArgumentError, match="unknown reasoning-gym dataset 'chain_summ'; did you mean chain_sum"):
+    with pytest.raises(
+        envs.EnvArgumentError, match="unknown reasoning-gym dataset 'chain_summ'; did you mean chain_sum"
+    ):
         envs.make("rlvr/ReasoningGym-v0", dataset="chain_summ")
     with pytest.raises(envs.EnvArgumentError, match="rejected its config .*fields are: allow_negation, max_digits"):
         envs.make("rlvr/ReasoningGym-v0", dataset="chain_sum", colour="red")

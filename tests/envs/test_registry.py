@@ -1,4 +1,5 @@
 """The registry: built-in ids in Gymnasium's registry, typed errors, listing, --env-arg parsing, CLI."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,12 +10,21 @@ import gymnasium as gym
 import pytest
 
 from rlvr import envs
-from rlvr.envs.registry import BUILTIN_ENVS, EnvArgumentError, UnknownEnvError, parse_env_args
 from rlvr.commands import check_env as check_env_cmd
 from rlvr.commands import envs as envs_cmd
+from rlvr.envs.registry import BUILTIN_ENVS, EnvArgumentError, UnknownEnvError, parse_env_args
 
-NINE = ["rlvr/Arithmetic-v0", "rlvr/SymbolicMath-v0", "rlvr/MathDataset-v0", "rlvr/ReasoningGym-v0",
-        "rlvr/GuessNumber-v0", "rlvr/Code-v0", "rlvr/CodeDataset-v0", "rlvr/CodeFeedback-v0", "rlvr/PythonTool-v0"]
+NINE = [
+    "rlvr/Arithmetic-v0",
+    "rlvr/SymbolicMath-v0",
+    "rlvr/MathDataset-v0",
+    "rlvr/ReasoningGym-v0",
+    "rlvr/GuessNumber-v0",
+    "rlvr/Code-v0",
+    "rlvr/CodeDataset-v0",
+    "rlvr/CodeFeedback-v0",
+    "rlvr/PythonTool-v0",
+]
 
 
 def test_all_nine_ids_registered_idempotently():
@@ -28,17 +38,24 @@ def test_all_nine_ids_registered_idempotently():
 def test_gymnasium_make_works_with_the_module_prefix_in_a_fresh_process():
     # Gymnasium 1.x no longer loads the `gymnasium.envs` entry-point group, so a bare
     # gymnasium.make("rlvr/...") needs `import rlvr.envs` first; "rlvr.envs:rlvr/..." imports it for you.
-    code = ("import gymnasium, sys; e = gymnasium.make('rlvr.envs:rlvr/GuessNumber-v0', n=8); "
-            "print(e.reset(seed=0)[1]['task_id']); print('rlvr.envs' in sys.modules)")
+    code = (
+        "import gymnasium, sys; e = gymnasium.make('rlvr.envs:rlvr/GuessNumber-v0', n=8); "
+        "print(e.reset(seed=0)[1]['task_id']); print('rlvr.envs' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[1] == "True"
 
 
-@pytest.mark.parametrize("env_id,hint", [
-    ("rlvr/GuesNumber-v0", "rlvr/GuessNumber-v0"), ("arithmetic", "rlvr/Arithmetic-v0"),
-    ("rlvr/Arithmetic-v9", "rlvr/Arithmetic-v0"), ("rlvr/ReasoningGym", "rlvr/ReasoningGym-v0"),
-])
+@pytest.mark.parametrize(
+    "env_id,hint",
+    [
+        ("rlvr/GuesNumber-v0", "rlvr/GuessNumber-v0"),
+        ("arithmetic", "rlvr/Arithmetic-v0"),
+        ("rlvr/Arithmetic-v9", "rlvr/Arithmetic-v0"),
+        ("rlvr/ReasoningGym", "rlvr/ReasoningGym-v0"),
+    ],
+)
 def test_unknown_ids_suggest_close_matches(env_id, hint):
     with pytest.raises(UnknownEnvError, match=f"Did you mean '{hint}'"):
         envs.make(env_id)
@@ -56,8 +73,11 @@ def test_non_string_id():
 
 
 def test_bad_keyword_names_the_accepted_ones():
-    with pytest.raises(EnvArgumentError, match=r"unexpected keyword argument\(s\) nn; it accepts: n, max_turns, "
-                                               r"reward, render_mode"):
+    with pytest.raises(
+        EnvArgumentError,
+        match=r"unexpected keyword argument\(s\) nn; it accepts: n, max_turns, "
+        r"reward, render_mode",
+    ):
         envs.make("rlvr/GuessNumber-v0", nn=5)
 
 
@@ -87,7 +107,9 @@ def test_list_envs_kinds_descriptions_and_broken_entry_points():
     broken = rows["rlvr/Broken-v0"]
     assert broken.kind == "unavailable" and "No module named 'rlvr.envs.no_such_module'" in broken.error
     assert "CartPole-v1" not in rows  # only text environments
-    assert set(NINE) - {"rlvr/Code-v0", "rlvr/CodeDataset-v0", "rlvr/CodeFeedback-v0", "rlvr/PythonTool-v0"} <= set(rows)
+    assert set(NINE) - {"rlvr/Code-v0", "rlvr/CodeDataset-v0", "rlvr/CodeFeedback-v0", "rlvr/PythonTool-v0"} <= set(
+        rows
+    )
 
 
 def test_make_of_a_registered_but_broken_entry_point_is_clear():
@@ -100,10 +122,28 @@ def test_make_of_a_registered_but_broken_entry_point_is_clear():
 
 
 def test_parse_env_args_reads_values_as_yaml():
-    got = parse_env_args(["difficulty=2", "ratio=0.5", "flag=true", "name=gsm8k", "kinds=[expand, diff]",
-                          "path=/tmp/a=b.jsonl", "empty=", "none=null"])
-    assert got == {"difficulty": 2, "ratio": 0.5, "flag": True, "name": "gsm8k", "kinds": ["expand", "diff"],
-                   "path": "/tmp/a=b.jsonl", "empty": "", "none": None}
+    got = parse_env_args(
+        [
+            "difficulty=2",
+            "ratio=0.5",
+            "flag=true",
+            "name=gsm8k",
+            "kinds=[expand, diff]",
+            "path=/tmp/a=b.jsonl",
+            "empty=",
+            "none=null",
+        ]
+    )
+    assert got == {
+        "difficulty": 2,
+        "ratio": 0.5,
+        "flag": True,
+        "name": "gsm8k",
+        "kinds": ["expand", "diff"],
+        "path": "/tmp/a=b.jsonl",
+        "empty": "",
+        "none": None,
+    }
 
 
 @pytest.mark.parametrize("bad", ["difficulty", "=3", "1x=3", "k=[unclosed"])
@@ -148,7 +188,8 @@ def test_cli_check_env_bad_input_exits_2(capsys):
 def test_module_prefix_imports_the_registering_module(tmp_path, monkeypatch):
     (tmp_path / "my_envs_mod.py").write_text(
         "import gymnasium as gym\n"
-        "gym.register(id='mine/Guess-v0', entry_point='rlvr.envs.guess_number:GuessNumberEnv', kwargs={'n': 4})\n")
+        "gym.register(id='mine/Guess-v0', entry_point='rlvr.envs.guess_number:GuessNumberEnv', kwargs={'n': 4})\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         env = envs.make("my_envs_mod:mine/Guess-v0")

@@ -1,5 +1,6 @@
 """Rollouts with real samplers in real environments: groups, token exactness over several turns,
 typed outcomes, error episodes, and the context limit."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -8,14 +9,14 @@ from collections import Counter
 import gymnasium as gym
 import pytest
 
-from tests.conftest import require
-from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
 from rlvr.envs.chat_template import reply_ids
+from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
 from rlvr.envs.rollout import Group, rollout
 from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
 from rlvr.verifiers.verdict import Outcome, Verdict
+from tests.conftest import require
 
 GUESS = "rlvr/GuessNumber-v0"
 
@@ -50,8 +51,11 @@ class ParityEnv(ProceduralTasks, SingleTurnEnv):
         if seed % 4 == 2:
             return Verdict(0.0, Outcome.ERROR, "grader timed out")
         said = "yes" in response.lower()
-        return Verdict(float(said == task.answer), Outcome.CORRECT if said == task.answer else Outcome.INCORRECT,
-                       info={"verifier_version": "parity-1"})
+        return Verdict(
+            float(said == task.answer),
+            Outcome.CORRECT if said == task.answer else Outcome.INCORRECT,
+            info={"verifier_version": "parity-1"},
+        )
 
 
 gym.register("rlvr-test/Parity-v0", entry_point=ParityEnv)
@@ -79,31 +83,47 @@ def assert_token_exact(episode, calls, tokenizer) -> None:
     ids = episode.prompt_ids + episode.completion_ids
     assert len(episode.completion_ids) == len(episode.loss_mask) == len(episode.logprobs)
     probe = [{"role": "user", "content": "x"}]
-    with_prompt, without = (tokenizer.apply_chat_template(probe, add_generation_prompt=g, tokenize=True, return_dict=False)
-                            for g in (True, False))
-    generation_prompt = with_prompt[len(without):]
+    with_prompt, without = (
+        tokenizer.apply_chat_template(probe, add_generation_prompt=g, tokenize=True, return_dict=False)
+        for g in (True, False)
+    )
+    generation_prompt = with_prompt[len(without) :]
     model_turns = 0
     for start, end, mask in mask_runs(episode):
         tokens = tuple(episode.completion_ids[start:end])
         if mask == 1:
             context = ids[: len(episode.prompt_ids) + start]
-            produced = [s for prompts, _, out in calls for p, group in zip(prompts, out) if p == context
-                        for s in group if s.token_ids == tokens]
+            produced = [
+                s
+                for prompts, _, out in calls
+                for p, group in zip(prompts, out)
+                if p == context
+                for s in group
+                if s.token_ids == tokens
+            ]
             assert produced, f"model tokens at {start}:{end} were not sampled from the tokens before them"
             # (several samples of a group can share their tokens: the logprobs are one of theirs)
             assert any(tuple(episode.logprobs[start:end]) == s.logprobs for s in produced)
             model_turns += 1
         else:
             assert all(lp == 0.0 for lp in episode.logprobs[start:end])
-            assert list(tokens[-len(generation_prompt):]) == generation_prompt
+            assert list(tokens[-len(generation_prompt) :]) == generation_prompt
     assert model_turns == episode.metadata["turns"] == len(episode.turn_rewards)
 
 
 def test_guess_number_episodes_are_token_exact(hf_sampler, tokenizer):
     sampler = RecordingSampler(hf_sampler)
-    groups = rollout(GUESS, {"n": 20, "max_turns": 3}, sampler, tokenizer, seeds=[5, 6], group_size=3,
-                     sampling=SamplingSettings(temperature=1.0, max_tokens=6, seed=0), model_info={"model": "tiny", "step": 4},
-                     progress=False)
+    groups = rollout(
+        GUESS,
+        {"n": 20, "max_turns": 3},
+        sampler,
+        tokenizer,
+        seeds=[5, 6],
+        group_size=3,
+        sampling=SamplingSettings(temperature=1.0, max_tokens=6, seed=0),
+        model_info={"model": "tiny", "step": 4},
+        progress=False,
+    )
     assert [len(c[0]) for c in sampler.calls][0] == 2 and sampler.calls[0][1] == 3  # turn 1: n=G per task
     assert all(n == 1 for _, n, _ in sampler.calls[1:])  # later turns: one per active episode
     assert len(sampler.calls) <= 3  # one sampler call per turn
@@ -124,20 +144,33 @@ def test_guess_number_episodes_are_token_exact(hf_sampler, tokenizer):
 def test_turns_cut_by_max_tokens_are_closed_by_the_template(hf_sampler, tokenizer):
     """With 2 tokens a turn nothing ends on eos: each env reply starts by closing the turn with eos."""
     sampler = RecordingSampler(hf_sampler)
-    groups = rollout(GUESS, {"n": 20, "max_turns": 2}, sampler, tokenizer, task_ids=["9"], group_size=2,
-                     sampling=SamplingSettings(max_tokens=2, seed=1), progress=False)
+    groups = rollout(
+        GUESS,
+        {"n": 20, "max_turns": 2},
+        sampler,
+        tokenizer,
+        task_ids=["9"],
+        group_size=2,
+        sampling=SamplingSettings(max_tokens=2, seed=1),
+        progress=False,
+    )
     for ep in groups[0].episodes:
         assert_token_exact(ep, sampler.calls, tokenizer)
         assert ep.finish_reason is FinishReason.LENGTH and ep.outcome is Outcome.TRUNCATED
-        (start, end, _), = [r for r in mask_runs(ep) if r[2] == 0]
-        assert ep.completion_ids[start] == tokenizer.eos_token_id and ep.completion_ids[start - 1] != tokenizer.eos_token_id
+        ((start, end, _),) = [r for r in mask_runs(ep) if r[2] == 0]
+        assert (
+            ep.completion_ids[start] == tokenizer.eos_token_id
+            and ep.completion_ids[start - 1] != tokenizer.eos_token_id
+        )
 
 
 def test_reply_ids_extend_the_template_exactly(tokenizer):
     """What the rollout appends equals the template's own rendering of the longer conversation."""
     conversation = [{"role": "user", "content": "Guess."}, {"role": "assistant", "content": "50"}]
     reply = [{"role": "user", "content": "higher"}]
-    full = tokenizer.apply_chat_template(conversation + reply, add_generation_prompt=True, tokenize=True, return_dict=False)
+    full = tokenizer.apply_chat_template(
+        conversation + reply, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     head = tokenizer.apply_chat_template(conversation, tokenize=True, return_dict=False)
     eos_end = len(head) - head[::-1].index(tokenizer.eos_token_id)
     assert head[:eos_end] + reply_ids(tokenizer, conversation, reply, model_ended_turn=True) == full
@@ -145,8 +178,17 @@ def test_reply_ids_extend_the_template_exactly(tokenizer):
 
 
 def test_error_episodes_are_counted_not_scored(hf_sampler, tokenizer):
-    groups = rollout("rlvr-test/Parity-v0", {}, hf_sampler, tokenizer, task_ids=["0", "1", "2", "3"], group_size=2,
-                     sampling=SamplingSettings(max_tokens=4, seed=0), progress=False, group_id_start=10)
+    groups = rollout(
+        "rlvr-test/Parity-v0",
+        {},
+        hf_sampler,
+        tokenizer,
+        task_ids=["0", "1", "2", "3"],
+        group_size=2,
+        sampling=SamplingSettings(max_tokens=4, seed=0),
+        progress=False,
+        group_id_start=10,
+    )
     assert [g.group_id for g in groups] == [10, 11, 12, 13] and [g.task_id for g in groups] == ["0", "1", "2", "3"]
     ok, ok2, timed_out, crashed = groups
     assert ok.num_errors == 0 and len(ok.rewards) == 2 and ok.mean_reward in (0.0, 0.5, 1.0)
@@ -158,16 +200,37 @@ def test_error_episodes_are_counted_not_scored(hf_sampler, tokenizer):
 
 
 def test_episodes_that_would_overflow_the_context_end_truncated(hf_sampler, tokenizer):
-    prompt_len = len(tokenizer.apply_chat_template(
-        gym.make(GUESS, n=20).reset(seed=0)[0], add_generation_prompt=True, tokenize=True, return_dict=False))
-    groups = rollout(GUESS, {"n": 20, "max_turns": 5}, hf_sampler, tokenizer, seeds=[0], group_size=2,
-                     sampling=SamplingSettings(max_tokens=4, seed=0), progress=False, max_length=prompt_len + 20)
+    prompt_len = len(
+        tokenizer.apply_chat_template(
+            gym.make(GUESS, n=20).reset(seed=0)[0], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+    )
+    groups = rollout(
+        GUESS,
+        {"n": 20, "max_turns": 5},
+        hf_sampler,
+        tokenizer,
+        seeds=[0],
+        group_size=2,
+        sampling=SamplingSettings(max_tokens=4, seed=0),
+        progress=False,
+        max_length=prompt_len + 20,
+    )
     for ep in groups[0].episodes:
         assert len(ep.prompt_ids) + len(ep.completion_ids) <= prompt_len + 20
         assert ep.loss_mask[-1] == 1  # ends on the model's turn: no reply tokens it never answered
     assert any("context" in ep.metadata["detail"] for ep in groups[0].episodes)
-    tiny = rollout(GUESS, {"n": 20}, hf_sampler, tokenizer, seeds=[0], group_size=2,
-                   sampling=SamplingSettings(max_tokens=4), progress=False, max_length=prompt_len)
+    tiny = rollout(
+        GUESS,
+        {"n": 20},
+        hf_sampler,
+        tokenizer,
+        seeds=[0],
+        group_size=2,
+        sampling=SamplingSettings(max_tokens=4),
+        progress=False,
+        max_length=prompt_len,
+    )
     assert all(ep.outcome is Outcome.TRUNCATED and ep.completion_ids == [] for ep in tiny[0].episodes)
 
 
@@ -186,8 +249,16 @@ def test_vllm_rollout_on_arithmetic(model_dir, tokenizer, capsys, request):
     engine = VLLMSampler(str(model_dir), max_model_len=256)
     request.addfinalizer(engine.close)
     sampler = RecordingSampler(engine)
-    groups = rollout("rlvr/Arithmetic-v0", {"difficulty": 1}, sampler, tokenizer, seeds=range(4), group_size=4,
-                     sampling=SamplingSettings(max_tokens=16, seed=0), model_info={"model": str(model_dir), "step": 0})
+    groups = rollout(
+        "rlvr/Arithmetic-v0",
+        {"difficulty": 1},
+        sampler,
+        tokenizer,
+        seeds=range(4),
+        group_size=4,
+        sampling=SamplingSettings(max_tokens=16, seed=0),
+        model_info={"model": str(model_dir), "step": 0},
+    )
     assert len(sampler.calls) == 1 and len(sampler.calls[0][0]) == 4 and sampler.calls[0][1] == 4
     assert "rlvr/Arithmetic-v0" in capsys.readouterr().err  # the progress bar
     for g in groups:
@@ -197,8 +268,16 @@ def test_vllm_rollout_on_arithmetic(model_dir, tokenizer, capsys, request):
             assert_token_exact(ep, sampler.calls, tokenizer)
     # And several turns on the same engine: prompts of different lengths, n=1 each.
     sampler.calls.clear()
-    groups = rollout(GUESS, {"n": 20, "max_turns": 3}, sampler, tokenizer, seeds=[3, 4], group_size=2,
-                     sampling=SamplingSettings(max_tokens=8, seed=1), progress=False)
+    groups = rollout(
+        GUESS,
+        {"n": 20, "max_turns": 3},
+        sampler,
+        tokenizer,
+        seeds=[3, 4],
+        group_size=2,
+        sampling=SamplingSettings(max_tokens=8, seed=1),
+        progress=False,
+    )
     assert len(sampler.calls) == max(ep.metadata["turns"] for g in groups for ep in g.episodes)
     for ep in (ep for g in groups for ep in g.episodes):
         assert_token_exact(ep, sampler.calls, tokenizer)
@@ -232,8 +311,17 @@ def test_a_single_step_group_shares_one_env_reset_before_each_copy(hf_sampler, t
     """A contextual bandit's G copies: one env and one task built per group, reset onto that
     Task before every copy's step; each episode is scored as a fresh env would score it."""
     log: list = []
-    groups = rollout("rlvr-test/CountingParity-v0", {"log": log}, hf_sampler, tokenizer, seeds=[0, 4], group_size=3,
-                     sampling=SamplingSettings(max_tokens=4, seed=0), progress=False, per_episode=False)
+    groups = rollout(
+        "rlvr-test/CountingParity-v0",
+        {"log": log},
+        hf_sampler,
+        tokenizer,
+        seeds=[0, 4],
+        group_size=3,
+        sampling=SamplingSettings(max_tokens=4, seed=0),
+        progress=False,
+        per_episode=False,
+    )
     assert sorted(e[2] for e in log if e[0] == "make_task") == [0, 4]  # one task built per group
     steps = [e for e in log if e[0] == "step"]
     assert sorted(Counter(env for _, env, _, _ in steps).values()) == [3, 3]  # one env per group, 3 copies each
@@ -268,8 +356,17 @@ def test_reply_ids_from_the_text_after_eos_equal_the_whole_templates(tokenizer, 
     from rlvr.envs.chat_template import _eos_splits_text, _reply_ids_after_eos, _reply_ids_whole
 
     assert _eos_splits_text(tokenizer)
-    texts = ["50", "", " \n\n ", "<|im_end|> 7", "def f(x):\n    return x * 2\n", "é ü 名字 🙂", "Lower.\n",
-             "\\boxed{42}", "<|im_start|>user\nhi"]
+    texts = [
+        "50",
+        "",
+        " \n\n ",
+        "<|im_end|> 7",
+        "def f(x):\n    return x * 2\n",
+        "é ü 名字 🙂",
+        "Lower.\n",
+        "\\boxed{42}",
+        "<|im_start|>user\nhi",
+    ]
     conversation = [{"role": "user", "content": "Guess a number between 1 and 100."}]
     for i, text in enumerate(texts):
         conversation = conversation + [{"role": "assistant", "content": text}]

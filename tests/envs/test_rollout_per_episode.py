@@ -1,6 +1,7 @@
 """Per-episode rollouts on real vLLM: each episode advances on its own (its next turn is submitted
 as soon as its environment has stepped), with the same episodes, groups and token exactness as
 the lockstep schedule."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,13 +11,13 @@ import time
 import gymnasium as gym
 import pytest
 
-from tests.conftest import require
 from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
 from rlvr.envs.guess_number import GuessNumberEnv
 from rlvr.envs.rollout import rollout
 from rlvr.envs.sampler import RequestSampler, SamplingSettings
-from tests.envs.test_rollout import assert_token_exact
 from rlvr.verifiers.verdict import Outcome, Verdict
+from tests.conftest import require
+from tests.envs.test_rollout import assert_token_exact
 
 RELAY_WAIT_S = 5.0
 
@@ -101,8 +102,16 @@ def test_single_turn_episodes_are_the_same_in_both_schedules(engine, tokenizer):
 
 def test_multi_turn_episodes_are_token_exact(engine, tokenizer):
     sampler = RecordingRequests(engine)
-    groups = rollout("rlvr/GuessNumber-v0", {"n": 20, "max_turns": 3}, sampler, tokenizer, seeds=[3, 4, 5],
-                     group_size=3, sampling=SamplingSettings(max_tokens=8, seed=1), progress=False)
+    groups = rollout(
+        "rlvr/GuessNumber-v0",
+        {"n": 20, "max_turns": 3},
+        sampler,
+        tokenizer,
+        seeds=[3, 4, 5],
+        group_size=3,
+        sampling=SamplingSettings(max_tokens=8, seed=1),
+        progress=False,
+    )
     episodes = [ep for g in groups for ep in g.episodes]
     assert [g.group_id for g in groups] == [0, 1, 2] and all(len(g.episodes) == 3 for g in groups)
     assert max(ep.metadata["turns"] for ep in episodes) > 1  # several turns were played
@@ -110,16 +119,33 @@ def test_multi_turn_episodes_are_token_exact(engine, tokenizer):
         assert_token_exact(ep, sampler.calls, tokenizer)
     # turn 1 is one request per group (n = G), each later turn one request per episode (n = 1)
     assert len(sampler.calls) == 3 + sum(ep.metadata["turns"] - 1 for ep in episodes)
-    again = rollout("rlvr/GuessNumber-v0", {"n": 20, "max_turns": 3}, engine, tokenizer, seeds=[3, 4, 5],
-                    group_size=3, sampling=SamplingSettings(max_tokens=8, seed=1), progress=False)
+    again = rollout(
+        "rlvr/GuessNumber-v0",
+        {"n": 20, "max_turns": 3},
+        engine,
+        tokenizer,
+        seeds=[3, 4, 5],
+        group_size=3,
+        sampling=SamplingSettings(max_tokens=8, seed=1),
+        progress=False,
+    )
     assert [ep.completion_ids for g in again for ep in g.episodes] == [ep.completion_ids for ep in episodes]
 
 
 @pytest.mark.parametrize("per_episode", [True, False])
 def test_a_slow_step_holds_only_its_own_episode(engine, tokenizer, per_episode):
     RelayEnv.baton = threading.Event()
-    groups = rollout("rlvr-test/Relay-v0", {"max_turns": 5}, engine, tokenizer, seeds=[0, 1], group_size=1,
-                     sampling=SamplingSettings(max_tokens=4, seed=0), progress=False, per_episode=per_episode)
+    groups = rollout(
+        "rlvr-test/Relay-v0",
+        {"max_turns": 5},
+        engine,
+        tokenizer,
+        seeds=[0, 1],
+        group_size=1,
+        sampling=SamplingSettings(max_tokens=4, seed=0),
+        progress=False,
+        per_episode=per_episode,
+    )
     slow, fast = (g.episodes[0] for g in groups)
     assert fast.outcome is Outcome.CORRECT and fast.metadata["turns"] == 3
     if per_episode:
@@ -151,14 +177,16 @@ class Timeline(RecordingRequests):
     def submit(self, prompt_token_ids, n, sampling):
         prompt = tuple(prompt_token_ids)
         if self.calls:  # a later turn: does it continue a sample of the last poll?
-            self.next_turn_waited_for.append(any(prompt[:len(f)] == f for f in self.finished_last_poll))
+            self.next_turn_waited_for.append(any(prompt[: len(f)] == f for f in self.finished_last_poll))
         return super().submit(prompt_token_ids, n, sampling)
 
     def poll(self):
         done = super().poll()
-        self.finished_last_poll = {tuple(self.calls[i][0][0]) + tuple(s.token_ids)
-                                   for i in range(len(self.calls) - len(done), len(self.calls))
-                                   for s in self.calls[i][2][0]}
+        self.finished_last_poll = {
+            tuple(self.calls[i][0][0]) + tuple(s.token_ids)
+            for i in range(len(self.calls) - len(done), len(self.calls))
+            for s in self.calls[i][2][0]
+        }
         return done
 
 
@@ -196,8 +224,16 @@ class CrashingPoll(RecordingRequests):
 def test_a_failing_rollout_leaves_no_request_behind(engine, tokenizer):
     """The error reaches the caller, and the engine keeps no request for the next `generate`."""
     with pytest.raises(RuntimeError, match="sampler crashed"):
-        rollout("rlvr/GuessNumber-v0", {"n": 20}, CrashingPoll(engine), tokenizer, seeds=[1, 2], group_size=2,
-                sampling=SamplingSettings(max_tokens=8), progress=False)
+        rollout(
+            "rlvr/GuessNumber-v0",
+            {"n": 20},
+            CrashingPoll(engine),
+            tokenizer,
+            seeds=[1, 2],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=8),
+            progress=False,
+        )
     assert engine.unfinished() == 0
     out = engine.generate([[1, 2, 3]], 2, SamplingSettings(max_tokens=4, seed=0))
     assert len(out) == 1 and len(out[0]) == 2
@@ -207,5 +243,13 @@ def test_per_episode_needs_a_request_sampler(tokenizer, hf_model):
     from rlvr.trainers.samplers import HFSampler
 
     with pytest.raises(TypeError, match="RequestSampler"):
-        rollout("rlvr/Arithmetic-v0", {}, HFSampler(hf_model, tokenizer), tokenizer, seeds=[1], group_size=1,
-                sampling=SamplingSettings(max_tokens=4), per_episode=True)
+        rollout(
+            "rlvr/Arithmetic-v0",
+            {},
+            HFSampler(hf_model, tokenizer),
+            tokenizer,
+            seeds=[1],
+            group_size=1,
+            sampling=SamplingSettings(max_tokens=4),
+            per_episode=True,
+        )

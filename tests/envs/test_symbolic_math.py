@@ -1,5 +1,6 @@
 """rlvr/SymbolicMath-v0: generated problems are mathematically right (checked with independent
 SymPy operations), equivalent answers are accepted, and the form checks are enforced."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import sympy as sp
 
 from rlvr import envs
 from rlvr.envs import Task
-from rlvr.envs.symbolic_math import KINDS, X, SymbolicMathEnv, is_expanded, is_factored, make_problem
+from rlvr.envs.symbolic_math import KINDS, SymbolicMathEnv, X, is_expanded, is_factored, make_problem
 from rlvr.verifiers.verdict import Outcome
 
 
@@ -44,26 +45,35 @@ def test_worked_example_factor_and_its_latex():
 
 
 def _task(kind: str, answer: str) -> Task:
-    return Task("0", [{"role": "user", "content": "?"}], answer, f"\\boxed{{{answer}}}", "\\boxed{0}",
-                {"kind": kind, "difficulty": 1})
+    return Task(
+        "0",
+        [{"role": "user", "content": "?"}],
+        answer,
+        f"\\boxed{{{answer}}}",
+        "\\boxed{0}",
+        {"kind": kind, "difficulty": 1},
+    )
 
 
-@pytest.mark.parametrize("kind,answer,response,score", [
-    ("simplify", "x^{2} - 1", "\\boxed{(x-1)(x+1)}", 1.0),   # equivalence really needed
-    ("simplify", "x^{2} - 1", "\\boxed{(x-1)(x-1)}", 0.0),
-    ("expand", "x^{2} - 1", "\\boxed{-1 + x^2}", 1.0),
-    ("expand", "x^{2} - 1", "\\boxed{(x-1)(x+1)}", 0.0),      # equivalent but not expanded
-    ("factor", "\\left(x - 1\\right) \\left(x + 1\\right)", "\\boxed{(x+1)(x-1)}", 1.0),
-    ("factor", "\\left(x - 1\\right) \\left(x + 1\\right)", "\\boxed{x^2-1}", 0.0),  # just the question
-    ("factor", "2 \\left(x + 1\\right) \\left(x + 2\\right)", "\\boxed{(2x+2)(x+2)}", 1.0),  # 2 left inside
-    ("factor", "2 \\left(x + 1\\right) \\left(x + 2\\right)", "\\boxed{2(x^2+3x+2)}", 0.0),
-    ("factor", "2 \\left(x + 1\\right) \\left(x + 2\\right)", "\\boxed{2(x+2)(x+1)}", 1.0),
-    ("diff", "2 x \\cos{\\left(x^{2} \\right)}", "\\boxed{2x\\cos(x^2)}", 1.0),
-    ("integrate", "1 - \\cos{\\left(x \\right)}", "\\boxed{-\\cos x + 1}", 1.0),
-    ("integrate", "1 - \\cos{\\left(x \\right)}", "\\boxed{-\\cos x}", 0.0),  # F(0) != 0
-    ("solve", "\\left\\{-2, 3\\right\\}", "\\boxed{\\{3, -2\\}}", 1.0),
-    ("solve", "\\left\\{-2, 3\\right\\}", "\\boxed{\\{3\\}}", 0.0),
-])
+@pytest.mark.parametrize(
+    "kind,answer,response,score",
+    [
+        ("simplify", "x^{2} - 1", "\\boxed{(x-1)(x+1)}", 1.0),  # equivalence really needed
+        ("simplify", "x^{2} - 1", "\\boxed{(x-1)(x-1)}", 0.0),
+        ("expand", "x^{2} - 1", "\\boxed{-1 + x^2}", 1.0),
+        ("expand", "x^{2} - 1", "\\boxed{(x-1)(x+1)}", 0.0),  # equivalent but not expanded
+        ("factor", "\\left(x - 1\\right) \\left(x + 1\\right)", "\\boxed{(x+1)(x-1)}", 1.0),
+        ("factor", "\\left(x - 1\\right) \\left(x + 1\\right)", "\\boxed{x^2-1}", 0.0),  # just the question
+        ("factor", "2 \\left(x + 1\\right) \\left(x + 2\\right)", "\\boxed{(2x+2)(x+2)}", 1.0),  # 2 left inside
+        ("factor", "2 \\left(x + 1\\right) \\left(x + 2\\right)", "\\boxed{2(x^2+3x+2)}", 0.0),
+        ("factor", "2 \\left(x + 1\\right) \\left(x + 2\\right)", "\\boxed{2(x+2)(x+1)}", 1.0),
+        ("diff", "2 x \\cos{\\left(x^{2} \\right)}", "\\boxed{2x\\cos(x^2)}", 1.0),
+        ("integrate", "1 - \\cos{\\left(x \\right)}", "\\boxed{-\\cos x + 1}", 1.0),
+        ("integrate", "1 - \\cos{\\left(x \\right)}", "\\boxed{-\\cos x}", 0.0),  # F(0) != 0
+        ("solve", "\\left\\{-2, 3\\right\\}", "\\boxed{\\{3, -2\\}}", 1.0),
+        ("solve", "\\left\\{-2, 3\\right\\}", "\\boxed{\\{3\\}}", 0.0),
+    ],
+)
 def test_equivalence_and_form(kind, answer, response, score):
     verdict = SymbolicMathEnv().verify(_task(kind, answer), response)
     assert verdict.score == score, verdict.detail
@@ -92,11 +102,14 @@ def test_seeds_kinds_and_task_ids():
     assert kinds <= {"Solve", "Find"}
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"kinds": ["expand", "integral"]}, "kinds must be a non-empty subset"),
-    ({"kinds": []}, "kinds must be a non-empty subset"),
-    ({"difficulty": 4}, "difficulty must be 1, 2 or 3"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"kinds": ["expand", "integral"]}, "kinds must be a non-empty subset"),
+        ({"kinds": []}, "kinds must be a non-empty subset"),
+        ({"difficulty": 4}, "difficulty must be 1, 2 or 3"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(envs.EnvArgumentError, match=match):
         envs.make("rlvr/SymbolicMath-v0", **kwargs)

@@ -2,6 +2,7 @@
 called in the Hermes/Qwen `<tool_call>` format, validated, bounded, answered as `tool` messages;
 a multi-turn rollout with the tiny model whose environment tokens are the template's exactly;
 `rlvr/PythonTool-v0` in both call formats through the real sandbox."""
+
 from __future__ import annotations
 
 import itertools
@@ -15,7 +16,6 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from rlvr import envs
-from tests.conftest import require
 from rlvr.envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, reply_ids, template_ids
 from rlvr.envs.core import ProceduralTasks, Task
 from rlvr.envs.python_tool import PythonToolEnv
@@ -34,9 +34,14 @@ from rlvr.envs.tools import (
     minimal_errors,
 )
 from rlvr.verifiers.verdict import Outcome, Verdict
+from tests.conftest import require
 
-ADD_SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-              "required": ["a", "b"], "additionalProperties": False}
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+    "additionalProperties": False,
+}
 
 
 def add(a: int, b: int) -> str:
@@ -70,8 +75,16 @@ class CalcEnv(ProceduralTasks, ToolEnv):
                 Tool("boom", "Always raises.", {"type": "object", "properties": {"x": {"type": "string"}}}, boom),
                 Tool("slow", "Hangs.", {"type": "object", "properties": {}}, slow, timeout_s=0.3),
                 Tool("down", "Its backend is down.", {"type": "object", "properties": {}}, down),
-                Tool("stats", "Count and sum.", {"type": "object", "properties": {
-                    "values": {"type": "array", "items": {"type": "number"}}}, "required": ["values"]}, stats),
+                Tool(
+                    "stats",
+                    "Count and sum.",
+                    {
+                        "type": "object",
+                        "properties": {"values": {"type": "array", "items": {"type": "number"}}},
+                        "required": ["values"],
+                    },
+                    stats,
+                ),
             ]
         super().__init__(tools=tools, tool_format=tool_format, max_turns=max_turns, max_calls_per_turn=3)
 
@@ -103,8 +116,9 @@ def test_the_tiny_template_lists_tools_and_wraps_tool_messages(tokenizer):
     env = CalcEnv()
     messages, _ = env.reset(seed=3)
     tools = env.chat_tools
-    assert tools == [{"type": "function", "function": {"name": "add", "description": "Add two integers.",
-                                                       "parameters": ADD_SCHEMA}}]
+    assert tools == [
+        {"type": "function", "function": {"name": "add", "description": "Add two integers.", "parameters": ADD_SCHEMA}}
+    ]
     text = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
     head = "<|im_start|>system\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
     assert text.startswith(head)
@@ -112,30 +126,48 @@ def test_the_tiny_template_lists_tools_and_wraps_tool_messages(tokenizer):
     assert '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n' in text
     assert text.endswith(f"<|im_start|>user\n{messages[0]['content']}<|im_end|>\n<|im_start|>assistant\n")
     # A system message goes first in the tools' system turn; tool messages in a row share one user turn.
-    conversation = [{"role": "system", "content": "Be brief."}, *messages,
-                    {"role": "assistant", "content": env.reference_action()},
-                    {"role": "tool", "content": "5"}, {"role": "tool", "content": "6"}]
+    conversation = [
+        {"role": "system", "content": "Be brief."},
+        *messages,
+        {"role": "assistant", "content": env.reference_action()},
+        {"role": "tool", "content": "5"},
+        {"role": "tool", "content": "6"},
+    ]
     text = tokenizer.apply_chat_template(conversation, tools=tools, tokenize=False)
     assert text.startswith("<|im_start|>system\nBe brief.\n\n# Tools\n") and text.count("<|im_start|>system") == 1
-    assert text.endswith("<|im_start|>user\n<tool_response>\n5\n</tool_response>\n<tool_response>\n6\n"
-                         "</tool_response><|im_end|>\n")
+    assert text.endswith(
+        "<|im_start|>user\n<tool_response>\n5\n</tool_response>\n<tool_response>\n6\n</tool_response><|im_end|>\n"
+    )
     # A structured tool call (OpenAI's form, arguments as an object or a JSON string) renders as the
     # model writes one in its text.
     for arguments in ({"a": 1, "b": 2}, '{"a": 1, "b": 2}'):
-        structured = [{"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "add", "arguments": arguments}}]}]
-        assert tokenizer.apply_chat_template(structured, tools=tools, tokenize=False) == \
-            tokenizer.apply_chat_template([{"role": "assistant", "content": call("add", a=1, b=2)}], tools=tools,
-                                          tokenize=False)
+        structured = [
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"type": "function", "function": {"name": "add", "arguments": arguments}}],
+            }
+        ]
+        assert tokenizer.apply_chat_template(structured, tools=tools, tokenize=False) == tokenizer.apply_chat_template(
+            [{"role": "assistant", "content": call("add", a=1, b=2)}], tools=tools, tokenize=False
+        )
 
 
 def test_without_tools_the_template_is_plain_chatml(tokenizer):
-    conversation = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-                    {"role": "assistant", "content": "```python\nprint(1)\n```"}, {"role": "tool", "content": "1"},
-                    {"role": "tool", "content": "2"}, {"role": "assistant", "content": "\\boxed{1}"}]
+    conversation = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "```python\nprint(1)\n```"},
+        {"role": "tool", "content": "1"},
+        {"role": "tool", "content": "2"},
+        {"role": "assistant", "content": "\\boxed{1}"},
+    ]
     text = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
-    assert text == "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in conversation) \
+    assert (
+        text
+        == "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in conversation)
         + "<|im_start|>assistant\n"
+    )
     assert template_ids(tokenizer, conversation, True) == template_ids(tokenizer, conversation, True, tools=None)
 
 
@@ -147,10 +179,14 @@ def test_reply_ids_with_tools_extend_the_template_exactly(tokenizer, model_ended
     messages, _ = env.reset(seed=1)
     tools = env.chat_tools
     conversation = list(messages)
-    for text, reply in [(call("add", a=1, b=2), [{"role": "tool", "content": "3"}]),
-                        (call("add", a=1, b=2) + "\n" + call("stats", values=[1, 2]),
-                         [{"role": "tool", "content": "3"}, {"role": "tool", "content": '{"n": 2, "sum": 3}'}]),
-                        ("<tool_call>{bad", [{"role": "tool", "content": "error: é 名字"}])]:
+    for text, reply in [
+        (call("add", a=1, b=2), [{"role": "tool", "content": "3"}]),
+        (
+            call("add", a=1, b=2) + "\n" + call("stats", values=[1, 2]),
+            [{"role": "tool", "content": "3"}, {"role": "tool", "content": '{"n": 2, "sum": 3}'}],
+        ),
+        ("<tool_call>{bad", [{"role": "tool", "content": "error: é 名字"}]),
+    ]:
         conversation.append({"role": "assistant", "content": text})
         fast = _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn, tools)
         assert fast == _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn, tools)
@@ -167,7 +203,9 @@ def test_hermes_parser_reads_good_calls_and_explains_bad_ones():
     p = get_parser("hermes")
     (one,) = p.parse("Let me add.\n" + call("add", a=2, b=3))
     assert one.call == ToolCall("add", {"a": 2, "b": 3}) and one.error is None
-    two = p.parse(call("add", a=1, b=2) + "and" + '<tool_call>{"name": "stats", "arguments": "{\\"values\\": [1]}"}</tool_call>')
+    two = p.parse(
+        call("add", a=1, b=2) + "and" + '<tool_call>{"name": "stats", "arguments": "{\\"values\\": [1]}"}</tool_call>'
+    )
     assert [c.call for c in two] == [ToolCall("add", {"a": 1, "b": 2}), ToolCall("stats", {"values": [1]})]
     assert p.parse("no call here, \\boxed{5}") == []
     bad = {
@@ -182,15 +220,19 @@ def test_hermes_parser_reads_good_calls_and_explains_bad_ones():
     for text, why in bad.items():
         (attempt,) = p.parse(text)
         assert attempt.call is None and why in attempt.error, (text[:40], attempt.error)
-    assert json.loads(call("add", a=1, b=2).removeprefix("<tool_call>\n").removesuffix("\n</tool_call>")) == \
-        {"name": "add", "arguments": {"a": 1, "b": 2}}
+    assert json.loads(call("add", a=1, b=2).removeprefix("<tool_call>\n").removesuffix("\n</tool_call>")) == {
+        "name": "add",
+        "arguments": {"a": 1, "b": 2},
+    }
 
 
 def test_markdown_parser_is_the_python_block_syntax():
     p = MarkdownPythonParser()
     (attempt,) = p.parse("Compute:\n```python\nprint(1)\n```\n")
     assert attempt.call == ToolCall("python", {"code": "print(1)\n"}) and not p.renders_tools
-    assert p.parse("no code") == [] and p.format_call(ToolCall("python", {"code": "x = 1\n"})) == "```python\nx = 1\n```"
+    assert (
+        p.parse("no code") == [] and p.format_call(ToolCall("python", {"code": "x = 1\n"})) == "```python\nx = 1\n```"
+    )
     with pytest.raises(ToolSpecError):
         p.format_call(ToolCall("add", {"a": 1}))
     with pytest.raises(ValueError, match="tool_format"):
@@ -199,11 +241,20 @@ def test_markdown_parser_is_the_python_block_syntax():
 
 @pytest.mark.parametrize("check", [argument_errors, minimal_errors], ids=["jsonschema", "minimal"])
 def test_arguments_are_checked_against_the_schema(check):
-    schema = {"type": "object", "required": ["a", "b"], "additionalProperties": False,
-              "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
-                             "mode": {"type": "string", "enum": ["fast", "exact"]},
-                             "xs": {"type": "array", "items": {"type": "number"}}}}
-    assert check(schema, {"a": 1, "b": -2}) == [] and check(schema, {"a": 1, "b": 2, "xs": [1, 2.5], "mode": "fast"}) == []
+    schema = {
+        "type": "object",
+        "required": ["a", "b"],
+        "additionalProperties": False,
+        "properties": {
+            "a": {"type": "integer"},
+            "b": {"type": "integer"},
+            "mode": {"type": "string", "enum": ["fast", "exact"]},
+            "xs": {"type": "array", "items": {"type": "number"}},
+        },
+    }
+    assert (
+        check(schema, {"a": 1, "b": -2}) == [] and check(schema, {"a": 1, "b": 2, "xs": [1, 2.5], "mode": "fast"}) == []
+    )
     assert any("'b'" in e and "required" in e for e in check(schema, {"a": 1}))
     assert any("not of type" in e for e in check(schema, {"a": "1", "b": 2}))
     assert any("not of type" in e for e in check(schema, {"a": True, "b": 2}))  # a bool is no integer
@@ -213,9 +264,13 @@ def test_arguments_are_checked_against_the_schema(check):
 
 
 def test_bad_tool_definitions_are_typed_errors():
-    for kwargs, message in [({"name": "two words"}, "name"), ({"parameters": {"type": "string"}}, "object"),
-                            ({"fn": 3}, "callable"), ({"timeout_s": 0}, "timeout_s"),
-                            ({"parameters": {"type": "object", "properties": 5}}, "valid JSON schema")]:
+    for kwargs, message in [
+        ({"name": "two words"}, "name"),
+        ({"parameters": {"type": "string"}}, "object"),
+        ({"fn": 3}, "callable"),
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"parameters": {"type": "object", "properties": 5}}, "valid JSON schema"),
+    ]:
         with pytest.raises(ToolSpecError, match=message):
             Tool(**{"name": "add", "description": "", "parameters": ADD_SCHEMA, "fn": add, **kwargs})
     with pytest.raises(ValueError, match="distinct"):
@@ -227,8 +282,14 @@ def test_a_call_then_the_answer():
     env = CalcEnv()
     env.reset(seed=4)
     reply, reward, terminated, truncated, info = env.step(env.reference_action())
-    assert reply == [{"role": "tool", "content": str(env.task.answer)}] and (reward, terminated, truncated) == (0, False, False)
-    assert info["verdict"].outcome is Outcome.INCORRECT and info["verdict"].info["calls"] == [{"name": "add", "status": "ok"}]
+    assert reply == [{"role": "tool", "content": str(env.task.answer)}] and (reward, terminated, truncated) == (
+        0,
+        False,
+        False,
+    )
+    assert info["verdict"].outcome is Outcome.INCORRECT and info["verdict"].info["calls"] == [
+        {"name": "add", "status": "ok"}
+    ]
     reply, reward, terminated, _, info = env.step(env.reference_action())
     assert (reply, reward, terminated, info["verdict"].outcome) == ([], 1.0, True, Outcome.CORRECT)
 
@@ -296,9 +357,12 @@ def tool_model(tokenizer):
     examples = []
     for seed in range(2000, 2064):  # not the rollout's tasks
         env.reset(seed=seed)
-        conversation = [*env.task.prompt, {"role": "assistant", "content": env.task.reference},
-                        {"role": "tool", "content": str(env.task.answer)},
-                        {"role": "assistant", "content": f"\\boxed{{{env.task.answer}}}"}]
+        conversation = [
+            *env.task.prompt,
+            {"role": "assistant", "content": env.task.reference},
+            {"role": "tool", "content": str(env.task.answer)},
+            {"role": "assistant", "content": f"\\boxed{{{env.task.answer}}}"},
+        ]
         examples.append(sft_conversation(tokenizer, conversation, tools=env.chat_tools))
     torch.manual_seed(0)
     model = load_causal_lm("tiny").train()
@@ -326,25 +390,36 @@ def check_tool_episodes(groups, calls, tokenizer) -> None:
             model_turns = [i for i, m in enumerate(ep.messages) if m["role"] == "assistant"]
             env_runs = [(start, end) for start, end, mask in mask_runs(ep) if mask == 0]
             for (start, end), i in zip(env_runs, model_turns):
-                reply = list(itertools.takewhile(lambda m: m["role"] != "assistant", ep.messages[i + 1:]))
+                reply = list(itertools.takewhile(lambda m: m["role"] != "assistant", ep.messages[i + 1 :]))
                 ended = ep.completion_ids[start - 1] == tokenizer.eos_token_id
-                assert ep.completion_ids[start:end] == reply_ids(tokenizer, ep.messages[:i + 1], reply, ended, tools)
+                assert ep.completion_ids[start:end] == reply_ids(tokenizer, ep.messages[: i + 1], reply, ended, tools)
                 assert all(m["role"] == "tool" for m in reply)
                 tool_turns += 1
                 ran += sum(not m["content"].startswith("error:") for m in reply)
             assert len(env_runs) == ep.metadata["turns"] - 1
             assert ep.outcome in (Outcome.CORRECT, Outcome.INCORRECT, Outcome.FORMAT_ERROR, Outcome.TRUNCATED)
     assert tool_turns > 0 and ran > 0, "no episode called a tool that ran: the tool path was not exercised"
-    print(f"\n{tool_turns} tool turns, {ran} calls run; outcomes:", sorted(str(ep.outcome) for g in groups for ep in g.episodes))
+    print(
+        f"\n{tool_turns} tool turns, {ran} calls run; outcomes:",
+        sorted(str(ep.outcome) for g in groups for ep in g.episodes),
+    )
 
 
 def test_a_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer):
-    from tests.envs.test_rollout import RecordingSampler
     from rlvr.trainers.samplers import HFSampler
+    from tests.envs.test_rollout import RecordingSampler
 
     sampler = RecordingSampler(HFSampler(tool_model, tokenizer))
-    groups = rollout("rlvr-test/Calc-v0", {"max_turns": 3}, sampler, tokenizer, seeds=[1, 2, 3], group_size=4,
-                     sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0), progress=False)
+    groups = rollout(
+        "rlvr-test/Calc-v0",
+        {"max_turns": 3},
+        sampler,
+        tokenizer,
+        seeds=[1, 2, 3],
+        group_size=4,
+        sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0),
+        progress=False,
+    )
     check_tool_episodes(groups, sampler.calls, tokenizer)
 
 
@@ -355,8 +430,8 @@ def test_a_vllm_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer, mo
     import shutil
 
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from tests.envs.test_rollout_per_episode import RecordingRequests
     from rlvr.trainers.samplers import VLLMSampler
+    from tests.envs.test_rollout_per_episode import RecordingRequests
 
     tool_model.save_pretrained(tmp_path)
     for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"):
@@ -364,8 +439,16 @@ def test_a_vllm_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer, mo
     engine = VLLMSampler(str(tmp_path), max_model_len=1024)
     request.addfinalizer(engine.close)
     sampler = RecordingRequests(engine)
-    groups = rollout("rlvr-test/Calc-v0", {"max_turns": 3}, sampler, tokenizer, seeds=[1, 2, 3, 4], group_size=4,
-                     sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0), progress=False)
+    groups = rollout(
+        "rlvr-test/Calc-v0",
+        {"max_turns": 3},
+        sampler,
+        tokenizer,
+        seeds=[1, 2, 3, 4],
+        group_size=4,
+        sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0),
+        progress=False,
+    )
     check_tool_episodes(groups, sampler.calls, tokenizer)
 
 
@@ -413,7 +496,13 @@ def test_the_readme_tool_example_runs(tmp_path):
     section = re.split(r"\n#{2,3} ", text.split("### Tool environments", 1)[1], maxsplit=1)[0]
     (code,) = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     (tmp_path / "multiply.py").write_text(code, encoding="utf-8")
-    out = subprocess.run([sys.executable, "multiply.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    out = subprocess.run(
+        [sys.executable, "multiply.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("multiply [{'role': 'tool', 'content': '") and "python multiply.py" in section

@@ -3,6 +3,7 @@
 before any model or vLLM is loaded, so most cases take well under a second (those that look at a
 model directory import torch: a few seconds). A full disk while checkpointing is real: a small tmpfs
 (ENOSPC; needs root to mount) or a file-size rlimit (EFBIG; any user)."""
+
 from __future__ import annotations
 
 import os
@@ -14,21 +15,40 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainers.test_checkpoint_disk_full import tmpfs
 from rlvr.trainers import checkpoint as ckpt
+from tests.trainers.test_checkpoint_disk_full import tmpfs
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "trainers" / "assets" / "tiny"
 # GuessNumber: a cheap environment that needs no SymPy; the model checks come after the env's.
 ENV = ["--env", "rlvr/GuessNumber-v0"]
-TRAIN = ["train", *ENV, "--steps", "1", "--tasks-per-step", "2", "--group-size", "2", "--max-tokens", "4",
-         "--sampler", "hf", "--no-progress"]
+TRAIN = [
+    "train",
+    *ENV,
+    "--steps",
+    "1",
+    "--tasks-per-step",
+    "2",
+    "--group-size",
+    "2",
+    "--max-tokens",
+    "4",
+    "--sampler",
+    "hf",
+    "--no-progress",
+]
 EVAL = ["eval", *ENV, "--tasks", "2", "--max-tokens", "4", "--sampler", "hf", "--no-progress"]
 
 
 def rlvr(*argv: str, preexec_fn=None, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rlvr", *map(str, argv)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300, preexec_fn=preexec_fn)
+    return subprocess.run(
+        [sys.executable, "-m", "rlvr", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+        preexec_fn=preexec_fn,
+    )
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess, command: str, problem: str) -> str:
@@ -70,9 +90,13 @@ OUT_CASES = {  # --out -> the problem named
     "a_file/run": "which is a file, not a directory",
     "read_only/run": "is read-only",
 }
-MODEL_CASES = {"no_weights": "has no weights", "bad_json": "config.json is not readable JSON",
-               "no_tokenizer": "has no tokenizer", "cut_tokenizer": "tokenizer.json is not readable JSON",
-               "no_chat_template": "has no chat template"}
+MODEL_CASES = {
+    "no_weights": "has no weights",
+    "bad_json": "config.json is not readable JSON",
+    "no_tokenizer": "has no tokenizer",
+    "cut_tokenizer": "tokenizer.json is not readable JSON",
+    "no_chat_template": "has no chat template",
+}
 VALUE_CASES = [  # (command, flags, problem)
     ("train", ["--temperature", "inf"], "temperature must be a finite number, got inf"),
     ("train", ["--lr", "inf"], "lr must be a finite number, got inf"),

@@ -1,5 +1,6 @@
 """pass@k and its interval against worked numbers, the summary, the episode log's resume, and
 `rlvr eval` end to end on the tiny model (Hugging Face and vLLM samplers)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -9,7 +10,7 @@ from itertools import combinations
 
 import pytest
 
-from tests.conftest import require
+from rlvr.cli import main
 from rlvr.envs.episode import Episode
 from rlvr.envs.episode_log import (
     CHUNK,
@@ -23,14 +24,22 @@ from rlvr.envs.episode_log import (
 )
 from rlvr.envs.evaluate import bootstrap_ci, format_table, pass_at_k, pass_at_k_summary, summarize
 from rlvr.envs.sampler import FinishReason
-from rlvr.cli import main
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 
-@pytest.mark.parametrize("n,c,k,expected", [
-    (5, 2, 1, 0.4), (5, 2, 2, 0.7), (5, 0, 3, 0.0), (5, 5, 1, 1.0), (5, 4, 2, 1.0), (1, 1, 1, 1.0),
-    (10, 3, 4, 1 - math.comb(7, 4) / math.comb(10, 4)),  # 1 - 35/210 = 0.8333...
-])
+@pytest.mark.parametrize(
+    "n,c,k,expected",
+    [
+        (5, 2, 1, 0.4),
+        (5, 2, 2, 0.7),
+        (5, 0, 3, 0.0),
+        (5, 5, 1, 1.0),
+        (5, 4, 2, 1.0),
+        (1, 1, 1, 1.0),
+        (10, 3, 4, 1 - math.comb(7, 4) / math.comb(10, 4)),  # 1 - 35/210 = 0.8333...
+    ],
+)
 def test_pass_at_k_worked_numbers(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
 
@@ -43,8 +52,17 @@ def test_pass_at_k_is_the_chance_that_some_k_subset_holds_a_correct_sample():
                 assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets), abs=1e-12)
 
 
-@pytest.mark.parametrize("n,c,k,error", [(5, 6, 1, ValueError), (5, 2, 6, ValueError), (5, 2, 0, ValueError),
-                                         (5, -1, 1, ValueError), (5.0, 2, 1, TypeError), (5, True, 1, TypeError)])
+@pytest.mark.parametrize(
+    "n,c,k,error",
+    [
+        (5, 6, 1, ValueError),
+        (5, 2, 6, ValueError),
+        (5, 2, 0, ValueError),
+        (5, -1, 1, ValueError),
+        (5.0, 2, 1, TypeError),
+        (5, True, 1, TypeError),
+    ],
+)
 def test_pass_at_k_bad_input(n, c, k, error):
     with pytest.raises(error):
         pass_at_k(n, c, k)
@@ -62,14 +80,27 @@ def test_bootstrap_interval():
 
 
 def episode(group: int, outcome: Outcome, reward: float, tokens: int = 3) -> Episode:
-    return Episode("rlvr/Arithmetic-v0", str(100 + group), group, [1, 2], [7] * tokens, [1] * tokens, [-0.5] * tokens,
-                   [reward], outcome, [{"role": "user", "content": "q"}], "stop", {"model_step": 0})
+    return Episode(
+        "rlvr/Arithmetic-v0",
+        str(100 + group),
+        group,
+        [1, 2],
+        [7] * tokens,
+        [1] * tokens,
+        [-0.5] * tokens,
+        [reward],
+        outcome,
+        [{"role": "user", "content": "q"}],
+        "stop",
+        {"model_step": 0},
+    )
 
 
 C, I, F, E = Outcome.CORRECT, Outcome.INCORRECT, Outcome.FORMAT_ERROR, Outcome.ERROR
 # Task 0: 5 samples, 2 correct. Task 1: 4 valid samples, 3 correct, and one grader error (not a sample).
-EPISODES = ([episode(0, o, float(o is C)) for o in (C, I, C, F, I)]
-            + [episode(1, o, float(o is C)) for o in (C, C, E, I, C)])
+EPISODES = [episode(0, o, float(o is C)) for o in (C, I, C, F, I)] + [
+    episode(1, o, float(o is C)) for o in (C, C, E, I, C)
+]
 
 
 def test_pass_at_k_summary_leaves_errors_out():
@@ -81,8 +112,9 @@ def test_pass_at_k_summary_leaves_errors_out():
 
 
 def test_summary_counts_and_table():
-    s = summarize(EPISODES, [1, 2], env_id="rlvr/Arithmetic-v0", env_args={"difficulty": 2}, model="tiny",
-                  seconds=2.0, tokens=27)
+    s = summarize(
+        EPISODES, [1, 2], env_id="rlvr/Arithmetic-v0", env_args={"difficulty": 2}, model="tiny", seconds=2.0, tokens=27
+    )
     assert s["outcomes"] == {"correct": 5, "incorrect": 3, "format_error": 1, "truncated": 0, "error": 1}
     assert (s["tasks"], s["episodes"], s["valid_episodes"]) == (2, 10, 9)
     assert s["mean_reward"]["estimate"] == pytest.approx((2 / 5 + 3 / 4) / 2)  # per task, errors left out
@@ -102,8 +134,11 @@ def test_chunk_bounds_are_fixed_from_task_zero():
 
 def chunk_lines(start: int, stop: int, group_size: int = 2, outcome: Outcome = C, bounds=None) -> list[dict]:
     """The lines a run writes for chunk [start, stop): every group whole, each line naming the chunk."""
-    return [{**episode(g, outcome, float(outcome is C)).to_dict(), CHUNK: list(bounds or (start, stop))}
-            for g in range(start, stop) for _ in range(group_size)]
+    return [
+        {**episode(g, outcome, float(outcome is C)).to_dict(), CHUNK: list(bounds or (start, stop))}
+        for g in range(start, stop)
+        for _ in range(group_size)
+    ]
 
 
 def test_log_resumes_by_whole_chunks(tmp_path):
@@ -165,8 +200,11 @@ def test_finish_reasons_round_trip_through_the_log_as_plain_strings(tmp_path):
     path = tmp_path / "episodes.jsonl"
     append_records(path, [ep.to_dict() for ep in eps])
     raw = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [(r["finish_reason"], r["outcome"]) for r in raw] == [("stop", "correct"), ("length", "incorrect"),
-                                                                  ("", "truncated")]
+    assert [(r["finish_reason"], r["outcome"]) for r in raw] == [
+        ("stop", "correct"),
+        ("length", "incorrect"),
+        ("", "truncated"),
+    ]
     back = [episode_from_record(r) for r in read_records(path)]
     assert back == eps
     assert [ep.finish_reason for ep in back] == [FinishReason.STOP, FinishReason.LENGTH, None]
@@ -189,9 +227,27 @@ def test_log_refuses_a_damaged_middle(tmp_path):
 
 
 def eval_args(model_dir, out, *extra):
-    return ["eval", "--model", str(model_dir), "--env", "rlvr/GuessNumber-v0", "--env-arg", "n=8",
-            "--env-arg", "max_turns=2", "--k", "1,2", "--max-tokens", "6", "--chunk", "2", "--no-progress",
-            "--out", str(out), *extra]
+    return [
+        "eval",
+        "--model",
+        str(model_dir),
+        "--env",
+        "rlvr/GuessNumber-v0",
+        "--env-arg",
+        "n=8",
+        "--env-arg",
+        "max_turns=2",
+        "--k",
+        "1,2",
+        "--max-tokens",
+        "6",
+        "--chunk",
+        "2",
+        "--no-progress",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def test_eval_writes_resumes_and_extends(model_dir, tmp_path, capsys):
@@ -260,8 +316,13 @@ def _flaky_grader_env():
 
         def make_task(self, seed):
             digit = str(seed % 10)
-            return Task(task_id=str(seed), prompt=[{"role": "user", "content": f"Say {digit}."}], answer=digit,
-                        reference=digit, wrong="x")
+            return Task(
+                task_id=str(seed),
+                prompt=[{"role": "user", "content": f"Say {digit}."}],
+                answer=digit,
+                reference=digit,
+                wrong="x",
+            )
 
         def verify(self, task, response):
             if task.task_id in GRADER_DOWN:
@@ -279,8 +340,24 @@ def test_eval_resume_retries_the_tasks_whose_grader_failed(model_dir, tmp_path):
     if env_id not in gym.registry:
         gym.register(id=env_id, entry_point=_flaky_grader_env())
     out = tmp_path / "run"
-    args = ["eval", "--model", str(model_dir), "--env", env_id, "--tasks", "3", "--samples", "2", "--max-tokens", "4",
-            "--sampler", "hf", "--no-progress", "--out", str(out)]
+    args = [
+        "eval",
+        "--model",
+        str(model_dir),
+        "--env",
+        env_id,
+        "--tasks",
+        "3",
+        "--samples",
+        "2",
+        "--max-tokens",
+        "4",
+        "--sampler",
+        "hf",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
     from rlvr import envs
 
     env = envs.make(env_id)

@@ -1,6 +1,7 @@
 """What a new user tripped over, each fixed and kept fixed: `rlvr eval` without --out, the `rlvr`
 console script importing a module from the current folder, plain `gymnasium.make` on a plugin's
 id after `import envs`, a task's id being its reset seed, and `rlvr --help`."""
+
 from __future__ import annotations
 
 import os
@@ -45,11 +46,18 @@ gym.register(id="friction/Echo-v0", entry_point=EchoEnv)
 
 
 def _run(argv: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TOKENIZERS_PARALLELISM": "false", **env})
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TOKENIZERS_PARALLELISM": "false", **env},
+    )
 
 
 # ---- 1. `rlvr eval` without --out ---------------------------------------------------------------
+
 
 def test_eval_out_defaults_to_a_new_folder_named_after_env_and_time():
     from rlvr.cli import build_parser
@@ -58,7 +66,9 @@ def test_eval_out_defaults_to_a_new_folder_named_after_env_and_time():
     assert build_parser().parse_args(["eval", "--env", "rlvr/Arithmetic-v0"]).out is None  # not required
     when = time.mktime((2025, 1, 2, 3, 4, 5, 0, 0, -1))
     assert default_out("rlvr/Arithmetic-v0", when) == os.path.join("runs", "eval", "rlvr_Arithmetic-v0-20250102-030405")
-    assert default_out("my_mod:mine/Count-v0", when) == os.path.join("runs", "eval", "my_mod_mine_Count-v0-20250102-030405")
+    assert default_out("my_mod:mine/Count-v0", when) == os.path.join(
+        "runs", "eval", "my_mod_mine_Count-v0-20250102-030405"
+    )
 
 
 def test_eval_without_out_writes_there_and_says_so(tmp_path, monkeypatch, capsys):
@@ -76,6 +86,7 @@ def test_eval_without_out_writes_there_and_says_so(tmp_path, monkeypatch, capsys
 
 
 # ---- 2. the console script imports `module` of `module:ns/Id-v0` from the current folder ---------
+
 
 @pytest.mark.parametrize("launcher", ["console script", "python -m"])
 def test_check_env_imports_a_module_from_the_current_folder(tmp_path, launcher):
@@ -99,13 +110,29 @@ def test_main_with_argv_leaves_sys_path_alone(tmp_path, monkeypatch, capsys):
 
 # ---- 3. `import envs` loads plugins, so plain `gymnasium.make` finds them ----------------------
 
+
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory):
     work = tmp_path_factory.mktemp("plugin")
     shutil.copytree(PLUGIN_SRC, work / "src")
     site = work / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(work / "src")], check=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(site),
+            str(work / "src"),
+        ],
+        check=True,
+        timeout=120,
+    )
     return site
 
 
@@ -139,8 +166,11 @@ def test_a_broken_plugin_warns_on_import_and_the_others_still_load(plugin_site, 
     done = _run([sys.executable, "-c", PLAIN_MAKE], tmp_path, PYTHONPATH=_pythonpath(site))
     assert done.returncode == 0, done.stderr
     assert "rlvrdemo/Upper-v0 3" in done.stdout
-    assert re.search(r"RuntimeWarning: rlvr.envs plugin 'broken' \(rlvr_demo_plugin.does_not_exist\) was not "
-                     r"loaded: ModuleNotFoundError", done.stderr), done.stderr
+    assert re.search(
+        r"RuntimeWarning: rlvr.envs plugin 'broken' \(rlvr_demo_plugin.does_not_exist\) was not "
+        r"loaded: ModuleNotFoundError",
+        done.stderr,
+    ), done.stderr
 
 
 def test_load_plugins_warns_only_when_asked(monkeypatch, recwarn):
@@ -160,6 +190,7 @@ def test_load_plugins_warns_only_when_asked(monkeypatch, recwarn):
 
 
 # ---- 4. a procedural task's id is its reset seed -------------------------------------------------
+
 
 @pytest.mark.parametrize("env_id", ["rlvr/Arithmetic-v0", "rlvr/SymbolicMath-v0", "rlvr/GuessNumber-v0"])
 def test_reset_seed_is_the_task_id(env_id):
@@ -193,6 +224,7 @@ def test_seed_wins_over_nothing_but_task_id_option_wins_over_seed():
 
 
 # ---- 5. `rlvr --help` ---------------------------------------------------------------------------
+
 
 def test_top_level_help_is_a_description_and_one_line_per_command(capsys):
     from rlvr.cli import COMMANDS, build_parser

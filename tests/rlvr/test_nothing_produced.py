@@ -3,6 +3,7 @@ an environment whose `respond` still returns the older 4-tuple fails every episo
 TypeError naming `TurnResult`; `rlvr train` stops after `max_error_steps` such steps in a row and
 `rlvr eval` after its first chunk, each with one line naming the error, exit 2. A shorter outage
 (a grader down for one step) is survived with one warning."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,14 @@ TRAIN = ["train", "--tasks-per-step", "2", "--group-size", "2", "--warmup-steps"
 
 def rlvr(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.run([sys.executable, "-m", "rlvr", *map(str, argv)], capture_output=True, text=True,
-                          cwd=TESTS.parent, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "rlvr", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        cwd=TESTS.parent,
+        timeout=300,
+        env=env,
+    )
 
 
 def error_line(done: subprocess.CompletedProcess, command: str) -> str:
@@ -49,8 +56,17 @@ def test_train_max_error_steps_is_a_setting(tmp_path):
 
 def test_train_survives_a_short_outage_with_one_warning(tmp_path):
     # the grader is down for the first 4 verifications: step 1's 2 tasks x 2 samples
-    done = rlvr(*TRAIN, "--env", "run_test_envs:test/GraderOutage-v0", "--env-arg", "outage=4",
-                "--steps", "3", "--out", tmp_path / "run")
+    done = rlvr(
+        *TRAIN,
+        "--env",
+        "run_test_envs:test/GraderOutage-v0",
+        "--env-arg",
+        "outage=4",
+        "--steps",
+        "3",
+        "--out",
+        tmp_path / "run",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: every episode")]
     assert len(warnings) == 1, done.stderr

@@ -18,6 +18,7 @@ vLLM (an engine start per process, the slow part): one eval and one train case, 
 the test into a copy of the uninterrupted run's files (part of a chunk and a torn line; a torn
 metrics line, a half-written checkpoint directory, the checkpoints after the last complete one gone).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,19 +36,52 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.conftest import require
 from safetensors.torch import load_file
 
 from rlvr.trainers import checkpoint as ckpt
+from tests.conftest import require
 
 ENV = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
 TIMEOUT_S = 300
-EVAL_HF = ("eval", "--sampler", "hf", "--tasks", "8", "--chunk", "3", "--samples", "2", "--max-tokens", "12",
-           "--no-progress")  # chunks [0, 3) [3, 6) [6, 8): the last one cut at --tasks
+EVAL_HF = (
+    "eval",
+    "--sampler",
+    "hf",
+    "--tasks",
+    "8",
+    "--chunk",
+    "3",
+    "--samples",
+    "2",
+    "--max-tokens",
+    "12",
+    "--no-progress",
+)  # chunks [0, 3) [3, 6) [6, 8): the last one cut at --tasks
 CHUNK = 3 * 2  # lines of a whole chunk: 3 tasks x 2 samples
-TRAIN_HF = ("train", "--model", "tiny", "--sampler", "hf", "--steps", "8", "--tasks-per-step", "4", "--group-size",
-            "4", "--max-tokens", "10", "--save-every", "2", "--keep-last", "2", "--threads", "1", "--seed", "5",
-            "--no-progress")
+TRAIN_HF = (
+    "train",
+    "--model",
+    "tiny",
+    "--sampler",
+    "hf",
+    "--steps",
+    "8",
+    "--tasks-per-step",
+    "4",
+    "--group-size",
+    "4",
+    "--max-tokens",
+    "10",
+    "--save-every",
+    "2",
+    "--keep-last",
+    "2",
+    "--threads",
+    "1",
+    "--seed",
+    "5",
+    "--no-progress",
+)
 SUMMARY_TIMINGS = {"seconds", "tokens", "tokens_per_second"}  # this process's sampling alone: not the run's
 
 
@@ -67,14 +101,16 @@ def finished(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
 
 def kill_when(ready: Callable[[], bool], *args: str | Path, cwd: Path, poll_s: float = 0.01) -> None:
     """Start `rlvr *args` and SIGKILL it as soon as `ready()` holds."""
-    proc = subprocess.Popen(command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV,
-                            cwd=cwd)
+    proc = subprocess.Popen(
+        command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, cwd=cwd
+    )
     try:
         deadline = time.monotonic() + TIMEOUT_S
         while not ready():
             if proc.poll() is not None:
-                raise AssertionError(f"rlvr exited with {proc.returncode} before the stop: "
-                                     f"{proc.stderr.read()[-3000:]}")
+                raise AssertionError(
+                    f"rlvr exited with {proc.returncode} before the stop: {proc.stderr.read()[-3000:]}"
+                )
             assert time.monotonic() < deadline, "the stop never came"
             time.sleep(poll_s)
         proc.kill()
@@ -95,7 +131,8 @@ def assert_same_eval(straight: Path, resumed: Path) -> None:
     assert (resumed / "episodes.jsonl").read_text() == (straight / "episodes.jsonl").read_text()
     a, b = (json.loads((d / "summary.json").read_text()) for d in (straight, resumed))
     assert {k: v for k, v in a.items() if k not in SUMMARY_TIMINGS} == {
-        k: v for k, v in b.items() if k not in SUMMARY_TIMINGS}
+        k: v for k, v in b.items() if k not in SUMMARY_TIMINGS
+    }
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +147,12 @@ def straight_eval(tmp_path_factory) -> Path:
 def small_disk(path: Path, pages: int):
     """A tmpfs of `pages` pages of 4 KiB on `path`, or None where none can be mounted (not root)."""
     path.mkdir(parents=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pages * 4}k", "tmpfs", str(path)],
-                             capture_output=True).returncode == 0
+    mounted = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={pages * 4}k", "tmpfs", str(path)], capture_output=True
+        ).returncode
+        == 0
+    )
     try:
         yield path if mounted else None
     finally:
@@ -145,8 +186,20 @@ def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_pa
 @pytest.mark.vllm
 def test_eval_with_vllm_resumes_exactly_inside_a_chunk(tmp_path):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    args = ("eval", "--sampler", "vllm", "--tasks", "4", "--chunk", "2", "--samples", "2", "--max-tokens", "12",
-            "--no-progress")
+    args = (
+        "eval",
+        "--sampler",
+        "vllm",
+        "--tasks",
+        "4",
+        "--chunk",
+        "2",
+        "--samples",
+        "2",
+        "--max-tokens",
+        "12",
+        "--no-progress",
+    )
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     finished(*args, "--out", straight, cwd=tmp_path)
     want = lines(straight / "episodes.jsonl")
@@ -164,8 +217,9 @@ def metrics(out: Path) -> list[dict]:
     records = []
     for line in lines(out / "metrics.jsonl"):
         with contextlib.suppress(json.JSONDecodeError):  # a torn last line
-            records.append({k: v for k, v in json.loads(line).items()
-                            if not k.startswith("time_") and k != "tokens_per_second"})
+            records.append(
+                {k: v for k, v in json.loads(line).items() if not k.startswith("time_") and k != "tokens_per_second"}
+            )
     return records
 
 
@@ -201,8 +255,9 @@ def kill_during_checkpoint_write(*args: str | Path, out: Path, cwd: Path) -> int
     """Start `rlvr *args` and SIGKILL it while it writes a checkpoint; returns that checkpoint's step.
     A write seen in progress is frozen (SIGSTOP) before the check that it still is: then the kill
     certainly cuts it; a write that ended meanwhile is let go and the next one is caught."""
-    proc = subprocess.Popen(command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV,
-                            cwd=cwd)
+    proc = subprocess.Popen(
+        command(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV, cwd=cwd
+    )
     root = ckpt.checkpoint_dir(out)
 
     def writing() -> list[Path]:
@@ -212,8 +267,9 @@ def kill_during_checkpoint_write(*args: str | Path, out: Path, cwd: Path) -> int
         deadline = time.monotonic() + TIMEOUT_S
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"rlvr exited with {proc.returncode} before a write was caught: "
-                                     f"{proc.stderr.read()[-3000:]}")
+                raise AssertionError(
+                    f"rlvr exited with {proc.returncode} before a write was caught: {proc.stderr.read()[-3000:]}"
+                )
             assert time.monotonic() < deadline, "no checkpoint write was caught"
             if writing():
                 stop(proc)
@@ -238,7 +294,8 @@ def straight_train(tmp_path_factory) -> Path:
 
 
 def test_train_resumes_exactly_after_stops_between_steps_inside_a_step_and_in_a_checkpoint_write(
-        straight_train, tmp_path):
+    straight_train, tmp_path
+):
     out = tmp_path / "run"
     kill_when(lambda: latest_step(out) >= 2, *TRAIN_HF, "--out", out, cwd=tmp_path)
     assert latest_step(out) == 2  # between steps: checkpoint 2 complete
@@ -260,9 +317,30 @@ def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_
     """The vLLM engine of a resumed run starts from the checkpoint's weights and samples what the
     uninterrupted run's engine, updated in place, sampled."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    args = ("train", "--model", "tiny", "--sampler", "vllm", "--steps", "4", "--tasks-per-step", "4", "--group-size",
-            "4", "--max-tokens", "10", "--save-every", "2", "--keep-last", "3", "--threads", "1", "--seed", "5",
-            "--no-progress")
+    args = (
+        "train",
+        "--model",
+        "tiny",
+        "--sampler",
+        "vllm",
+        "--steps",
+        "4",
+        "--tasks-per-step",
+        "4",
+        "--group-size",
+        "4",
+        "--max-tokens",
+        "10",
+        "--save-every",
+        "2",
+        "--keep-last",
+        "3",
+        "--threads",
+        "1",
+        "--seed",
+        "5",
+        "--no-progress",
+    )
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     finished(*args, "--out", straight, cwd=tmp_path)
     shutil.copytree(straight, resumed)

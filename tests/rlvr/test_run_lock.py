@@ -1,6 +1,7 @@
 """One `--out`, one run (rlvr/run_lock.py), with real processes: a second `rlvr train` or `rlvr eval`
 on the --out of a running `rlvr train` ends in one line naming the holder, exit 2; Ctrl-C releases
 the lock; a lock file left by a dead process is taken over."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,13 @@ def test_a_lock_is_exclusive_and_removed_on_exit(tmp_path):
 
 def test_a_second_run_on_a_running_out_names_the_holder(tmp_path):
     out = tmp_path / "run"
-    first = subprocess.Popen(rlvr_argv(*TRAIN, "--steps", "100000", "--out", out), cwd=REPO,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        rlvr_argv(*TRAIN, "--steps", "100000", "--out", out),
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not (out / "metrics.jsonl").exists():  # started: the lock is held and steps are running
@@ -62,8 +68,9 @@ def test_a_second_run_on_a_running_out_names_the_holder(tmp_path):
             assert time.monotonic() < deadline, "the first run did not start"
             time.sleep(0.5)
         for command, argv in (("train", TRAIN), ("eval", EVAL)):
-            line = one_line_error(rlvr(*argv, "--steps" if command == "train" else "--seed", "1", "--out", out),
-                                  command)
+            line = one_line_error(
+                rlvr(*argv, "--steps" if command == "train" else "--seed", "1", "--out", out), command
+            )
             assert f"is in use by another run: pid {first.pid} on host {socket.gethostname()} (rlvr train" in line
         first.send_signal(signal.SIGINT)  # Ctrl-C: the first run ends and its lock goes with it
         assert first.wait(timeout=120) == 130
@@ -80,8 +87,9 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
     out.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (out / LOCK_NAME).write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "command": "rlvr eval",
-                                             "since": time.time() - 60}))
+    (out / LOCK_NAME).write_text(
+        json.dumps({"pid": dead.pid, "host": socket.gethostname(), "command": "rlvr eval", "since": time.time() - 60})
+    )
     done = rlvr(*EVAL, "--out", out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"took over the lock left by pid {dead.pid}" in done.stderr

@@ -1,5 +1,6 @@
 """The collector policy of a run's start and exit (`rlvr.startup`): paused while the heap is
 built, then one collection and a freeze; at a program's exit, a frozen heap."""
+
 from __future__ import annotations
 
 import gc
@@ -87,8 +88,7 @@ atexit.register(lambda: print("atexit handlers run", flush=True))
 
 @pytest.mark.parametrize("mode", ["frozen", "default", "rlvr envs"])
 def test_a_program_that_asks_for_it_exits_without_walking_its_heap(mode):
-    p = subprocess.run([sys.executable, "-c", EXIT_PROGRAM, mode], capture_output=True, text=True, cwd=ROOT,
-                       timeout=60)
+    p = subprocess.run([sys.executable, "-c", EXIT_PROGRAM, mode], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "atexit handlers run" in p.stdout  # the freeze runs last: every other handler still runs
     # The shutdown's collections walk no frozen object: the cycle is left to the operating system.

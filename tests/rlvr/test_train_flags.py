@@ -1,6 +1,7 @@
 """`rlvr train`'s flags are generated from `TrainConfig` (fields, one-line descriptions, defaults):
 every field has a flag and a help text, --help shows the defaults, a flag given overrides the YAML
 file and a flag not given does not, and a bad value is one typed line with exit code 2."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,12 +22,33 @@ REPO = Path(__file__).resolve().parents[2]
 FIELDS = dataclasses.fields(TrainConfig)
 # The flags of `rlvr train` before they were generated; the README, tests and scripts use them.
 OLD_FLAGS = {
-    "--model": "tiny", "--env": "rlvr/GuessNumber-v0", "--algo": "rloo", "--steps": "3", "--group-size": "4",
-    "--tasks-per-step": "2", "--minibatch-size": "4", "--micro-batch-size": "2", "--epochs": "2", "--lr": "0.001",
-    "--lr-schedule": "cosine", "--warmup-steps": "5", "--max-grad-norm": "0.5", "--temperature": "0.7",
-    "--top-p": "0.9", "--max-tokens": "16", "--sampler": "hf", "--old-logprobs": "sampler", "--value-model": "head",
-    "--seed": "7", "--out": "runs/x", "--save-every": "10", "--keep-last": "3", "--eval-tasks": "20",
-    "--eval-every": "5", "--time-limit": "60", "--threads": "1",
+    "--model": "tiny",
+    "--env": "rlvr/GuessNumber-v0",
+    "--algo": "rloo",
+    "--steps": "3",
+    "--group-size": "4",
+    "--tasks-per-step": "2",
+    "--minibatch-size": "4",
+    "--micro-batch-size": "2",
+    "--epochs": "2",
+    "--lr": "0.001",
+    "--lr-schedule": "cosine",
+    "--warmup-steps": "5",
+    "--max-grad-norm": "0.5",
+    "--temperature": "0.7",
+    "--top-p": "0.9",
+    "--max-tokens": "16",
+    "--sampler": "hf",
+    "--old-logprobs": "sampler",
+    "--value-model": "head",
+    "--seed": "7",
+    "--out": "runs/x",
+    "--save-every": "10",
+    "--keep-last": "3",
+    "--eval-tasks": "20",
+    "--eval-every": "5",
+    "--time-limit": "60",
+    "--threads": "1",
 }
 
 
@@ -40,7 +62,7 @@ def help_block(lines: list[str], flag: str) -> list[str]:
     for i, line in enumerate(lines):
         invocation = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]  # help text starts after 2+ spaces
         if line.startswith("  -") and flag in invocation.replace(",", " ").split():
-            rest = lines[i + 1:]
+            rest = lines[i + 1 :]
             end = next((j for j, nxt in enumerate(rest) if not nxt.startswith(" " * 4)), len(rest))
             return [line, *rest[:end]]
     raise AssertionError(f"{flag} is not in --help")
@@ -99,8 +121,10 @@ def test_no_flag_no_override():
 
 def test_flag_overrides_yaml_and_an_absent_flag_does_not(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("steps: 3\nmax_tokens: 7\nsampler: hf\nprogress: false\nepochs: 2\n"
-                    "adam_betas: [0.8, 0.9]\nenv_args: {difficulty: 1}\n")
+    path.write_text(
+        "steps: 3\nmax_tokens: 7\nsampler: hf\nprogress: false\nepochs: 2\n"
+        "adam_betas: [0.8, 0.9]\nenv_args: {difficulty: 1}\n"
+    )
     cfg = TrainConfig.load(path, overrides("--steps", "5", "--env-args", "render_mode=null"))
     assert cfg.steps == 5  # given: the flag wins
     assert (cfg.max_tokens, cfg.sampler, cfg.progress, cfg.epochs, cfg.adam_betas) == (7, "hf", False, 2, (0.8, 0.9))
@@ -112,19 +136,23 @@ def test_flag_overrides_yaml_and_an_absent_flag_does_not(tmp_path):
 def test_flag_overrides_yaml_through_the_cli(tmp_path, capsys):
     path = tmp_path / "run.yaml"
     path.write_text("algo: rloo\nsteps: 3\nmax_tokens: 7\n")
-    rc = main(["train", "--config", str(path), "--steps", "5", "--no-progress", "--out", str(tmp_path / "run"),
-               "--check"])
+    rc = main(
+        ["train", "--config", str(path), "--steps", "5", "--no-progress", "--out", str(tmp_path / "run"), "--check"]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and '"steps": 5' in out and '"max_tokens": 7' in out and '"progress": false' in out
 
 
-@pytest.mark.parametrize("argv, field, value", [
-    (["--progress"], "progress", True),
-    (["--no-progress"], "progress", False),
-    (["--resume"], "resume", True),
-    (["--no-resume"], "resume", False),
-    (["--no-progress", "--progress"], "progress", True),  # the last one wins
-])
+@pytest.mark.parametrize(
+    "argv, field, value",
+    [
+        (["--progress"], "progress", True),
+        (["--no-progress"], "progress", False),
+        (["--resume"], "resume", True),
+        (["--no-resume"], "resume", False),
+        (["--no-progress", "--progress"], "progress", True),  # the last one wins
+    ],
+)
 def test_bool_flags_both_ways(tmp_path, argv, field, value):
     path = tmp_path / "run.yaml"
     path.write_text(f"{field}: {str(not value).lower()}\n")  # the YAML says the opposite
@@ -133,16 +161,19 @@ def test_bool_flags_both_ways(tmp_path, argv, field, value):
     assert getattr(TrainConfig.load(path, overrides()), field) is (not value)  # no flag: the YAML's
 
 
-@pytest.mark.parametrize("argv, problem", [
-    (["--steps", "many"], "--steps must be an integer, got 'many'"),
-    (["--lr", "fast"], "--lr must be a number, got 'fast'"),
-    (["--epochs", "two"], "--epochs must be an integer or none, got 'two'"),
-    (["--adam-betas", "0.9", "x"], "--adam-betas must be a number, got 'x'"),
-    (["--sampler", "tgi"], "sampler must be one of vllm, hf; got 'tgi'"),
-    (["--lr-schedule", "step"], "lr_schedule must be one of constant, linear, cosine; got 'step'"),
-    (["--env-arg", "difficulty"], "--env-arg must be KEY=VALUE"),
-    (["--max-tokens", "0"], "max_tokens must be >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "argv, problem",
+    [
+        (["--steps", "many"], "--steps must be an integer, got 'many'"),
+        (["--lr", "fast"], "--lr must be a number, got 'fast'"),
+        (["--epochs", "two"], "--epochs must be an integer or none, got 'two'"),
+        (["--adam-betas", "0.9", "x"], "--adam-betas must be a number, got 'x'"),
+        (["--sampler", "tgi"], "sampler must be one of vllm, hf; got 'tgi'"),
+        (["--lr-schedule", "step"], "lr_schedule must be one of constant, linear, cosine; got 'step'"),
+        (["--env-arg", "difficulty"], "--env-arg must be KEY=VALUE"),
+        (["--max-tokens", "0"], "max_tokens must be >= 1, got 0"),
+    ],
+)
 def test_bad_value_is_one_typed_line(tmp_path, capsys, argv, problem):
     assert main(["train", *argv, "--out", str(tmp_path / "run")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
@@ -151,8 +182,13 @@ def test_bad_value_is_one_typed_line(tmp_path, capsys, argv, problem):
 
 
 def test_bad_value_from_the_real_command(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "rlvr", "train", "--steps", "many", "--out", str(tmp_path / "run")],
-                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "rlvr", "train", "--steps", "many", "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == ["rlvr train: error: --steps must be an integer, got 'many'"]
 
@@ -168,22 +204,52 @@ def test_eval_uses_the_defaults_train_evaluates_with():
 # ---- `rlvr eval`: its flags from EvalConfig, the shared ones from the same fields as `rlvr train`'s ----
 # Every flag `rlvr eval` had when its flags were typed by hand: (argv, the value it set).
 OLD_EVAL_FLAGS = [
-    (["--model", "tiny"], "model", "tiny"), (["--env", "rlvr/GuessNumber-v0"], "env", "rlvr/GuessNumber-v0"),
-    (["--env-arg", "n=8"], "env_args", {"n": 8}), (["--tasks", "3"], "tasks", 3), (["--k", "1,4"], "k", "1,4"),
-    (["--samples", "5"], "samples", 5), (["--sampler", "hf"], "sampler", "hf"),
-    (["--base-url", "http://h/v1"], "base_url", "http://h/v1"), (["--api", "chat"], "api", "chat"),
-    (["--api-key", "sk"], "api_key", "sk"), (["--tokenizer", "tok"], "tokenizer", "tok"),
-    (["--out", "runs/e"], "out", "runs/e"), (["--temperature", "0"], "temperature", 0.0),
-    (["--top-p", "0.9"], "top_p", 0.9), (["--max-tokens", "12"], "max_tokens", 12), (["--seed", "3"], "seed", 3),
-    (["--task-start", "7"], "task_start", 7), (["--chunk", "2"], "chunk", 2),
-    (["--max-model-len", "256"], "max_model_len", 256), (["--no-progress"], "progress", False),
+    (["--model", "tiny"], "model", "tiny"),
+    (["--env", "rlvr/GuessNumber-v0"], "env", "rlvr/GuessNumber-v0"),
+    (["--env-arg", "n=8"], "env_args", {"n": 8}),
+    (["--tasks", "3"], "tasks", 3),
+    (["--k", "1,4"], "k", "1,4"),
+    (["--samples", "5"], "samples", 5),
+    (["--sampler", "hf"], "sampler", "hf"),
+    (["--base-url", "http://h/v1"], "base_url", "http://h/v1"),
+    (["--api", "chat"], "api", "chat"),
+    (["--api-key", "sk"], "api_key", "sk"),
+    (["--tokenizer", "tok"], "tokenizer", "tok"),
+    (["--out", "runs/e"], "out", "runs/e"),
+    (["--temperature", "0"], "temperature", 0.0),
+    (["--top-p", "0.9"], "top_p", 0.9),
+    (["--max-tokens", "12"], "max_tokens", 12),
+    (["--seed", "3"], "seed", 3),
+    (["--task-start", "7"], "task_start", 7),
+    (["--chunk", "2"], "chunk", 2),
+    (["--max-model-len", "256"], "max_model_len", 256),
+    (["--no-progress"], "progress", False),
     (["--verbose"], "verbose", True),
 ]
 # What they defaulted to (rlvr/commands/eval.py's add_argument calls before EvalConfig).
-OLD_EVAL_DEFAULTS = {"model": "tiny", "env": "rlvr/Arithmetic-v0", "env_args": {}, "tasks": 100, "k": "1",
-                     "samples": None, "sampler": None, "base_url": None, "api": "completions", "api_key": None,
-                     "tokenizer": None, "out": None, "temperature": 1.0, "top_p": 1.0, "max_tokens": 32, "seed": 0,
-                     "task_start": 1_000_000, "chunk": 32, "max_model_len": None, "progress": True, "verbose": False}
+OLD_EVAL_DEFAULTS = {
+    "model": "tiny",
+    "env": "rlvr/Arithmetic-v0",
+    "env_args": {},
+    "tasks": 100,
+    "k": "1",
+    "samples": None,
+    "sampler": None,
+    "base_url": None,
+    "api": "completions",
+    "api_key": None,
+    "tokenizer": None,
+    "out": None,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "max_tokens": 32,
+    "seed": 0,
+    "task_start": 1_000_000,
+    "chunk": 32,
+    "max_model_len": None,
+    "progress": True,
+    "verbose": False,
+}
 
 
 def eval_config(*argv: str):
@@ -207,8 +273,17 @@ def test_eval_shares_trains_fields_rather_than_retyping_them():
     from rlvr.trainers.config import CommonSettings
 
     common = {f.name: f for f in dataclasses.fields(CommonSettings)}
-    assert set(common) == {"model", "env", "env_args", "temperature", "top_p", "max_tokens", "seed", "progress",
-                           "verbose"}
+    assert set(common) == {
+        "model",
+        "env",
+        "env_args",
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "seed",
+        "progress",
+        "verbose",
+    }
     for cls in (TrainConfig, EvalConfig):
         fields = {f.name: f for f in dataclasses.fields(cls)}
         for name, f in common.items():
@@ -232,15 +307,18 @@ def test_eval_help_shows_every_default(capsys, monkeypatch):
     assert "with --base-url, the name the server serves" in " ".join(help_block(lines, "--model"))
 
 
-@pytest.mark.parametrize("argv, problem", [
-    (["--tasks", "many"], "--tasks must be an integer, got 'many'"),
-    (["--samples", "x"], "--samples must be an integer or none, got 'x'"),
-    (["--sampler", "tgi"], "--sampler must be one of vllm, hf, openai; got 'tgi'"),
-    (["--api", "grpc"], "--api must be one of completions, chat; got 'grpc'"),
-    (["--temperature", "nan"], "--temperature must be a finite number >= 0, got nan"),
-    (["--chunk", "0"], "--tasks, --chunk and --samples must be >= 1"),
-    (["--top-p", "0"], "--top-p must be in (0, 1], got 0.0"),
-])
+@pytest.mark.parametrize(
+    "argv, problem",
+    [
+        (["--tasks", "many"], "--tasks must be an integer, got 'many'"),
+        (["--samples", "x"], "--samples must be an integer or none, got 'x'"),
+        (["--sampler", "tgi"], "--sampler must be one of vllm, hf, openai; got 'tgi'"),
+        (["--api", "grpc"], "--api must be one of completions, chat; got 'grpc'"),
+        (["--temperature", "nan"], "--temperature must be a finite number >= 0, got nan"),
+        (["--chunk", "0"], "--tasks, --chunk and --samples must be >= 1"),
+        (["--top-p", "0"], "--top-p must be in (0, 1], got 0.0"),
+    ],
+)
 def test_eval_bad_value_is_one_typed_line(tmp_path, capsys, argv, problem):
     assert main(["eval", *argv, "--out", str(tmp_path / "run")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()

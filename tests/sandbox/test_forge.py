@@ -2,6 +2,7 @@
 way to dodge a 0) by attacking the sandbox: their own verdict, or an innocent neighbour's in the
 same container. Each goes through `verifiers.code.verify` and the real `DockerSandbox` (a pool of
 one container, so the next program lands where the last one ran). Issue #26, section 4."""
+
 from __future__ import annotations
 
 import json
@@ -14,12 +15,12 @@ import gymnasium as gym
 import pytest
 
 from rlvr import envs  # noqa: F401 - registers rlvr/ environments
-from tests.conftest import require
 from rlvr.envs.code import fenced
 from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
 from rlvr.sandbox.hostile import OOM_SCORE, SYSCALLS, _oom_floor, _syscalls_refused
 from rlvr.verifiers import code
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 pytestmark = pytest.mark.docker
 
@@ -82,22 +83,24 @@ def test_a_program_starts_at_oom_score_1000_and_cannot_lower_it_below_the_runner
 def test_lowering_the_oom_score_then_flooding_memory_is_the_programs_zero(box):
     """Where the engine cannot keep the floor (no CAP_SYS_RESOURCE) a program can write its score
     back; whatever the OOM killer then takes, the verdict is the program's 0."""
-    program = ("import os, time\n"
-               "def add(a, b):\n"
-               "    try:\n"
-               "        open('/proc/self/oom_score_adj', 'w').write('0')\n"
-               "    except OSError:\n"
-               "        pass\n"
-               "    children = []\n"
-               "    for _ in range(6):  # each under its own limit, together over the container's\n"
-               "        pid = os.fork()\n"
-               "        if pid == 0:\n"
-               "            block = b'x' * (150 << 20)\n"
-               "            time.sleep(1)\n"
-               "            os._exit(0)\n"
-               "        children.append(pid)\n"
-               "    failed = [p for p in children if os.waitpid(p, 0)[1] != 0]\n"
-               "    return a + b + len(failed)\n")
+    program = (
+        "import os, time\n"
+        "def add(a, b):\n"
+        "    try:\n"
+        "        open('/proc/self/oom_score_adj', 'w').write('0')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "    children = []\n"
+        "    for _ in range(6):  # each under its own limit, together over the container's\n"
+        "        pid = os.fork()\n"
+        "        if pid == 0:\n"
+        "            block = b'x' * (150 << 20)\n"
+        "            time.sleep(1)\n"
+        "            os._exit(0)\n"
+        "        children.append(pid)\n"
+        "    failed = [p for p in children if os.waitpid(p, 0)[1] != 0]\n"
+        "    return a + b + len(failed)\n"
+    )
     assert_charged(verdict(box, program), "lowered OOM score")
     assert_innocent_passes(box)
 
@@ -106,18 +109,20 @@ def test_lowering_the_oom_score_then_flooding_memory_is_the_programs_zero(box):
 def test_a_deep_directory_chain_left_behind_spares_the_next_program(box, depth):
     """A correct program leaves a chain of directories deeper than Python's recursion limit (and, at
     20,000, than the inode bound lets it finish): it passes, and so does the next program."""
-    program = ("import os\n"
-               "made = 0\n"
-               "try:\n"
-               f"    for _ in range({depth}):\n"
-               "        os.mkdir('chain')\n"
-               "        os.chdir('chain')\n"
-               "        made += 1\n"
-               "    os.chmod('.', 0)\n"
-               "except OSError:\n"
-               "    pass\n"
-               "def add(a, b):\n"
-               "    return a + b\n")
+    program = (
+        "import os\n"
+        "made = 0\n"
+        "try:\n"
+        f"    for _ in range({depth}):\n"
+        "        os.mkdir('chain')\n"
+        "        os.chdir('chain')\n"
+        "        made += 1\n"
+        "    os.chmod('.', 0)\n"
+        "except OSError:\n"
+        "    pass\n"
+        "def add(a, b):\n"
+        "    return a + b\n"
+    )
     result = verdict(box, program)
     assert result.outcome is Outcome.CORRECT, result
     assert_innocent_passes(box)
@@ -127,13 +132,15 @@ def test_through_code_v0_a_flood_and_a_deep_chain_then_the_reference(box):
     """The same attacks through the environment a trainer steps: each is the program's 0, and the
     task's reference solution, next in the same container, still scores 1."""
     env = gym.make("rlvr/Code-v0", scoring="fraction", timeout_s=2.0, sandbox=box).unwrapped
-    chain = ("import os\n"
-             "try:\n"
-             "    for _ in range(20000):\n"
-             "        os.mkdir('c')\n"
-             "        os.chdir('c')\n"
-             "except OSError:\n"
-             "    pass\n")
+    chain = (
+        "import os\n"
+        "try:\n"
+        "    for _ in range(20000):\n"
+        "        os.mkdir('c')\n"
+        "        os.chdir('c')\n"
+        "except OSError:\n"
+        "    pass\n"
+    )
     try:
         for attack in (FLOOD, chain):
             env.reset(options={"task_id": "reverse_words"})
@@ -190,11 +197,13 @@ def test_a_program_that_kills_its_container_every_time_is_charged(box):
                         pass
             time.sleep(0.02)
 
-    program = ("import ctypes, time\n"
-               "def add(a, b):\n"
-               f"    ctypes.CDLL(None).prctl(15, {KILL_MARK.encode()!r}, 0, 0, 0)  # PR_SET_NAME\n"
-               "    time.sleep(30)\n"
-               "    return a + b\n")
+    program = (
+        "import ctypes, time\n"
+        "def add(a, b):\n"
+        f"    ctypes.CDLL(None).prctl(15, {KILL_MARK.encode()!r}, 0, 0, 0)  # PR_SET_NAME\n"
+        "    time.sleep(30)\n"
+        "    return a + b\n"
+    )
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
     try:

@@ -1,5 +1,6 @@
 """The hostile suite (the same one `rlvr sandbox check` prints) against a real Docker engine: every
 attack ends with its status, the next run finds a clean container, the host is unharmed."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The sandbox image recipe: tagged by a hash of what goes in, reused, and a clear error when it
 cannot be built."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,6 +32,10 @@ def test_image_is_present_labelled_and_minimal():
     built = client.images.get(image.image_tag())
     assert built.labels.get("rlvr.sandbox.recipe") == image.recipe_hash()
     assert image.ensure_image(client) == image.image_tag()  # present: reused, not rebuilt
-    listing = client.containers.run(image.image_tag(), ["sh", "-c", "find / -xdev -perm /6000 -type f; "
-                                    "id -u sandbox; ls /opt/rlvr"], remove=True, network_mode="none")
+    listing = client.containers.run(
+        image.image_tag(),
+        ["sh", "-c", "find / -xdev -perm /6000 -type f; id -u sandbox; ls /opt/rlvr"],
+        remove=True,
+        network_mode="none",
+    )
     assert listing.decode().split() == ["10001", "runner.py", "runner_child.py"]

@@ -1,5 +1,6 @@
 """The warm pool against a real Docker engine: threads, dead containers, an unreachable engine,
 stale-container reaping, no orphans after a crash."""
+
 from __future__ import annotations
 
 import os
@@ -48,9 +49,12 @@ def wait_until(condition, timeout_s: float = 15.0) -> bool:
 
 def test_concurrent_runs_from_threads(client):
     with DockerSandbox(pool_size=3, limits=QUICK) as box:
+
         def one(i: int):
-            return i, box.run({"main.py": f"import sys; print({i} * 2, sys.stdin.read())"},
-                              ["python3", "main.py"], stdin=str(i))
+            return i, box.run(
+                {"main.py": f"import sys; print({i} * 2, sys.stdin.read())"}, ["python3", "main.py"], stdin=str(i)
+            )
+
         with ThreadPoolExecutor(8) as workers:
             results = list(workers.map(one, range(40)))
         for i, result in results:
@@ -61,13 +65,17 @@ def test_concurrent_runs_from_threads(client):
 
 def test_contaminated_container_is_replaced_before_reuse(client):
     with DockerSandbox(pool_size=1, limits=QUICK) as box:
-        daemon = box.run({"main.py": "import os, time\nif os.fork() == 0:\n    os.setsid()\n"
-                                     "    time.sleep(100)\nprint('bye')"}, ["python3", "main.py"])
+        daemon = box.run(
+            {"main.py": "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(100)\nprint('bye')"},
+            ["python3", "main.py"],
+        )
         assert daemon.ok and "container replaced" in daemon.detail and "process" in daemon.detail
         shared = box.run({"main.py": "open('/tmp/left', 'w').write('x')"}, ["python3", "main.py"])
         assert "container replaced" in shared.detail and "/tmp" in shared.detail
-        after = box.run({"main.py": "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]),"
-                                    " os.listdir('/tmp'))"}, ["python3", "main.py"])
+        after = box.run(
+            {"main.py": "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]), os.listdir('/tmp'))"},
+            ["python3", "main.py"],
+        )
         assert after.stdout == "3 []\n"
 
 
@@ -100,8 +108,12 @@ def test_container_killed_under_a_run_is_replaced(client):
 
 
 def test_stale_containers_are_reaped_at_start(client, tmp_path):
-    gone = subprocess.run([sys.executable, "-c", "from rlvr.sandbox.owner import owner_token; print(owner_token())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    gone = subprocess.run(
+        [sys.executable, "-c", "from rlvr.sandbox.owner import owner_token; print(owner_token())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         time.sleep(0.2)
@@ -109,7 +121,8 @@ def test_stale_containers_are_reaped_at_start(client, tmp_path):
         ids = {}
         for name, token in (("stale", gone), ("live", alive_token)):
             ids[name] = client.api.create_container(
-                sandbox.image_tag(), command=["sleep", "60"], labels={LABEL: "1", OWNER_LABEL: token})["Id"]
+                sandbox.image_tag(), command=["sleep", "60"], labels={LABEL: "1", OWNER_LABEL: token}
+            )["Id"]
         with DockerSandbox(pool_size=1, limits=QUICK) as box:
             assert box.run({}, ["true"]).ok
         existing = {c["Id"] for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"})}
@@ -132,8 +145,11 @@ def test_no_orphans_after_the_owner_is_killed(client):
     assert done.returncode == -9, done.stderr
     token = done.stdout.strip()
     assert token.isdigit()
-    leftovers = lambda: [c for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
-                         if c["Labels"].get(OWNER_LABEL, "").split(":")[2:3] == [token]]
+    leftovers = lambda: [
+        c
+        for c in client.api.containers(all=True, filters={"label": f"{LABEL}=1"})
+        if c["Labels"].get(OWNER_LABEL, "").split(":")[2:3] == [token]
+    ]
     assert wait_until(lambda: not leftovers()), leftovers()
 
 

@@ -1,5 +1,6 @@
 """The sandbox's pools on Ray workers (sandbox.ray_pool): a real local Ray cluster (one per test
 session), real Docker containers in the workers, workers killed under runs."""
+
 from __future__ import annotations
 
 import pickle
@@ -11,13 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rlvr import envs
-from rlvr import sandbox
-from tests.conftest import require
+from rlvr import envs, sandbox
 from rlvr.envs.code import builtin_tasks
 from rlvr.sandbox import DockerSandbox, Limits, RaySandbox, Status, unavailable_reason
 from rlvr.sandbox.hostile import CASES
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import require
 
 pytestmark = pytest.mark.docker
 
@@ -54,10 +54,12 @@ def wait_for_run(pool: RaySandbox, timeout_s: float = 10.0) -> int:
 
 def test_without_ray_and_bad_arguments():
     """`import sandbox` never imports Ray; a pool without Ray is a typed error."""
-    script = ("import sys\nfrom rlvr import sandbox\nimport rlvr.sandbox.ray_pool\n"
-              "assert 'ray' not in sys.modules\n"
-              "try:\n    sandbox.RaySandbox(1)\n"
-              "except sandbox.SandboxError as e:\n    print(type(e).__name__, e)\n")
+    script = (
+        "import sys\nfrom rlvr import sandbox\nimport rlvr.sandbox.ray_pool\n"
+        "assert 'ray' not in sys.modules\n"
+        "try:\n    sandbox.RaySandbox(1)\n"
+        "except sandbox.SandboxError as e:\n    print(type(e).__name__, e)\n"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("RayPoolError Ray is not initialized"), done.stdout

@@ -2,6 +2,7 @@
 does it in its own process now, so its bounds are what keeps a hostile tree from stalling it):
 no recursion at any depth, permissions the program took away given back, and a stop with
 TreeTooLarge at the entry, depth and time bounds, after which the runner replaces the container."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The sandbox against a real Docker engine: what programs see and how each run ends."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +24,7 @@ def box():
 
 
 def py(box, program: str, *args: str, stdin: str | bytes = "", limits: Limits | None = None, **files):
-    return box.run({"main.py": program, **files}, ["python3", "main.py", *args], stdin=stdin,
-                   limits=limits)
+    return box.run({"main.py": program, **files}, ["python3", "main.py", *args], stdin=stdin, limits=limits)
 
 
 def test_trivial_program(box):
@@ -49,14 +49,16 @@ def test_exit_codes_and_tracebacks_look_like_python3(box):
 
 def test_in_process_python_matches_a_fresh_interpreter(box):
     """The runner's fast path (`python3 main.py` forked in-process) against an exec'd python3."""
-    program = ("import json, os, sys, threading\n"
-               "out = {'argv': sys.argv, 'name': __name__, 'file': __file__, 'path0': sys.path[0],\n"
-               "       'cwd': os.getcwd(), 'home': os.environ['HOME'], 'stdin': sys.stdin.read(),\n"
-               "       'encoding': sys.stdout.encoding, 'uid': os.getuid()}\n"
-               "go = threading.Event()\n"
-               "threading.Thread(target=lambda: go.wait() and print('late thread')).start()\n"
-               "print(json.dumps(out, sort_keys=True))\n"
-               "go.set()  # python3 waits for this thread before exiting\n")
+    program = (
+        "import json, os, sys, threading\n"
+        "out = {'argv': sys.argv, 'name': __name__, 'file': __file__, 'path0': sys.path[0],\n"
+        "       'cwd': os.getcwd(), 'home': os.environ['HOME'], 'stdin': sys.stdin.read(),\n"
+        "       'encoding': sys.stdout.encoding, 'uid': os.getuid()}\n"
+        "go = threading.Event()\n"
+        "threading.Thread(target=lambda: go.wait() and print('late thread')).start()\n"
+        "print(json.dumps(out, sort_keys=True))\n"
+        "go.set()  # python3 waits for this thread before exiting\n"
+    )
     fast = box.run({"main.py": program}, ["python3", "main.py", "a b"], stdin="in put")
     fresh = box.run({"main.py": program}, ["/usr/bin/env", "python3", "main.py", "a b"], stdin="in put")
     assert fast.ok and fresh.ok, (fast, fresh)
@@ -70,10 +72,12 @@ def test_in_process_python_matches_a_fresh_interpreter(box):
 def test_python_c_and_m_and_other_commands(box):
     flag_c = box.run({}, ["python3", "-c", "import sys; print(sys.argv[1:])", "x"])
     assert flag_c.stdout == "['x']\n"
-    module = box.run({"pkg/__init__.py": "", "pkg/tool.py": "import sys; print(__name__, sys.argv[1])"},
-                     ["python3", "-m", "pkg.tool", "arg"])
+    module = box.run(
+        {"pkg/__init__.py": "", "pkg/tool.py": "import sys; print(__name__, sys.argv[1])"},
+        ["python3", "-m", "pkg.tool", "arg"],
+    )
     assert module.stdout == "__main__ arg\n", module
-    shell = box.run({"run.sh": "#!/bin/sh\necho \"$HOME $(id -u) $1\"\n"}, ["./run.sh", "hi"])
+    shell = box.run({"run.sh": '#!/bin/sh\necho "$HOME $(id -u) $1"\n'}, ["./run.sh", "hi"])
     assert shell.stdout == "/work/run 10001 hi\n", shell
     missing = box.run({}, ["no-such-program"])
     assert missing.status is Status.OK and missing.exit_code == 127 and "no-such-program" in missing.stderr
@@ -81,10 +85,12 @@ def test_python_c_and_m_and_other_commands(box):
 
 def test_stdin_binary_files_and_unicode(box):
     blob = bytes(range(256)) * 4096  # 1 MiB, every byte value
-    program = ("import hashlib, sys\n"
-               "data = sys.stdin.buffer.read()\n"
-               "print(hashlib.sha256(data).hexdigest(), hashlib.sha256(open('b.bin', 'rb').read()).hexdigest())\n"
-               "print('héllo ✓')\n")
+    program = (
+        "import hashlib, sys\n"
+        "data = sys.stdin.buffer.read()\n"
+        "print(hashlib.sha256(data).hexdigest(), hashlib.sha256(open('b.bin', 'rb').read()).hexdigest())\n"
+        "print('héllo ✓')\n"
+    )
     result = box.run({"main.py": program, "b.bin": blob}, ["python3", "main.py"], stdin=blob)
     digest = hashlib.sha256(blob).hexdigest()
     assert result.stdout == f"{digest} {digest}\nhéllo ✓\n"

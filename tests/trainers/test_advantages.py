@@ -1,4 +1,5 @@
 """Advantage estimators, whitening, GAE and DAPO's filters against hand-computed numbers."""
+
 import math
 
 import pytest
@@ -18,8 +19,9 @@ from rlvr.trainers.algorithms import get_algorithm, sequence_advantages, token_a
 
 
 def close(a, b, tol=1e-4):
-    return torch.allclose(torch.as_tensor(a, dtype=torch.float64),
-                          torch.as_tensor(b, dtype=torch.float64), atol=tol, rtol=0)
+    return torch.allclose(
+        torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64), atol=tol, rtol=0
+    )
 
 
 def test_rloo_worked_example():
@@ -68,8 +70,7 @@ def test_equal_rewards_give_zero_not_nan():
 def test_reinforce_with_and_without_batch_baseline():
     # mean of [1, 0, 0, 1, 1] is 0.6
     assert close(reinforce_advantages([1.0, 0.0, 0.0, 1.0, 1.0]), [1, 0, 0, 1, 1])
-    assert close(reinforce_advantages([1.0, 0.0, 0.0, 1.0, 1.0], baseline=True),
-                 [0.4, -0.6, -0.6, 0.4, 0.4], 1e-6)
+    assert close(reinforce_advantages([1.0, 0.0, 0.0, 1.0, 1.0], baseline=True), [0.4, -0.6, -0.6, 0.4, 0.4], 1e-6)
 
 
 def test_bad_rewards_raise_clear_errors():

@@ -1,4 +1,5 @@
 """Algorithm presets: the papers' settings, validation, and one full loss per preset."""
+
 import dataclasses
 import warnings
 
@@ -8,8 +9,17 @@ import torch
 from rlvr.trainers.advantages import gae
 from rlvr.trainers.aggregation import aggregate_loss
 from rlvr.trainers.algorithms import (
-    PRESETS, AlgoConfig, check_settings, compute_policy_loss, filter_loss_mask, get_algorithm, keep_groups, resolve,
-    sequence_advantages, shape_rewards, teacher_advantages,
+    PRESETS,
+    AlgoConfig,
+    check_settings,
+    compute_policy_loss,
+    filter_loss_mask,
+    get_algorithm,
+    keep_groups,
+    resolve,
+    sequence_advantages,
+    shape_rewards,
+    teacher_advantages,
 )
 from rlvr.trainers.config import ConfigError, TrainConfig
 
@@ -55,25 +65,28 @@ def test_get_algorithm_errors_list_known_names_and_fields():
     assert get_algorithm("dapo", kl_coef=0.01).kl_in_loss
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"advantage": "vtrace"}, "advantage"),
-    ({"aggregation": "mean"}, "aggregation"),
-    ({"clip_eps_low": -0.1}, "clip_eps_low"),
-    ({"clip_eps_high": float("nan")}, "clip_eps_high"),
-    ({"dual_clip": 0.9}, "dual_clip"),
-    ({"gamma": 1.5}, "gamma"),
-    ({"kl_estimator": "k4"}, "kl_estimator"),
-    ({"kl_placement": "both"}, "kl_placement"),
-    ({"ppo_epochs": 0}, "ppo_epochs"),
-    ({"constant_length": -5}, "constant_length"),
-    ({"value_clip": 0.0}, "value_clip"),
-    ({"ratio_level": "sequence", "loss_type": "cispo"}, "sequence"),
-    ({"loss_type": "pg", "ppo_epochs": 2}, "on-policy"),
-    ({"dynamic_sampling": "yes"}, "bool"),
-    ({"max_refill_rounds": -1}, "max_refill_rounds"),
-    ({"overlong_buffer_frac": 1.5}, "overlong_buffer_frac"),
-    ({"overlong_max_length": 0}, "overlong_max_length"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"advantage": "vtrace"}, "advantage"),
+        ({"aggregation": "mean"}, "aggregation"),
+        ({"clip_eps_low": -0.1}, "clip_eps_low"),
+        ({"clip_eps_high": float("nan")}, "clip_eps_high"),
+        ({"dual_clip": 0.9}, "dual_clip"),
+        ({"gamma": 1.5}, "gamma"),
+        ({"kl_estimator": "k4"}, "kl_estimator"),
+        ({"kl_placement": "both"}, "kl_placement"),
+        ({"ppo_epochs": 0}, "ppo_epochs"),
+        ({"constant_length": -5}, "constant_length"),
+        ({"value_clip": 0.0}, "value_clip"),
+        ({"ratio_level": "sequence", "loss_type": "cispo"}, "sequence"),
+        ({"loss_type": "pg", "ppo_epochs": 2}, "on-policy"),
+        ({"dynamic_sampling": "yes"}, "bool"),
+        ({"max_refill_rounds": -1}, "max_refill_rounds"),
+        ({"overlong_buffer_frac": 1.5}, "overlong_buffer_frac"),
+        ({"overlong_max_length": 0}, "overlong_max_length"),
+    ],
+)
 def test_validation_rejects_bad_configs(bad, match):
     with pytest.raises(ValueError, match=match):
         AlgoConfig(**bad)

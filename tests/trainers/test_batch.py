@@ -1,15 +1,16 @@
 """Episodes -> padded tensors (`trainers.batch`) and per-token logprobs under a real (random-init,
 tiny) Qwen2 (`trainers.policy`): padding must change nothing."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
-from tests.conftest import random_qwen2
 from rlvr.envs.episode import Episode, TruncationReason
 from rlvr.trainers.batch import BatchError, collate
 from rlvr.trainers.policy import ValueHead, entropy_from_logits, forward
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import random_qwen2
 
 PAD = 0
 
@@ -17,8 +18,9 @@ PAD = 0
 def episode(prompt, completion, mask=None, logprobs=None, group=0, reward=1.0, finish="stop", outcome=Outcome.CORRECT):
     mask = [1] * len(completion) if mask is None else mask
     logprobs = [-0.5] * len(completion) if logprobs is None else logprobs
-    return Episode("rlvr/Test-v0", "t", group, list(prompt), list(completion), mask, logprobs, [reward], outcome,
-                   [], finish)
+    return Episode(
+        "rlvr/Test-v0", "t", group, list(prompt), list(completion), mask, logprobs, [reward], outcome, [], finish
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +30,16 @@ def model():
 
 EPISODES = [
     episode([5, 6, 7, 8], [9, 10], group=0, reward=1.0),
-    episode([5, 6], [11, 12, 13, 14, 15], mask=[1, 1, 0, 0, 1], logprobs=[-1, -2, -9, -9, -3], group=0, reward=0.0,
-            finish="length", outcome=Outcome.INCORRECT),
+    episode(
+        [5, 6],
+        [11, 12, 13, 14, 15],
+        mask=[1, 1, 0, 0, 1],
+        logprobs=[-1, -2, -9, -9, -3],
+        group=0,
+        reward=0.0,
+        finish="length",
+        outcome=Outcome.INCORRECT,
+    ),
     episode([3, 4, 5, 6, 7, 8, 9], [20], group=1, reward=0.5, outcome=Outcome.FORMAT_ERROR),
 ]
 
@@ -135,7 +145,9 @@ def test_shared_prompts_give_the_same_numbers_and_gradients(model):
     """A group's rows share their prompt: running it once and reusing its cache must change
     nothing, neither the values nor the gradient."""
     prompts = [[5, 6, 7, 8, 9, 10], [3, 4], [11, 12, 13]]
-    episodes = [episode(p, [20 + i, 21 + j, 22][: 1 + (i + j) % 3], group=i) for i, p in enumerate(prompts) for j in range(3)]
+    episodes = [
+        episode(p, [20 + i, 21 + j, 22][: 1 + (i + j) % 3], group=i) for i, p in enumerate(prompts) for j in range(3)
+    ]
     b = collate(episodes, PAD)
     head = ValueHead(model.config.hidden_size)
     torch.nn.init.normal_(head.linear.weight, std=0.1)
@@ -162,8 +174,9 @@ def test_value_head_reads_the_state_before_each_token(model):
     assert bool((out.values == 0).all())  # zero-initialised head
     torch.nn.init.normal_(head.linear.weight)
     values = forward(model, b, 1.0, value_head=head).values
-    hidden = model(b.input_ids[:1], attention_mask=b.attention_mask[:1], position_ids=b.position_ids[:1],
-                   output_hidden_states=True).hidden_states[-1]
+    hidden = model(
+        b.input_ids[:1], attention_mask=b.attention_mask[:1], position_ids=b.position_ids[:1], output_hidden_states=True
+    ).hidden_states[-1]
     want = head(hidden[0, b.prompt_len - 1 : b.prompt_len + 1])  # row 0 has two completion tokens
     torch.testing.assert_close(values[0, :2], want, atol=1e-5, rtol=0)
     values.sum().backward()

@@ -1,5 +1,6 @@
 """Checkpoints: atomic, pruned, loadable by `transformers`, RNG states round-trip; a partial
 write (a crash mid-save) is ignored and cleaned up."""
+
 from __future__ import annotations
 
 import random
@@ -15,8 +16,17 @@ from rlvr.trainers import checkpoint as ckpt
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return Qwen2ForCausalLM(Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                        num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False))
+    return Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=64,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            tie_word_embeddings=False,
+        )
+    )
 
 
 def save(out, step, model, keep_last=2, **state):

@@ -2,6 +2,7 @@
 checkpoint stays as it was, and the error is a `CheckpointError` that says why. Real failures only:
 a small tmpfs (ENOSPC; mounting needs root or CAP_SYS_ADMIN, skipped otherwise) and a file-size
 rlimit (EFBIG; any user, in a subprocess so that the limit does not outlive the test)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -46,8 +47,11 @@ def test_full_disk_in_torch_save_keeps_the_previous_checkpoint(tmp_path):
     with tmpfs(tmp_path / "disk", "1m") as out:
         ckpt.save_checkpoint(out, 1, small_model, {"x": torch.zeros(10)}, keep_last=1)
         # torch.save reports this as "unexpected pos ..." (RuntimeError); the OSError is its context
-        with pytest.raises(ckpt.CheckpointError, match=r"step 2 .*No space left on device; the previous "
-                                                       r"checkpoint .*step-00000001 is kept"):
+        with pytest.raises(
+            ckpt.CheckpointError,
+            match=r"step 2 .*No space left on device; the previous "
+            r"checkpoint .*step-00000001 is kept",
+        ):
             ckpt.save_checkpoint(out, 2, small_model, {"x": torch.zeros(MiB // 2)}, keep_last=1)  # 2 MiB
         assert_previous_kept(out)
 

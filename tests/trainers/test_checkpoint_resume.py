@@ -1,5 +1,6 @@
 """`--resume` continues exactly, and a run killed with SIGKILL resumes from its last good
 checkpoint. Real training runs of the tiny model with the Hugging Face sampler (deterministic)."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,19 @@ from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.preflight import check_run
 
-SMALL = dict(model="tiny", sampler="hf", tasks_per_step=4, group_size=4, max_tokens=10, lr=1e-3, threads=1,
-             progress=False, save_every=1, seed=3, algo_args={"kl_coef": 0.01})
+SMALL = dict(
+    model="tiny",
+    sampler="hf",
+    tasks_per_step=4,
+    group_size=4,
+    max_tokens=10,
+    lr=1e-3,
+    threads=1,
+    progress=False,
+    save_every=1,
+    seed=3,
+    algo_args={"kl_coef": 0.01},
+)
 
 
 def run(out: Path, steps: int, resume: bool = False, **extra) -> dict:
@@ -91,17 +103,45 @@ def sigkill_after_checkpoint(proc: subprocess.Popen, out: Path, step: int, settl
 
 
 def train_command(out: Path, steps: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "rlvr", "train", "--model", "tiny", "--sampler", "hf", "--steps", str(steps),
-            "--tasks-per-step", "4", "--group-size", "4", "--max-tokens", "10", "--save-every", "1",
-            "--keep-last", "2", "--threads", "1", "--out", str(out), "--no-progress", "--seed", "5", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--model",
+        "tiny",
+        "--sampler",
+        "hf",
+        "--steps",
+        str(steps),
+        "--tasks-per-step",
+        "4",
+        "--group-size",
+        "4",
+        "--max-tokens",
+        "10",
+        "--save-every",
+        "1",
+        "--keep-last",
+        "2",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--seed",
+        "5",
+        *extra,
+    ]
 
 
 def test_sigkill_then_resume(tmp_path):
     """Kill -9 a training process while it checkpoints every step; the last complete checkpoint
     loads in `transformers`, and `--resume` continues from it to the end."""
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.Popen(train_command(tmp_path, 1000), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        train_command(tmp_path, 1000), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     sigkill_after_checkpoint(proc, tmp_path, 3, settle_s=0.3)  # land somewhere in the next step, possibly mid-save
     assert proc.returncode == -signal.SIGKILL
     last = ckpt.latest_checkpoint(tmp_path)
@@ -109,8 +149,9 @@ def test_sigkill_then_resume(tmp_path):
     assert step >= 3 and last.name == f"step-{step:08d}"
     AutoModelForCausalLM.from_pretrained(last)  # a complete, loadable Hugging Face directory
 
-    done = subprocess.run(train_command(tmp_path, step + 2, "--resume"), capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        train_command(tmp_path, step + 2, "--resume"), capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resuming from {last}" in done.stderr
     assert not any(p.name.startswith(".tmp-") for p in ckpt.checkpoint_dir(tmp_path).iterdir())

@@ -1,5 +1,6 @@
 """`TrainConfig`: YAML plus overrides, and bad settings failing at start with a clear message,
 before any model is loaded (each check here returns in well under a second)."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,9 @@ def test_defaults_are_the_main_job():
 
 def test_yaml_then_overrides(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("algo: rloo\nsteps: 7\nlr: 1e-4\nenv_args: {difficulty: 1}\nalgo_args: {kl_coef: 0}\n"
-                    "adam_betas: [0.9, 0.95]\n")
+    path.write_text(
+        "algo: rloo\nsteps: 7\nlr: 1e-4\nenv_args: {difficulty: 1}\nalgo_args: {kl_coef: 0}\nadam_betas: [0.9, 0.95]\n"
+    )
     cfg = TrainConfig.load(path, {"steps": 9, "env_args": {"render_mode": None}})
     assert (cfg.algo, cfg.steps, cfg.lr) == ("rloo", 9, 1e-4)  # the flag wins over the file
     assert cfg.env_args == {"difficulty": 1, "render_mode": None}  # mappings merge
@@ -26,37 +28,43 @@ def test_yaml_then_overrides(tmp_path):
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg  # round trip (what checkpoints store)
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"stepz": 3}, r"unknown setting\(s\) stepz; known: .*steps"),
-    ({"steps": "many"}, "steps must be int"),
-    ({"steps": 0}, "steps must be >= 1"),
-    ({"tasks_per_step": 4, "group_size": 6, "minibatch_size": 5}, "minibatch_size 5 must divide .* 24 episodes"),
-    ({"minibatch_size": 8, "micro_batch_size": 3}, "micro_batch_size 3 must divide minibatch_size 8"),
-    ({"sampler": "tgi"}, "sampler must be one of vllm, hf"),
-    ({"old_logprobs": "guess"}, "old_logprobs must be one of auto, recompute, sampler"),
-    ({"max_staleness": -1}, "max_staleness must be >= 0"),
-    ({"max_staleness": 1, "old_logprobs": "recompute"}, "needs the decoupled objective"),
-    ({"max_staleness": 1, "sampler": "hf"}, "needs the vllm sampler"),
-    ({"lr": 0}, "lr must be > 0"),
-    ({"top_p": 1.5}, r"top_p must be in \(0, 1\]"),
-    ({"adam_betas": [0.9]}, "adam_betas must be two numbers"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"stepz": 3}, r"unknown setting\(s\) stepz; known: .*steps"),
+        ({"steps": "many"}, "steps must be int"),
+        ({"steps": 0}, "steps must be >= 1"),
+        ({"tasks_per_step": 4, "group_size": 6, "minibatch_size": 5}, "minibatch_size 5 must divide .* 24 episodes"),
+        ({"minibatch_size": 8, "micro_batch_size": 3}, "micro_batch_size 3 must divide minibatch_size 8"),
+        ({"sampler": "tgi"}, "sampler must be one of vllm, hf"),
+        ({"old_logprobs": "guess"}, "old_logprobs must be one of auto, recompute, sampler"),
+        ({"max_staleness": -1}, "max_staleness must be >= 0"),
+        ({"max_staleness": 1, "old_logprobs": "recompute"}, "needs the decoupled objective"),
+        ({"max_staleness": 1, "sampler": "hf"}, "needs the vllm sampler"),
+        ({"lr": 0}, "lr must be > 0"),
+        ({"top_p": 1.5}, r"top_p must be in \(0, 1\]"),
+        ({"adam_betas": [0.9]}, "adam_betas must be two numbers"),
+    ],
+)
 def test_settings_errors(values, message):
     with pytest.raises(ConfigError, match=message):
         TrainConfig.from_dict(values)
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"algo": "grpoo"}, r"unknown algorithm 'grpoo'; known: .*grpo.*ppo.*reinforce.*rloo"),
-    ({"algo_args": {"clip_eps": 0.1}}, r"unknown AlgoConfig field\(s\) clip_eps"),
-    ({"algo": "ppo", "value_model": "none"}, "ppo needs values: use value_model 'head' or 'critic'"),
-    ({"algo": "grpo", "group_size": 1}, "group_size must be >= 2"),
-    ({"algo": "rloo", "group_size": 1}, "group_size must be >= 2"),
-    ({"model": "/nonexistent/model"}, "not 'tiny' and not a local directory"),
-    ({"env": "rlvr/Arithmetc-v0"}, "unknown environment .*Did you mean 'rlvr/Arithmetic-v0'"),
-    ({"env_args": {"difficulty": 9}}, "difficulty must be 1..5"),
-    ({"env_args": {"level": 2}}, "unexpected keyword argument.*level.*accepts: difficulty"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"algo": "grpoo"}, r"unknown algorithm 'grpoo'; known: .*grpo.*ppo.*reinforce.*rloo"),
+        ({"algo_args": {"clip_eps": 0.1}}, r"unknown AlgoConfig field\(s\) clip_eps"),
+        ({"algo": "ppo", "value_model": "none"}, "ppo needs values: use value_model 'head' or 'critic'"),
+        ({"algo": "grpo", "group_size": 1}, "group_size must be >= 2"),
+        ({"algo": "rloo", "group_size": 1}, "group_size must be >= 2"),
+        ({"model": "/nonexistent/model"}, "not 'tiny' and not a local directory"),
+        ({"env": "rlvr/Arithmetc-v0"}, "unknown environment .*Did you mean 'rlvr/Arithmetic-v0'"),
+        ({"env_args": {"difficulty": 9}}, "difficulty must be 1..5"),
+        ({"env_args": {"level": 2}}, "unexpected keyword argument.*level.*accepts: difficulty"),
+    ],
+)
 def test_checks_that_look_things_up(values, message):
     cfg = TrainConfig.from_dict(values)
     with pytest.raises(ConfigError, match=message):
@@ -86,8 +94,22 @@ def test_cli_fails_at_start_with_a_clear_message(capsys, tmp_path):
 def test_cli_reads_yaml_and_flags(capsys, tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("algo: rloo\nsteps: 3\ngroup_size: 4\n")
-    rc = main(["train", "--config", str(path), "--steps", "5", "--env-arg", "difficulty=1",
-               "--algo-arg", "kl_coef=0", "--set", "keep_last=3", "--check"])
+    rc = main(
+        [
+            "train",
+            "--config",
+            str(path),
+            "--steps",
+            "5",
+            "--env-arg",
+            "difficulty=1",
+            "--algo-arg",
+            "kl_coef=0",
+            "--set",
+            "keep_last=3",
+            "--check",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert '"steps": 5' in out and '"algo": "rloo"' in out and '"difficulty": 1' in out and '"keep_last": 3' in out

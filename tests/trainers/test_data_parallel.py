@@ -2,6 +2,7 @@
 process and a Ray actor, each backwarding its share of every minibatch, make the update one rank
 makes on the same batch (float32, 1e-5), for the fused on-policy path, PPO's epochs and
 minibatches with a value head, packed micro-batches, and minibatches too small to share."""
+
 from __future__ import annotations
 
 import copy
@@ -12,17 +13,17 @@ import time
 import pytest
 import torch
 
-from tests.conftest import assert_adam_runs_agree
-from tests.trainers.test_update import make_episodes
 from rlvr.trainers.algorithms import resolve
 from rlvr.trainers.batch import collate
-from rlvr.trainers.model_set import build_models
-from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, rendezvous
+from rlvr.trainers.model_set import build_models
+from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.phases import compute_advantages, old_and_ref_logprobs
 from rlvr.trainers.preflight import check_run
 from rlvr.trainers.update import run_update, trainable_parameters
+from tests.conftest import assert_adam_runs_agree
+from tests.trainers.test_update import make_episodes
 
 CASES = {
     # one epoch of one minibatch: the old logprobs come from the update's own forward
@@ -52,8 +53,9 @@ def step_tensors(cfg: TrainConfig):
 def test_two_ranks_make_the_update_of_one(ray_cluster, case):
     from rlvr.trainers.ray_trainer import RayTrainerRanks
 
-    cfg = TrainConfig.from_dict(dict(tasks_per_step=3, group_size=4, temperature=0.8, threads=1,
-                                     ray=True, trainer_ranks=2, **CASES[case]))
+    cfg = TrainConfig.from_dict(
+        dict(tasks_per_step=3, group_size=4, temperature=0.8, threads=1, ray=True, trainer_ranks=2, **CASES[case])
+    )
     algo, models, t = step_tensors(cfg)
     alone = copy.deepcopy(models)
     one = run_update(alone, build_optimizer(cfg, alone), algo, cfg, t, shuffle_seed=5)
@@ -120,24 +122,33 @@ def test_a_rank_that_fails_fails_the_step_with_its_error_at_once(ray_cluster):
     assert time.monotonic() - started < 60
 
 
-@pytest.mark.parametrize("settings, problem", [
-    ({"trainer_ranks": 2}, "runs on Ray"),
-    ({"verifier_workers": 1}, "runs on Ray"),
-    ({"ray": True, "trainer_ranks": 0}, "trainer_ranks must be >= 1"),
-    ({"ray": True, "verifier_workers": -1}, "verifier_workers must be >= 0"),
-    ({"ray": {"trainer_ranks": 2, "gpus": 1}}, "unknown ray setting"),
-    ({"ray": {"trainer_ranks": 2}, "trainer_ranks": 3}, "both in the ray section"),
-])
+@pytest.mark.parametrize(
+    "settings, problem",
+    [
+        ({"trainer_ranks": 2}, "runs on Ray"),
+        ({"verifier_workers": 1}, "runs on Ray"),
+        ({"ray": True, "trainer_ranks": 0}, "trainer_ranks must be >= 1"),
+        ({"ray": True, "verifier_workers": -1}, "verifier_workers must be >= 0"),
+        ({"ray": {"trainer_ranks": 2, "gpus": 1}}, "unknown ray setting"),
+        ({"ray": {"trainer_ranks": 2}, "trainer_ranks": 3}, "both in the ray section"),
+    ],
+)
 def test_bad_data_parallel_settings_are_config_errors(settings, problem):
     with pytest.raises(ConfigError, match=problem):
         TrainConfig.from_dict(settings)
 
 
 def test_a_config_files_ray_section_sets_the_ray_settings():
-    cfg = TrainConfig.from_dict({"ray": {"address": "auto", "rollout_workers": 3, "verifier_workers": 2,
-                                         "trainer_ranks": 2}})
-    assert (cfg.ray, cfg.ray_address, cfg.rollout_workers, cfg.verifier_workers, cfg.trainer_ranks) == \
-        (True, "auto", 3, 2, 2)
+    cfg = TrainConfig.from_dict(
+        {"ray": {"address": "auto", "rollout_workers": 3, "verifier_workers": 2, "trainer_ranks": 2}}
+    )
+    assert (cfg.ray, cfg.ray_address, cfg.rollout_workers, cfg.verifier_workers, cfg.trainer_ranks) == (
+        True,
+        "auto",
+        3,
+        2,
+        2,
+    )
 
 
 @pytest.mark.vllm
@@ -171,9 +182,8 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
     import os
     import subprocess
 
-    from tests.trainers.test_checkpoint_resume import sigkill_after_checkpoint, train_command
-
     from rlvr.trainers import checkpoint as ckpt
+    from tests.trainers.test_checkpoint_resume import sigkill_after_checkpoint, train_command
 
     def ray_processes() -> set[int]:
         ps = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()[1:]
@@ -182,12 +192,14 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
     before = ray_processes()
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
     ray_flags = ("--sampler", "vllm", "--ray", "--rollout-workers", "1", "--trainer-ranks", "2")
-    proc = subprocess.Popen(train_command(tmp_path, 1000, *ray_flags), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        train_command(tmp_path, 1000, *ray_flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     sigkill_after_checkpoint(proc, tmp_path, 2)
     step = ckpt.load_state(ckpt.latest_checkpoint(tmp_path))["step"]
-    done = subprocess.run(train_command(tmp_path, step + 2, *ray_flags, "--resume"), capture_output=True,
-                          text=True, env=env, timeout=300)
+    done = subprocess.run(
+        train_command(tmp_path, step + 2, *ray_flags, "--resume"), capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == list(range(1, step + 3))

@@ -1,6 +1,7 @@
 """`--device` (trainers.device): where the trainer's models run. On the CPU (every machine here) the
 setting is checked and the models land where it says; the CUDA tests run wherever torch sees a GPU
 and are skipped, with the reason, where it does not (CI and the developers' machines have none)."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,12 +9,12 @@ import torch
 
 from rlvr.cli import main
 from rlvr.errors import RlvrError
-from tests.trainers.test_precision import config, shared_prompt_batch
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.device import DeviceError, model_device, resolve_device
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.policy import forward
+from tests.trainers.test_precision import config, shared_prompt_batch
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA GPU on this machine (torch.cuda.is_available() is False)")
@@ -82,8 +83,10 @@ def test_forward_on_the_gpu_returns_the_cpu_numbers_on_the_batchs_device():
 
 
 @needs_cuda
-@pytest.mark.parametrize("settings", [{}, {"dtype": "bfloat16"}, {"lora_rank": 4}, {"micro_batch_tokens": 64},
-                                      {"algo": "ppo", "value_model": "critic"}])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"dtype": "bfloat16"}, {"lora_rank": 4}, {"micro_batch_tokens": 64}, {"algo": "ppo", "value_model": "critic"}],
+)
 def test_training_steps_on_the_gpu(tmp_path, settings):
     trainer = Trainer(config(tmp_path, device="cuda", **settings))
     summary = trainer.train()

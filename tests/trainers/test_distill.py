@@ -3,6 +3,7 @@ numbers, the preset, the settings it refuses, one step's tensors, a learning run
 student's reverse KL to the teacher falls, and the command line. Real tiny models, the Hugging
 Face sampler. The teacher is the built-in tiny model; the student is the same model with its
 output layer scaled by 0.5 (a flatter, hotter copy: a clear, learnable difference)."""
+
 from __future__ import annotations
 
 import json
@@ -42,13 +43,26 @@ def student_dir(tmp_path_factory) -> Path:
 
 
 def distill_config(tmp_path: Path, student: Path, **settings) -> TrainConfig:
-    base = dict(model=str(student), teacher="tiny", algo="distill", sampler="hf", tasks_per_step=4,
-                group_size=2, max_tokens=12, steps=2, warmup_steps=0, threads=1, progress=False,
-                log_every=0, out=str(tmp_path / "run"))
+    base = dict(
+        model=str(student),
+        teacher="tiny",
+        algo="distill",
+        sampler="hf",
+        tasks_per_step=4,
+        group_size=2,
+        max_tokens=12,
+        steps=2,
+        warmup_steps=0,
+        threads=1,
+        progress=False,
+        log_every=0,
+        out=str(tmp_path / "run"),
+    )
     return TrainConfig.from_dict({**base, **settings})
 
 
 # ---- the advantage kernel -------------------------------------------------------------------
+
 
 def test_distill_advantages_worked_numbers():
     # r_t = teacher - student on model tokens: [0.5, -0.5, (masked), 0.25]; row 2 has no model token.
@@ -94,6 +108,7 @@ def test_preset_and_its_loss_gradient():
 
 
 # ---- settings ----------------------------------------------------------------------------------
+
 
 def test_teacher_is_required_and_only_for_distill(tmp_path, student_dir):
     with pytest.raises(ConfigError, match="--teacher DIR"):
@@ -144,6 +159,7 @@ def test_teacher_vocabulary_must_match(tmp_path, student_dir):
 
 # ---- one step, and learning -----------------------------------------------------------------
 
+
 def test_one_step_uses_the_teacher_and_the_students_old_logprobs(tmp_path, student_dir):
     from rlvr.trainers.loop import Trainer
     from rlvr.trainers.models import load_causal_lm
@@ -171,8 +187,9 @@ def test_student_reverse_kl_to_the_teacher_falls(tmp_path, student_dir):
     from rlvr.trainers.loop import Trainer
 
     steps = 30
-    trainer = Trainer(distill_config(tmp_path, student_dir, tasks_per_step=16, group_size=4, steps=steps,
-                                     lr=3e-4, save_every=1000))
+    trainer = Trainer(
+        distill_config(tmp_path, student_dir, tasks_per_step=16, group_size=4, steps=steps, lr=3e-4, save_every=1000)
+    )
     kl = []
     for _ in range(steps):
         kl.append(trainer.train_step()["teacher_kl"])
@@ -184,6 +201,7 @@ def test_student_reverse_kl_to_the_teacher_falls(tmp_path, student_dir):
 
 # ---- the command line ------------------------------------------------------------------------
 
+
 def test_cli_without_teacher_is_one_typed_line(tmp_path, capsys):
     assert main(["train", "--algo", "distill", "--out", str(tmp_path / "run"), "--check"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
@@ -192,11 +210,43 @@ def test_cli_without_teacher_is_one_typed_line(tmp_path, capsys):
 
 def test_rlvr_train_distill_runs_from_the_cli(tmp_path, student_dir):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "rlvr", "train", "--algo", "distill", "--teacher", "tiny", "--model",
-           str(student_dir), "--sampler", "hf", "--steps", "2", "--tasks-per-step", "2", "--group-size", "2",
-           "--max-tokens", "8", "--warmup-steps", "0", "--threads", "1", "--no-progress", "--out", str(out)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--algo",
+        "distill",
+        "--teacher",
+        "tiny",
+        "--model",
+        str(student_dir),
+        "--sampler",
+        "hf",
+        "--steps",
+        "2",
+        "--tasks-per-step",
+        "2",
+        "--group-size",
+        "2",
+        "--max-tokens",
+        "8",
+        "--warmup-steps",
+        "0",
+        "--threads",
+        "1",
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "with distill" in done.stderr
     metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]

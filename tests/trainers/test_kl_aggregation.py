@@ -1,4 +1,5 @@
 """KL estimators, entropy, aggregation modes with global denominators, and the value loss."""
+
 import math
 
 import pytest
@@ -19,10 +20,12 @@ def test_kl_estimators_at_known_log_ratios():
     ref = torch.zeros(1, 3, dtype=torch.float64)
     lp = torch.tensor([[LN2, -LN2, 0.0]], dtype=torch.float64)
     assert torch.allclose(kl_estimate(lp, ref, estimator="k1"), lp)
-    assert torch.allclose(kl_estimate(lp, ref, estimator="k2"),
-                          torch.tensor([[0.5 * LN2**2, 0.5 * LN2**2, 0.0]], dtype=torch.float64))
-    assert torch.allclose(kl_estimate(lp, ref, estimator="k3"),
-                          torch.tensor([[LN2 - 0.5, 1.0 - LN2, 0.0]], dtype=torch.float64))
+    assert torch.allclose(
+        kl_estimate(lp, ref, estimator="k2"), torch.tensor([[0.5 * LN2**2, 0.5 * LN2**2, 0.0]], dtype=torch.float64)
+    )
+    assert torch.allclose(
+        kl_estimate(lp, ref, estimator="k3"), torch.tensor([[LN2 - 0.5, 1.0 - LN2, 0.0]], dtype=torch.float64)
+    )
     with pytest.raises(ValueError, match="k4"):
         kl_estimate(lp, ref, estimator="k4")
 
@@ -70,12 +73,17 @@ def test_kl_in_the_loss_gradients_worked_numbers():
     pi = torch.tensor([0.5, 0.25, 0.25], dtype=torch.float64)
     ref = torch.tensor([0.25, 0.25, 0.5], dtype=torch.float64)
     logits = pi.log()
-    assert torch.allclose(_expected_kl_loss_gradient("k3", logits, ref),
-                          torch.tensor([0.25, 0.0, -0.25], dtype=torch.float64), atol=1e-12)
-    assert torch.allclose(_expected_kl_loss_gradient("k2", logits, ref),
-                          torch.tensor([0.375, -0.0625, -0.3125], dtype=torch.float64) * LN2, atol=1e-12)
-    assert torch.allclose(_expected_kl_loss_gradient("k1", logits, ref), torch.zeros(3, dtype=torch.float64),
-                          atol=1e-12)
+    assert torch.allclose(
+        _expected_kl_loss_gradient("k3", logits, ref), torch.tensor([0.25, 0.0, -0.25], dtype=torch.float64), atol=1e-12
+    )
+    assert torch.allclose(
+        _expected_kl_loss_gradient("k2", logits, ref),
+        torch.tensor([0.375, -0.0625, -0.3125], dtype=torch.float64) * LN2,
+        atol=1e-12,
+    )
+    assert torch.allclose(
+        _expected_kl_loss_gradient("k1", logits, ref), torch.zeros(3, dtype=torch.float64), atol=1e-12
+    )
 
 
 def test_kl_mask_and_extreme_ratios_are_finite():
@@ -98,8 +106,9 @@ def test_kl_in_reward_per_sequence_and_per_token():
 
 def test_entropy_from_logits():
     # uniform over 4 -> ln 4; uniform over 2 with two -inf logits -> ln 2; near one-hot -> ~0
-    logits = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, -math.inf, -math.inf], [50.0, 0, 0, 0]]],
-                          requires_grad=True)
+    logits = torch.tensor(
+        [[[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, -math.inf, -math.inf], [50.0, 0, 0, 0]]], requires_grad=True
+    )
     h = entropy_from_logits(logits)
     assert torch.allclose(h, torch.tensor([[math.log(4), LN2, 0.0]]), atol=1e-6)
     h.sum().backward()
@@ -119,8 +128,9 @@ def test_aggregation_modes_on_unequal_lengths():
     assert aggregate_loss(LOSS, MASK, "token_mean").item() == pytest.approx(3.5)
     assert aggregate_loss(LOSS, MASK.bool(), "seq_mean_token_mean").item() == pytest.approx(11.5 / 3)
     assert aggregate_loss(LOSS, MASK, "seq_mean_token_sum").item() == pytest.approx(7.0)
-    assert aggregate_loss(LOSS, MASK.double(), "seq_mean_token_sum_norm",
-                          constant_length=4).item() == pytest.approx(1.75)
+    assert aggregate_loss(LOSS, MASK.double(), "seq_mean_token_sum_norm", constant_length=4).item() == pytest.approx(
+        1.75
+    )
     with pytest.raises(ValueError, match="constant_length"):
         aggregate_loss(LOSS, MASK, "seq_mean_token_sum_norm")
     with pytest.raises(ValueError, match="unknown aggregation"):
@@ -181,6 +191,5 @@ def test_turn_ends_and_lengths():
     # Row 1: one turn running to the last column. Row 2: no model token.
     mask = torch.tensor([[1, 1, 1, 0, 0, 1, 1, 0], [0, 1, 1, 1, 1, 1, 1, 1], [0] * 8])
     ends, lengths = turn_ends(mask)
-    assert ends.tolist() == [[False, False, True, False, False, False, True, False],
-                             [False] * 7 + [True], [False] * 8]
+    assert ends.tolist() == [[False, False, True, False, False, False, True, False], [False] * 7 + [True], [False] * 8]
     assert lengths.tolist() == [[0, 0, 3, 0, 0, 0, 2, 0], [0] * 7 + [7], [0] * 8]

@@ -2,6 +2,7 @@
 reinforce, rloo, grpo and ppo raises held-out accuracy of the tiny model on rlvr/Arithmetic-v0,
 and reward rises on the multi-turn rlvr/GuessNumber-v0. Every run goes through `rlvr train`
 with the vLLM sampler, as a user would run it, and checks what it writes."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -60,7 +61,9 @@ SHORT = {
 
 @pytest.mark.parametrize("algo", sorted(SHORT))
 def test_algorithm_raises_held_out_accuracy(algo, tmp_path):
-    metrics, evals = train(tmp_path, "--algo", algo, "--eval-tasks", str(EVAL_TASKS), "--max-tokens", "12", *SHORT[algo])
+    metrics, evals = train(
+        tmp_path, "--algo", algo, "--eval-tasks", str(EVAL_TASKS), "--max-tokens", "12", *SHORT[algo]
+    )
     before, after = evals[0]["accuracy"], evals[-1]["accuracy"]
     assert 100 * (after - before) >= MARGIN, f"{algo}: held-out accuracy {before:.3f} -> {after:.3f}"
     assert len(metrics) == int(SHORT[algo][1]) and sum(m["errors"] for m in metrics) == 0
@@ -69,8 +72,19 @@ def test_algorithm_raises_held_out_accuracy(algo, tmp_path):
 def test_asynchronous_grpo_raises_held_out_accuracy(tmp_path):
     """--max-staleness 1 (sampling overlaps training, decoupled PPO with truncated IS) learns as the
     synchronous grpo run above does, on tokens at most one update old."""
-    metrics, evals = train(tmp_path, "--algo", "grpo", "--max-staleness", "1", "--eval-tasks", str(EVAL_TASKS),
-                           "--max-tokens", "12", *SHORT["grpo"], fresh_sampler=False)
+    metrics, evals = train(
+        tmp_path,
+        "--algo",
+        "grpo",
+        "--max-staleness",
+        "1",
+        "--eval-tasks",
+        str(EVAL_TASKS),
+        "--max-tokens",
+        "12",
+        *SHORT["grpo"],
+        fresh_sampler=False,
+    )
     before, after = evals[0]["accuracy"], evals[-1]["accuracy"]
     assert 100 * (after - before) >= MARGIN, f"held-out accuracy {before:.3f} -> {after:.3f}"
     assert all(m["staleness_max"] <= 1 for m in metrics) and any(m["staleness_1_frac"] > 0 for m in metrics)
@@ -83,10 +97,33 @@ def test_multi_turn_reward_rises(tmp_path):
     that narrow the range. Episodes interleave the
     model's tokens with the environment's replies; only the model's carry loss."""
     metrics, evals = train(
-        tmp_path, "--env", "rlvr/GuessNumber-v0", "--env-arg", "n=8", "--env-arg", "max_turns=3",
-        "--env-arg", "reward=per_turn", "--algo", "grpo", "--algo-arg", "kl_coef=0", "--steps", "20",
-        "--tasks-per-step", "8", "--group-size", "8", "--max-tokens", "8", "--lr", "1e-3", "--warmup-steps", "0",
-        "--eval-tasks", "64",
+        tmp_path,
+        "--env",
+        "rlvr/GuessNumber-v0",
+        "--env-arg",
+        "n=8",
+        "--env-arg",
+        "max_turns=3",
+        "--env-arg",
+        "reward=per_turn",
+        "--algo",
+        "grpo",
+        "--algo-arg",
+        "kl_coef=0",
+        "--steps",
+        "20",
+        "--tasks-per-step",
+        "8",
+        "--group-size",
+        "8",
+        "--max-tokens",
+        "8",
+        "--lr",
+        "1e-3",
+        "--warmup-steps",
+        "0",
+        "--eval-tasks",
+        "64",
     )
     before, after = evals[0]["reward_mean"], evals[-1]["reward_mean"]
     assert after > before + 0.2, f"held-out reward {before:.3f} -> {after:.3f}"

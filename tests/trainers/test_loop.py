@@ -2,6 +2,7 @@
 dropped and counted; DAPO's dynamic sampling drops groups without signal; a step with nothing
 left trains on nothing but still logs. Real tiny model, Hugging Face sampler, and an
 environment registered here whose grader fails on purpose for some tasks."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -42,8 +43,18 @@ def registered():
 
 
 def trainer(tmp_path, **settings) -> Trainer:
-    base = dict(model="tiny", sampler="hf", env=ENV_ID, tasks_per_step=6, group_size=4, max_tokens=8,
-                threads=1, progress=False, out=str(tmp_path), steps=3)
+    base = dict(
+        model="tiny",
+        sampler="hf",
+        env=ENV_ID,
+        tasks_per_step=6,
+        group_size=4,
+        max_tokens=8,
+        threads=1,
+        progress=False,
+        out=str(tmp_path),
+        steps=3,
+    )
     return Trainer(TrainConfig.from_dict({**base, **settings}))
 
 

@@ -2,6 +2,7 @@
 adapter off (no second copy); vLLM follows the adapter (merged weights) to within 1e-4; a
 checkpoint is the adapter alone, which `rlvr eval` loads and `--resume` continues; a target the
 model lacks fails at the check; and the tiny model learns with it."""
+
 from __future__ import annotations
 
 import gc
@@ -18,7 +19,6 @@ import torch
 from safetensors.torch import load_file
 from transformers import PreTrainedModel
 
-from tests.conftest import require
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.batch import collate
 from rlvr.trainers.config import ConfigError, TrainConfig
@@ -27,12 +27,26 @@ from rlvr.trainers.models import TINY_DIR, load_causal_lm, resolve_model
 from rlvr.trainers.phases import reference_logprobs
 from rlvr.trainers.policy import forward
 from rlvr.trainers.preflight import check_model_dir, check_run
+from tests.conftest import require
 
 ROOT = Path(__file__).resolve().parents[2]
 GAP = 1e-4
 MARGIN = 0.1  # reward (first 5 steps' mean -> last 5 steps'); measured rises: 0.18 to 0.29
-HF = dict(model="tiny", sampler="hf", tasks_per_step=4, group_size=4, max_tokens=10, lr=1e-2, warmup_steps=0,
-          threads=1, progress=False, save_every=1, seed=3, lora_rank=4, algo_args={"kl_coef": 0.05})
+HF = dict(
+    model="tiny",
+    sampler="hf",
+    tasks_per_step=4,
+    group_size=4,
+    max_tokens=10,
+    lr=1e-2,
+    warmup_steps=0,
+    threads=1,
+    progress=False,
+    save_every=1,
+    seed=3,
+    lora_rank=4,
+    algo_args={"kl_coef": 0.05},
+)
 
 
 def config(out: Path, **extra) -> TrainConfig:
@@ -72,8 +86,11 @@ def test_only_the_adapter_trains(trained):
     optimized = [p for g in trained.optimizer.param_groups for p in g["params"]]
     assert {id(p) for p in optimized} == {id(p) for p in policy.parameters() if p.requires_grad}
     base = load_causal_lm()  # frozen weights did not move; the adapter did
-    frozen = {n.replace("base_model.model.", "").replace(".base_layer", ""): p
-              for n, p in policy.named_parameters() if not p.requires_grad}
+    frozen = {
+        n.replace("base_model.model.", "").replace(".base_layer", ""): p
+        for n, p in policy.named_parameters()
+        if not p.requires_grad
+    }
     assert all(torch.equal(p, frozen[n]) for n, p in base.named_parameters())
     assert max(float(p.detach().abs().max()) for n, p in policy.named_parameters() if ".lora_B." in n) > 1e-3
 
@@ -107,7 +124,8 @@ def test_checkpoint_is_the_adapter_alone_and_loads_for_eval(trained):
     adapter = (path / "adapter_model.safetensors").stat().st_size
     assert adapter < (TINY_DIR / "model.safetensors").stat().st_size / 10  # 42k of 1.15M parameters
     assert set(load_file(path / "adapter_model.safetensors")) == {
-        n.replace(".default", "") for n, p in trained.policy.named_parameters() if p.requires_grad}
+        n.replace(".default", "") for n, p in trained.policy.named_parameters() if p.requires_grad
+    }
     assert json.loads((path / "adapter_config.json").read_text())["base_model_name_or_path"] == "tiny"
     check_model_dir(resolve_model(str(path)))  # what `rlvr eval --model` checks
     batch = collate(trained.rollout(8).episodes, trained.models.pad_token_id)
@@ -123,10 +141,29 @@ def test_rlvr_eval_loads_an_adapter_checkpoint(trained, tmp_path, sampler):
     """With vLLM, through the base with the adapter merged into a temporary directory."""
     if sampler == "vllm":
         require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    cmd = [sys.executable, "-m", "rlvr", "eval", "--model", str(trained.checkpoint), "--sampler", sampler,
-           "--tasks", "4", "--out", str(tmp_path / "eval"), "--no-progress"]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "eval",
+        "--model",
+        str(trained.checkpoint),
+        "--sampler",
+        sampler,
+        "--tasks",
+        "4",
+        "--out",
+        str(tmp_path / "eval"),
+        "--no-progress",
+    ]
+    done = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert len((tmp_path / "eval" / "episodes.jsonl").read_text().splitlines()) == 4
 
@@ -147,8 +184,18 @@ def test_a_target_the_model_lacks_fails_at_the_check(tmp_path):
     with pytest.raises(ConfigError, match="no module named nope"):
         check_run(config(tmp_path, lora_targets="q_proj,nope"))
     check_run(config(tmp_path, lora_targets="q_proj,v_proj"))
-    cmd = [sys.executable, "-m", "rlvr", "train", "--lora-rank", "4", "--lora-targets", "qproj",
-           "--out", str(tmp_path / "run")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--lora-rank",
+        "4",
+        "--lora-targets",
+        "qproj",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "qproj" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -185,7 +232,14 @@ def test_vllm_follows_an_adapter_of_named_targets(tmp_path):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     trainer = Trainer(config(tmp_path, sampler="vllm", steps=10, lora_targets="q_proj,down_proj", lr=2e-2))
     assert {n.rpartition(".")[0].rpartition(".")[2] for n, _ in trainer.models.sampler_weights()} == {
-        "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    }
     metrics = steps(trainer, 3)
     assert all(m["logprob_gap_max"] < GAP for m in metrics) and metrics[-1]["kl"] > 1e-3
     trainer.sampler.close()
@@ -204,12 +258,17 @@ def test_lora_raises_reward(tmp_path):
     argv = shlex.split(readme_command("--lora-rank 8"))
     assert argv[:2] == [".venv/bin/rlvr", "train"]
     cmd = [sys.executable, "-m", "rlvr", *argv[1:], "--out", str(tmp_path), "--no-progress", "--threads", "1"]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    done = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert max(m["logprob_gap_max"] for m in metrics) < 2e-4  # as tests/trainers/test_learning.py allows
     first = sum(m["reward_mean"] for m in metrics[:5]) / 5
     last = sum(m["reward_mean"] for m in metrics[-5:]) / 5
     assert last > first + MARGIN, f"reward {first:.3f} -> {last:.3f}"
-

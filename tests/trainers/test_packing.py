@@ -2,6 +2,7 @@
 by hand; on real tiny-model episodes of mixed lengths (Hugging Face sampler, Arithmetic), packed
 forwards give the padded logprobs, entropy and values, the loss's gradients equal the padded
 path's, and no token of one packed sequence sees another; a short training run completes."""
+
 from __future__ import annotations
 
 import copy
@@ -10,18 +11,23 @@ import dataclasses
 import pytest
 import torch
 
-from tests.conftest import float32_bound
-
+from rlvr.envs.episode import Episode
 from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.batch import collate
-from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import ConfigError, TrainConfig
-from rlvr.trainers.packing import PackingError, micro_batch, pack, packed_layout, split_rows
-from rlvr.trainers.phases import UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, per_micro_batch
-from rlvr.trainers.policy import Critic, ValueHead, forward
 from rlvr.trainers.loop import Trainer
-from rlvr.envs.episode import Episode
+from rlvr.trainers.model_set import Models
+from rlvr.trainers.packing import PackingError, micro_batch, pack, packed_layout, split_rows
+from rlvr.trainers.phases import (
+    UpdateSums,
+    accumulate_gradients,
+    compute_advantages,
+    old_and_ref_logprobs,
+    per_micro_batch,
+)
+from rlvr.trainers.policy import Critic, ValueHead, forward
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import float32_bound
 
 BUDGET = 64  # tokens per packed forward: many bins for the episodes below, and rows longer than it
 
@@ -38,8 +44,19 @@ def test_first_fit_decreasing_worked_example():
 
 def episode(prompt, completion, mask=None, group=0):
     mask = mask or [1] * len(completion)
-    return Episode("rlvr/Test-v0", str(group), group, prompt, completion, mask, [-1.0] * len(completion), [1.0],
-                   Outcome.CORRECT, [], "stop")
+    return Episode(
+        "rlvr/Test-v0",
+        str(group),
+        group,
+        prompt,
+        completion,
+        mask,
+        [-1.0] * len(completion),
+        [1.0],
+        Outcome.CORRECT,
+        [],
+        "stop",
+    )
 
 
 def test_layout_worked_example():
@@ -67,9 +84,21 @@ def test_micro_batch_size_and_tokens_are_exclusive():
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
     """Episodes the tiny model sampled (HF sampler, Arithmetic; hot, for lengths from 6 to 40) and the model."""
-    cfg = TrainConfig.from_dict(dict(model="tiny", sampler="hf", env="rlvr/Arithmetic-v0", tasks_per_step=4,
-                                     group_size=4, max_tokens=40, threads=1, progress=False, steps=1, temperature=2.5,
-                                     out=str(tmp_path_factory.mktemp("run"))))
+    cfg = TrainConfig.from_dict(
+        dict(
+            model="tiny",
+            sampler="hf",
+            env="rlvr/Arithmetic-v0",
+            tasks_per_step=4,
+            group_size=4,
+            max_tokens=40,
+            threads=1,
+            progress=False,
+            steps=1,
+            temperature=2.5,
+            out=str(tmp_path_factory.mktemp("run")),
+        )
+    )
     trainer = Trainer(cfg)
     episodes = trainer.rollout(0).episodes
     batch = collate(episodes, trainer.models.pad_token_id)
@@ -96,7 +125,8 @@ def test_packed_forward_equals_padded(real):
     with torch.no_grad():
         padded = forward(model, batch, 0.7, with_entropy=True, value_head=head)
         fn = lambda mb: (lambda o: (o.logprobs, o.entropy, o.values))(  # noqa: E731
-            forward(model, mb, 0.7, with_entropy=True, value_head=head))
+            forward(model, mb, 0.7, with_entropy=True, value_head=head)
+        )
         packed = per_micro_batch(batch, len(batch), fn, tokens=BUDGET)
         whole = forward(model, micro_batch(batch, torch.arange(len(batch)), True), 0.7)  # all in one sequence
     mask = batch.loss_mask
@@ -154,9 +184,13 @@ def test_packed_gradients_equal_padded(real, name, attention, tolerance):
     g = torch.Generator().manual_seed(0)
     policy = copy.deepcopy(model)
     policy.set_attn_implementation(attention)
-    models = Models(path=None, tokenizer=None, policy=policy,
-                    reference=copy.deepcopy(model).requires_grad_(False) if algo.needs_reference else None,
-                    value_head=ValueHead(model.config.hidden_size) if algo.needs_value_head else None)
+    models = Models(
+        path=None,
+        tokenizer=None,
+        policy=policy,
+        reference=copy.deepcopy(model).requires_grad_(False) if algo.needs_reference else None,
+        value_head=ValueHead(model.config.hidden_size) if algo.needs_value_head else None,
+    )
     if models.value_head is not None:
         torch.nn.init.normal_(models.value_head.linear.weight, std=0.1, generator=g)
     base = dict(tasks_per_step=4, group_size=4, temperature=0.7, epochs=2)
@@ -192,9 +226,23 @@ def test_no_leakage_between_packed_sequences(real):
 
 def test_short_train_run_with_micro_batch_tokens(tmp_path):
     """PPO with a separate critic: old values, old logprobs and the update all run packed."""
-    cfg = TrainConfig.from_dict(dict(model="tiny", sampler="hf", env="rlvr/Arithmetic-v0", tasks_per_step=4,
-                                     group_size=2, max_tokens=24, threads=1, progress=False, steps=2, algo="ppo",
-                                     value_model="critic", micro_batch_tokens=64, out=str(tmp_path)))
+    cfg = TrainConfig.from_dict(
+        dict(
+            model="tiny",
+            sampler="hf",
+            env="rlvr/Arithmetic-v0",
+            tasks_per_step=4,
+            group_size=2,
+            max_tokens=24,
+            threads=1,
+            progress=False,
+            steps=2,
+            algo="ppo",
+            value_model="critic",
+            micro_batch_tokens=64,
+            out=str(tmp_path),
+        )
+    )
     trainer = Trainer(cfg)
     for _ in range(2):
         metrics = trainer.train_step()

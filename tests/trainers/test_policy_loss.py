@@ -1,4 +1,5 @@
 """Policy losses against hand-computed numbers, and autograd checks of their gradients."""
+
 import math
 
 import pytest
@@ -79,14 +80,13 @@ def test_gspo_sequence_ratio_is_length_normalised_geometric_mean():
     lp = torch.tensor([[0.1, 0.3, 5.0], [-0.4, 0.0, 0.0]], dtype=torch.float64)
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
     s = importance_ratio(lp, old, mask, level="sequence")
-    assert torch.allclose(s, torch.tensor([[1.2214, 1.2214, 1.0], [0.6703, 1.0, 1.0]],
-                                          dtype=torch.float64), atol=1e-4)
+    assert torch.allclose(s, torch.tensor([[1.2214, 1.2214, 1.0], [0.6703, 1.0, 1.0]], dtype=torch.float64), atol=1e-4)
     # GSPO eps 3e-4 / 4e-4, A=+1 on row 0: objective clipped to 1.0004; A=-1 on row 1: clip at
     # 0.9997, min(-0.6703, -0.9997) = -0.9997.
-    out = clipped_policy_loss(lp, old, torch.tensor([1.0, -1.0]), mask, 3e-4, 4e-4,
-                              ratio_level="sequence")
-    assert torch.allclose(-out.loss, torch.tensor([[1.0004, 1.0004, 0], [-0.9997, 0, 0]],
-                                                  dtype=torch.float64), atol=1e-9)
+    out = clipped_policy_loss(lp, old, torch.tensor([1.0, -1.0]), mask, 3e-4, 4e-4, ratio_level="sequence")
+    assert torch.allclose(
+        -out.loss, torch.tensor([[1.0004, 1.0004, 0], [-0.9997, 0, 0]], dtype=torch.float64), atol=1e-9
+    )
 
 
 def test_cispo_detached_clipped_weight():
@@ -145,8 +145,7 @@ def test_gspo_gradient_at_ratio_one():
     adv = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
     lens = mask.sum(-1)
     onehot = torch.nn.functional.one_hot(actions, 5).double()
-    expected = (-(adv / (3 * lens))[:, None, None] * mask[..., None]
-                * (onehot - torch.softmax(logits, -1))).detach()
+    expected = (-(adv / (3 * lens))[:, None, None] * mask[..., None] * (onehot - torch.softmax(logits, -1))).detach()
     lp = _logprobs(logits, actions)
     out = clipped_policy_loss(lp, lp.detach(), adv, mask, 3e-4, 4e-4, ratio_level="sequence")
     aggregate_loss(out.loss, mask, "seq_mean_token_mean").backward()
@@ -161,8 +160,16 @@ def test_compute_policy_loss_adds_kl_entropy_and_is_weights():
     lp = torch.full((1, 2), LN(0.5), dtype=torch.float64)
     ref = lp - LN(2.0)
     mask = torch.tensor([[1, 0]])
-    out = compute_policy_loss(cfg, lp, lp, torch.tensor([1.0]), mask, ref_logprobs_BT=ref,
-                              entropy_BT=torch.full((1, 2), 0.5), is_weights_BT=torch.full((1, 2), 0.5))
+    out = compute_policy_loss(
+        cfg,
+        lp,
+        lp,
+        torch.tensor([1.0]),
+        mask,
+        ref_logprobs_BT=ref,
+        entropy_BT=torch.full((1, 2), 0.5),
+        is_weights_BT=torch.full((1, 2), 0.5),
+    )
     k3 = 0.5 - 1 + LN(2.0)
     assert torch.allclose(out.loss, torch.tensor([[-0.5 + 0.04 * k3 - 0.05, 0.0]], dtype=torch.float64))
     with pytest.raises(ValueError, match="ref_logprobs"):
@@ -177,9 +184,11 @@ def test_compute_policy_loss_adds_kl_entropy_and_is_weights():
 def test_empty_mask_and_garbage_off_mask_stay_finite():
     lp = torch.tensor([[float("-inf"), float("nan")]], requires_grad=True)
     old = torch.tensor([[float("-inf"), 0.0]])
-    for out in (clipped_policy_loss(lp, old, torch.tensor([1.0]), torch.zeros(1, 2), dual_clip=3.0),
-                cispo_loss(lp, old, torch.tensor([1.0]), torch.zeros(1, 2)),
-                pg_loss(lp, torch.tensor([1.0]), torch.zeros(1, 2))):
+    for out in (
+        clipped_policy_loss(lp, old, torch.tensor([1.0]), torch.zeros(1, 2), dual_clip=3.0),
+        cispo_loss(lp, old, torch.tensor([1.0]), torch.zeros(1, 2)),
+        pg_loss(lp, torch.tensor([1.0]), torch.zeros(1, 2)),
+    ):
         assert torch.equal(out.loss, torch.zeros(1, 2))
         assert torch.isfinite(out.ratio).all() and not out.clipped.any()
         loss = aggregate_loss(out.loss, torch.zeros(1, 2), "token_mean")

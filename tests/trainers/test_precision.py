@@ -1,6 +1,7 @@
 """`--dtype bfloat16` and `--gradient-checkpointing` (trainers.precision,
 trainers.activation_checkpointing), and the cached `small` benchmark model (trainers.small_model).
 Real tiny models, the real Trainer and the real in-process vLLM sampler."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,7 +10,6 @@ import importlib.util
 import pytest
 import torch
 
-from tests.conftest import random_qwen2, require
 from rlvr.envs.episode import Episode
 from rlvr.trainers import activation_checkpointing
 from rlvr.trainers.batch import collate
@@ -19,25 +19,50 @@ from rlvr.trainers.policy import ValueHead, forward
 from rlvr.trainers.precision import MasterWeightAdamW, adamw, autocast_forward, weight_dtype
 from rlvr.trainers.small_model import SmallSpec, build, parameter_count, small_model_dir
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import random_qwen2, require
 
 PAD = 0
 
 
 def episode(prompt, completion, group=0):
-    return Episode("rlvr/Test-v0", "t", group, list(prompt), list(completion), [1] * len(completion),
-                   [-0.5] * len(completion), [1.0], Outcome.CORRECT, [], "stop")
+    return Episode(
+        "rlvr/Test-v0",
+        "t",
+        group,
+        list(prompt),
+        list(completion),
+        [1] * len(completion),
+        [-0.5] * len(completion),
+        [1.0],
+        Outcome.CORRECT,
+        [],
+        "stop",
+    )
 
 
 def shared_prompt_batch():
     """Three groups of three rows, each group sharing a prompt (so `forward` would share it)."""
     prompts = [[5, 6, 7, 8, 9, 10], [3, 4], [11, 12, 13]]
-    return collate([episode(p, [20 + i, 21 + j, 22][: 1 + (i + j) % 3], group=i)
-                    for i, p in enumerate(prompts) for j in range(3)], PAD)
+    return collate(
+        [episode(p, [20 + i, 21 + j, 22][: 1 + (i + j) % 3], group=i) for i, p in enumerate(prompts) for j in range(3)],
+        PAD,
+    )
 
 
 def config(tmp_path, **settings) -> TrainConfig:
-    base = dict(model="tiny", sampler="hf", algo="grpo", tasks_per_step=4, group_size=4, max_tokens=8, lr=1e-3,
-                threads=1, progress=False, out=str(tmp_path), steps=2)
+    base = dict(
+        model="tiny",
+        sampler="hf",
+        algo="grpo",
+        tasks_per_step=4,
+        group_size=4,
+        max_tokens=8,
+        lr=1e-3,
+        threads=1,
+        progress=False,
+        out=str(tmp_path),
+        steps=2,
+    )
     return TrainConfig.from_dict({**base, **settings})
 
 
@@ -154,8 +179,9 @@ def test_checkpointed_model_still_uses_its_cache_without_grad():
     b = shared_prompt_batch()
     plain, ckpt = random_qwen2(), activation_checkpointing.enable(random_qwen2())
     mask = b.loss_mask > 0
-    torch.testing.assert_close(forward(ckpt, b, 1.0).logprobs[mask], forward(plain, b, 1.0).logprobs[mask],
-                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        forward(ckpt, b, 1.0).logprobs[mask], forward(plain, b, 1.0).logprobs[mask], atol=1e-5, rtol=0
+    )
     ids = torch.tensor([[5, 6, 7, 8]])
     kw = dict(max_new_tokens=6, do_sample=False, pad_token_id=PAD)
     assert torch.equal(ckpt.generate(ids, **kw), plain.generate(ids, **kw))
@@ -232,8 +258,24 @@ def test_rlvr_train_takes_float32_on_a_cpu_without_bf16(tmp_path):
 
     from rlvr.trainers.precision import cpu_has_bf16
 
-    done = subprocess.run([sys.executable, "-m", "rlvr", "train", "--dtype", "bfloat16", "--device", "cpu",
-                           "--out", str(tmp_path / "run"), "--check"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr",
+            "train",
+            "--dtype",
+            "bfloat16",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "run"),
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     dtype = json.loads(done.stdout)["config"]["dtype"]
     if cpu_has_bf16():

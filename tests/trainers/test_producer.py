@@ -1,6 +1,7 @@
 """The rollout producer of asynchronous RL on its own: pacing by staleness, pausing, failures and
 closing, with a plain function standing in for the rollout (the trainer's runs are in
 tests/trainers/test_train_async.py)."""
+
 from __future__ import annotations
 
 import threading

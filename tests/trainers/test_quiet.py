@@ -1,6 +1,7 @@
 """A run prints its own lines only: no library warnings or loading bars on stderr unless
 --verbose; --no-progress keeps a metrics line every N steps; a resumed run still reports
 held-out accuracy before -> after; the reward plot's legend stays off the curves."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,18 @@ RLVR = [sys.executable, "-m", "rlvr"]
 SHORT = ["--tasks-per-step", "2", "--group-size", "2", "--eval-tasks", "4"]
 # What `rlvr train` may print on stderr: its header, the progress bar, evaluation lines, a
 # metrics line (--no-progress), and the context warning.
-ALLOWED = re.compile(r"(training .* -> .*|train: .*|step \d+: held-out accuracy .*|step \d+/\d+ \| .*"
-                     r"|resuming from .*|warning: .* did not fit in the context.*)")
+ALLOWED = re.compile(
+    r"(training .* -> .*|train: .*|step \d+: held-out accuracy .*|step \d+/\d+ \| .*"
+    r"|resuming from .*|warning: .* did not fit in the context.*)"
+)
 
 
 def run(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VLLM_LOGGING_LEVEL", "TORCH_CPP_LOG_LEVEL", "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VLLM_LOGGING_LEVEL", "TORCH_CPP_LOG_LEVEL", "TRANSFORMERS_VERBOSITY", "PYTHONWARNINGS")
+    }
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     p = subprocess.run([*RLVR, *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
     assert p.returncode == 0, p.stderr
@@ -40,8 +46,19 @@ def test_train_is_quiet_resumes_with_before_after_and_logs_without_progress(tmp_
     before = json.loads((out / "eval.jsonl").read_text().splitlines()[0])["accuracy"]
     assert f"{before:.3f} -> " in first.stdout
 
-    resumed = run("train", "--steps", "3", *SHORT, "--out", str(out), "--resume", "--no-progress",
-                  "--log-every", "1", cwd=tmp_path)
+    resumed = run(
+        "train",
+        "--steps",
+        "3",
+        *SHORT,
+        "--out",
+        str(out),
+        "--resume",
+        "--no-progress",
+        "--log-every",
+        "1",
+        cwd=tmp_path,
+    )
     assert stray_lines(resumed.stderr) == [] and "train:" not in resumed.stderr
     assert re.search(r"^step 3/3 \| reward ", resumed.stderr, re.M)
     last = resumed.stdout.strip().splitlines()[-1]

@@ -1,5 +1,6 @@
 """Rollout workers on Ray (trainers.ray_rollout): a real local Ray cluster (one per test session),
 real vLLM engines in the workers, the real tiny model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,12 +10,12 @@ import threading
 
 import pytest
 
-from tests.conftest import require
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.ray_rollout import RayRolloutPool, RolloutWorkerError, chunks_of
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
+from tests.conftest import require
 
 pytestmark = pytest.mark.vllm
 MODEL_INFO = {"model": "tiny", "step": 0}
@@ -27,9 +28,12 @@ def test_chunks_are_contiguous_near_equal_and_never_empty():
     assert chunks_of(1, 1) == [range(0, 1)]
 
 
-@pytest.mark.parametrize("settings, problem", [
-    ({"rollout_workers": 0}, "rollout_workers must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "settings, problem",
+    [
+        ({"rollout_workers": 0}, "rollout_workers must be >= 1"),
+    ],
+)
 def test_bad_ray_settings_are_config_errors(settings, problem):
     with pytest.raises(ConfigError, match=problem):
         TrainConfig(**settings).validate()
@@ -38,8 +42,17 @@ def test_bad_ray_settings_are_config_errors(settings, problem):
 @pytest.fixture(scope="module")
 def spec(model_dir):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    return SamplerSpec("vllm", str(model_dir), seed=0, max_model_len=1024, dtype="float32", max_num_seqs=64,
-                       seq_tokens=256, gpu_memory=0.3, chunked_prefill=False)
+    return SamplerSpec(
+        "vllm",
+        str(model_dir),
+        seed=0,
+        max_model_len=1024,
+        dtype="float32",
+        max_num_seqs=64,
+        seq_tokens=256,
+        gpu_memory=0.3,
+        chunked_prefill=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +79,32 @@ def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
     from rlvr.envs.rollout import rollout
 
     seeds = list(range(40, 50))
-    got = roll(pool, "rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=4, sampling=sampling(),
-                       model_info=MODEL_INFO, max_length=1024, group_id_start=7)
+    got = roll(
+        pool,
+        "rlvr/Arithmetic-v0",
+        {},
+        seeds=seeds,
+        group_size=4,
+        sampling=sampling(),
+        model_info=MODEL_INFO,
+        max_length=1024,
+        group_id_start=7,
+    )
     local = build_sampler(spec)
     try:
-        want = rollout("rlvr/Arithmetic-v0", {}, local, tokenizer, seeds=seeds, group_size=4, sampling=sampling(),
-                       model_info=MODEL_INFO, progress=False, max_length=1024, group_id_start=7)
+        want = rollout(
+            "rlvr/Arithmetic-v0",
+            {},
+            local,
+            tokenizer,
+            seeds=seeds,
+            group_size=4,
+            sampling=sampling(),
+            model_info=MODEL_INFO,
+            progress=False,
+            max_length=1024,
+            group_id_start=7,
+        )
     finally:
         local.close()
     assert [g.group_id for g in got] == list(range(7, 17))
@@ -84,14 +117,30 @@ def test_new_weights_reach_every_worker_with_their_version(pool, hf_model):
     import torch
 
     seeds = list(range(8))
-    before = roll(pool, "rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
-                          model_info=MODEL_INFO, max_length=1024)
+    before = roll(
+        pool,
+        "rlvr/Arithmetic-v0",
+        {},
+        seeds=seeds,
+        group_size=2,
+        sampling=sampling(),
+        model_info=MODEL_INFO,
+        max_length=1024,
+    )
     moved = [(n, p.detach() + 0.05 * torch.randn_like(p)) for n, p in hf_model.named_parameters()]
     original = [(n, p.detach()) for n, p in hf_model.named_parameters()]
     try:
         pool.update_weights(moved, version=3)
-        after = roll(pool, "rlvr/Arithmetic-v0", {}, seeds=seeds, group_size=2, sampling=sampling(),
-                             model_info=MODEL_INFO, max_length=1024)
+        after = roll(
+            pool,
+            "rlvr/Arithmetic-v0",
+            {},
+            seeds=seeds,
+            group_size=2,
+            sampling=sampling(),
+            model_info=MODEL_INFO,
+            max_length=1024,
+        )
         assert pool.version == 3
         assert {v for g in after for ep in g.episodes for v in ep.versions} == {3}
         changed = [a != b for a, b in zip(tokens(before), tokens(after))]
@@ -109,8 +158,7 @@ def test_a_worker_that_dies_mid_rollout_is_replaced_and_its_groups_redone(ray_cl
     pool = RayRolloutPool(spec, 2, threads=1)
     try:
         dead_pids = {w: ray_cluster.get(w.pid.remote()) for w in pool.workers}
-        kwargs = dict(seeds=list(range(8)), group_size=2, sampling=sampling(), model_info=MODEL_INFO,
-                      max_length=1024)
+        kwargs = dict(seeds=list(range(8)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
         got = roll(pool, "ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)
         assert marker.exists() and int(marker.read_text()) in dead_pids.values()
         assert pool.replaced == 1
@@ -127,8 +175,16 @@ def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster
     pool = RayRolloutPool(spec, 1, threads=1, max_replacements=1)
     try:
         with pytest.raises(RolloutWorkerError, match="died 2 times on the tasks of groups from 0"):
-            roll(pool, "ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path), "seed": 1}, seeds=[1],
-                         group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
+            roll(
+                pool,
+                "ray_test_envs:test/DiesOnce-v0",
+                {"marker": str(tmp_path), "seed": 1},
+                seeds=[1],
+                group_size=2,
+                sampling=sampling(),
+                model_info=MODEL_INFO,
+                max_length=1024,
+            )
         assert pool.replaced == 1
     finally:
         pool.close()
@@ -139,8 +195,16 @@ def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
     replaced = pool.replaced
     with pytest.raises(Exception, match="FileNotFoundError"):
         # the marker's directory does not exist: writing it raises before the process could end
-        roll(pool, "ray_test_envs:test/DiesOnce-v0", {"marker": str(tmp_path / "no" / "x"), "seed": 1},
-                     seeds=[1], group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
+        roll(
+            pool,
+            "ray_test_envs:test/DiesOnce-v0",
+            {"marker": str(tmp_path / "no" / "x"), "seed": 1},
+            seeds=[1],
+            group_size=2,
+            sampling=sampling(),
+            model_info=MODEL_INFO,
+            max_length=1024,
+        )
     assert pool.replaced == replaced
 
 
@@ -163,8 +227,18 @@ def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, spec, model_
 def train(tmp_path, **settings):
     from rlvr.trainers.loop import Trainer
 
-    base = dict(tasks_per_step=4, group_size=4, max_tokens=12, lr=1e-3, warmup_steps=0, steps=3, eval_tasks=8,
-                threads=1, progress=False, out=str(tmp_path))
+    base = dict(
+        tasks_per_step=4,
+        group_size=4,
+        max_tokens=12,
+        lr=1e-3,
+        warmup_steps=0,
+        steps=3,
+        eval_tasks=8,
+        threads=1,
+        progress=False,
+        out=str(tmp_path),
+    )
     cfg = TrainConfig.from_dict({**base, **settings})
     trainer = Trainer(cfg)
     try:
@@ -207,7 +281,6 @@ def test_a_ray_run_stopped_after_a_checkpoint_resumes_exactly(ray_cluster, tmp_p
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
 
 
-
 def test_ray_workers_are_the_asynchronous_producers(ray_cluster, tmp_path):
     """`--ray --max-staleness 1`: the rollout workers sample step s + 1 while the trainer updates on
     step s; the new weights reach each worker after its chunk in progress, so every token trained
@@ -235,8 +308,7 @@ def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(r
     verifier = RaySandbox(2, pool_size=2)
     pool = RayRolloutPool(spec, 1, threads=1, verifier=verifier)
     try:
-        kwargs = dict(seeds=list(range(4)), group_size=2, sampling=sampling(), model_info=MODEL_INFO,
-                      max_length=1024)
+        kwargs = dict(seeds=list(range(4)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
         killer = threading.Timer(1.0, lambda: ray_cluster.kill(verifier.workers[0]))
         started = time.monotonic()
         killer.start()

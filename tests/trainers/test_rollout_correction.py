@@ -1,4 +1,5 @@
 """Rollout correction against hand-computed numbers: each mode's weights, kept tokens and stats."""
+
 import math
 
 import pytest

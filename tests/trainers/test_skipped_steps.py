@@ -3,6 +3,7 @@ version is the number of updates the sampler received, not the step number. Two 
 the real in-process vLLM sampler, synchronous (max_staleness 0) and asynchronous (1): a grader
 down for the first steps (every episode an `error`), and DAPO whose groups have no reward variance
 for the first steps (every group filtered), then learnable ones."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,17 +11,29 @@ import json
 
 import pytest
 
-from tests.conftest import require
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
+from tests.conftest import require
 
 pytestmark = pytest.mark.vllm
 
 
 def train(out, **overrides) -> tuple[Trainer, list[dict]]:
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    values = dict(model="tiny", sampler="vllm", tasks_per_step=2, group_size=2, max_tokens=12, lr=2e-3,
-                  warmup_steps=0, threads=1, progress=False, out=str(out), steps=4, save_every=100)
+    values = dict(
+        model="tiny",
+        sampler="vllm",
+        tasks_per_step=2,
+        group_size=2,
+        max_tokens=12,
+        lr=2e-3,
+        warmup_steps=0,
+        threads=1,
+        progress=False,
+        out=str(out),
+        steps=4,
+        save_every=100,
+    )
     trainer = Trainer(TrainConfig.from_dict({**values, **overrides}))
     try:
         trainer.train()
@@ -45,8 +58,12 @@ def assert_versions_true(trainer: Trainer, records: list[dict], k: int) -> None:
 @pytest.mark.parametrize("k", [0, 1])
 def test_a_grader_outage_skips_its_steps_and_training_goes_on(tmp_path, k):
     # 2 tasks x 2 samples = 4 verifications a step: the first two steps are all errors
-    trainer, records = train(tmp_path, max_staleness=k, env="run_test_envs:test/GraderOutage-v0",
-                             env_args={"outage": 8, "key": f"outage-{k}"})
+    trainer, records = train(
+        tmp_path,
+        max_staleness=k,
+        env="run_test_envs:test/GraderOutage-v0",
+        env_args={"outage": 8, "key": f"outage-{k}"},
+    )
     assert [r["step"] for r in records] == [1, 2, 3, 4]
     assert [r.get("skipped", 0) for r in records] == [1, 1, 0, 0]
     assert [r["errors"] for r in records[:2]] == [4, 4] and records[2]["errors"] == 0
@@ -56,9 +73,16 @@ def test_a_grader_outage_skips_its_steps_and_training_goes_on(tmp_path, k):
 @pytest.mark.parametrize("k", [0, 1])
 def test_dapo_with_every_group_filtered_then_learnable_groups(tmp_path, k):
     # 2 rounds (one refill) of 2 tasks x 4 samples = 16 verifications a filtered step: two of them
-    trainer, records = train(tmp_path, max_staleness=k, algo="dapo", group_size=4, steps=5,
-                             algo_args={"max_refill_rounds": 1, "overlong_filtering": False},
-                             env="run_test_envs:test/FlatThenLearnable-v0", env_args={"flat": 32, "key": f"dapo-{k}"})
+    trainer, records = train(
+        tmp_path,
+        max_staleness=k,
+        algo="dapo",
+        group_size=4,
+        steps=5,
+        algo_args={"max_refill_rounds": 1, "overlong_filtering": False},
+        env="run_test_envs:test/FlatThenLearnable-v0",
+        env_args={"flat": 32, "key": f"dapo-{k}"},
+    )
     assert [r["step"] for r in records] == [1, 2, 3, 4, 5]
     assert [r.get("skipped", 0) for r in records[:2]] == [1, 1]
     assert all(r["groups_kept"] == 0 and r["sampling_rounds"] == 2 for r in records[:2])

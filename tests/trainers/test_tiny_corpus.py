@@ -1,6 +1,7 @@
 """The tiny model's warm-start corpus: conversations in each built-in env's exact format, whose
 targets the envs' own verifiers accept, token-exact with what a rollout feeds the model, and
 drawn from tasks that the evaluation never uses."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ from importlib.resources import files
 import pytest
 
 from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.chat_template import template_ids
 from rlvr.envs.code import code_prompt
 from rlvr.envs.guess_number import GuessNumberEnv
 from rlvr.envs.python_tool import PythonToolEnv
 from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
-from rlvr.envs.chat_template import template_ids
 from rlvr.envs.symbolic_math import SymbolicMathEnv
 from rlvr.trainers.models import load_tokenizer
 from rlvr.trainers.tiny_code_tasks import code_task

@@ -1,6 +1,7 @@
 """The built-in tiny model: the shipped files load with plain transformers, render ChatML, stop at
 `<|im_end|>` and answer arithmetic as `\\boxed{integer}`; `resolve_model` fails clearly; the
 builder runs end to end (at a toy size) and is deterministic."""
+
 from __future__ import annotations
 
 import hashlib
@@ -71,7 +72,7 @@ def test_greedy_answers_are_boxed_integers(tiny):
         prompts, add_generation_prompt=True, padding=True, return_tensors="pt", return_dict=True
     )
     out = model.generate(**inputs, max_new_tokens=12, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-    for ids in out[:, inputs["input_ids"].shape[1]:]:
+    for ids in out[:, inputs["input_ids"].shape[1] :]:
         assert ids.tolist().count(tokenizer.eos_token_id) >= 1  # it stops by itself
         assert BOXED.fullmatch(tokenizer.decode(ids, skip_special_tokens=True).strip())
 
@@ -133,8 +134,17 @@ def test_spec_rejects_bad_shapes():
 def test_builder_runs_and_is_deterministic(tmp_path):
     rng_before = torch.random.get_rng_state()
     spec = TinySpec(
-        hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1,
-        tokenizer_tasks=30, sft_steps=3, batch_size=4, warmup_steps=1, reasoning_gym_size=100, vocab_size=400,
+        hidden_size=32,
+        intermediate_size=64,
+        num_layers=1,
+        num_heads=2,
+        num_kv_heads=1,
+        tokenizer_tasks=30,
+        sft_steps=3,
+        batch_size=4,
+        warmup_steps=1,
+        reasoning_gym_size=100,
+        vocab_size=400,
     )
     built = build(tmp_path / "a", spec)
     build(tmp_path / "b", spec)

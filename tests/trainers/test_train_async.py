@@ -2,6 +2,7 @@
 synchronous loop; at staleness 1 every token trained on is at most one update old (recorded per
 token, across a weight load in the middle of a sample); a producer that fails stops the run with a
 checkpoint to resume from; Ctrl-C leaves no thread and no request behind."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -11,20 +12,33 @@ import threading
 import pytest
 import torch
 
-from tests.conftest import require
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.producer import ProducerError
+from tests.conftest import require
 
 pytestmark = pytest.mark.vllm
 
 
 def config(out, **overrides) -> TrainConfig:
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    values = dict(model="tiny", sampler="vllm", algo="grpo", tasks_per_step=4, group_size=4, max_tokens=12, lr=2e-3,
-                  warmup_steps=0, threads=1, progress=False, out=str(out), steps=4, save_every=100)
+    values = dict(
+        model="tiny",
+        sampler="vllm",
+        algo="grpo",
+        tasks_per_step=4,
+        group_size=4,
+        max_tokens=12,
+        lr=2e-3,
+        warmup_steps=0,
+        threads=1,
+        progress=False,
+        out=str(out),
+        steps=4,
+        save_every=100,
+    )
     return TrainConfig.from_dict({**values, **overrides})
 
 
@@ -82,8 +96,12 @@ def test_weights_loaded_mid_sample_tag_each_token_with_its_version(model_dir, to
     sampler = VLLMSampler(str(model_dir), max_model_len=256)
     request.addfinalizer(sampler.close)
     sampler.track_versions = True
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Write a long story about ships."}],
-                                           add_generation_prompt=True, tokenize=True, return_dict=False)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Write a long story about ships."}],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=False,
+    )
     key = sampler.submit(prompt, 2, SamplingSettings(max_tokens=24, seed=3))
     done = sampler.poll() + sampler.poll() + sampler.poll()  # prefill and two decoding steps
     assert done == []

@@ -1,6 +1,7 @@
 """The update phase of the loop on a real (random-init, tiny) Qwen2: gradient accumulation over
 micro-batches gives the gradient of one big batch, for every aggregation mode and for PPO's
 value loss; advantages land where they should (multi-turn: model tokens only)."""
+
 from __future__ import annotations
 
 import copy
@@ -9,18 +10,23 @@ import dataclasses
 import pytest
 import torch
 
-from tests.conftest import random_qwen2
 from rlvr.envs.episode import Episode
 from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.batch import collate
-from rlvr.trainers.model_set import Models
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import collect_groups, training_seeds
+from rlvr.trainers.model_set import Models
 from rlvr.trainers.phases import (
-    StepTensors, UpdateSums, accumulate_gradients, compute_advantages, old_and_ref_logprobs, update_is_on_policy,
+    StepTensors,
+    UpdateSums,
+    accumulate_gradients,
+    compute_advantages,
+    old_and_ref_logprobs,
+    update_is_on_policy,
 )
 from rlvr.trainers.policy import ValueHead
 from rlvr.verifiers.verdict import Outcome
+from tests.conftest import random_qwen2
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +47,21 @@ def make_episodes(n_groups=3, group_size=4, seed=0):
             if length > 4:  # an environment reply in the middle (multi-turn)
                 mask[2:4] = [0, 0]
             reward = float((group + i) % 2)
-            episodes.append(Episode(
-                "rlvr/Test-v0", str(group), group, prompt, completion, mask, [-1.0 * m for m in mask], [reward],
-                Outcome.CORRECT if reward else Outcome.INCORRECT, [], "length" if length == 9 else "stop"))
+            episodes.append(
+                Episode(
+                    "rlvr/Test-v0",
+                    str(group),
+                    group,
+                    prompt,
+                    completion,
+                    mask,
+                    [-1.0 * m for m in mask],
+                    [reward],
+                    Outcome.CORRECT if reward else Outcome.INCORRECT,
+                    [],
+                    "length" if length == 9 else "stop",
+                )
+            )
     return episodes
 
 
@@ -58,9 +76,13 @@ def gradients(models, algo, cfg, t, rows):
 def test_micro_batches_give_the_big_batch_gradient(model, name):
     algo = get_algorithm(name, constant_length=9) if name == "dr_grpo" else get_algorithm(name)
     policy = copy.deepcopy(model)
-    models = Models(path=None, tokenizer=None, policy=policy,
-                    reference=copy.deepcopy(model).requires_grad_(False) if algo.needs_reference else None,
-                    value_head=ValueHead(32) if algo.needs_value_head else None)
+    models = Models(
+        path=None,
+        tokenizer=None,
+        policy=policy,
+        reference=copy.deepcopy(model).requires_grad_(False) if algo.needs_reference else None,
+        value_head=ValueHead(32) if algo.needs_value_head else None,
+    )
     if models.value_head is not None:
         torch.nn.init.normal_(models.value_head.linear.weight, std=0.1)
     batch = collate(make_episodes(), pad_token_id=0)
@@ -103,8 +125,19 @@ def test_gae_credits_each_turn_with_its_own_and_later_rewards():
     of r_t', so turn-2 tokens get 0.25 and turn-1 tokens 0.5 + 0.25 = 0.75 (not the episode's
     0.75 on every token, which credited turn 2 with turn 1's reward). Env tokens get nothing."""
     algo = get_algorithm("ppo", lam=1.0, whiten_advantages=False, kl_coef=0.0)
-    ep = Episode("rlvr/Test-v0", "0", 0, [1, 2], [3, 4, 5, 6, 7, 8], [1, 1, 0, 0, 1, 1], [-1.0] * 6,
-                 [0.5, 0.25], Outcome.CORRECT, [], "stop")
+    ep = Episode(
+        "rlvr/Test-v0",
+        "0",
+        0,
+        [1, 2],
+        [3, 4, 5, 6, 7, 8],
+        [1, 1, 0, 0, 1, 1],
+        [-1.0] * 6,
+        [0.5, 0.25],
+        Outcome.CORRECT,
+        [],
+        "stop",
+    )
     batch = collate([ep], pad_token_id=0)
     t = StepTensors(batch=batch, old_logprobs_BT=torch.zeros(1, 6), old_values_BT=torch.zeros(1, 6))
     adv = compute_advantages(algo, t)
@@ -234,8 +267,9 @@ def test_on_policy_update_is_only_when_nothing_changes_the_weights_first(model):
     assert not update_is_on_policy(plain, grpo, TrainConfig(tasks_per_step=4, group_size=4, minibatch_size=8))
     assert not update_is_on_policy(plain, grpo, TrainConfig(tasks_per_step=4, group_size=4, old_logprobs="sampler"))
     assert not update_is_on_policy(plain, get_algorithm("reinforce", kl_placement="reward", kl_coef=0.1), TrainConfig())
-    assert not update_is_on_policy(Models(path=None, tokenizer=None, policy=model, value_head=ValueHead(32)),
-                                   ppo, TrainConfig(epochs=1))
+    assert not update_is_on_policy(
+        Models(path=None, tokenizer=None, policy=model, value_head=ValueHead(32)), ppo, TrainConfig(epochs=1)
+    )
 
 
 @pytest.mark.parametrize("name", ["grpo", "cispo", "gspo"])
@@ -243,8 +277,9 @@ def test_on_policy_update_equals_the_two_forward_update(model, name):
     """On-policy, the update's detached logprobs stand in for a separate no-grad forward: the
     same gradient, and the same gap, entropy and KL metrics."""
     algo = get_algorithm(name, kl_coef=0.05, kl_placement="loss")
-    models = Models(path=None, tokenizer=None, policy=copy.deepcopy(model),
-                    reference=copy.deepcopy(model).requires_grad_(False))
+    models = Models(
+        path=None, tokenizer=None, policy=copy.deepcopy(model), reference=copy.deepcopy(model).requires_grad_(False)
+    )
     with torch.no_grad():  # a reference that differs, so the KL is not 0
         for p in models.reference.parameters():
             p.add_(0.05 * torch.randn_like(p))

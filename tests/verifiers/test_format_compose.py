@@ -1,12 +1,13 @@
 """rlvr.verifiers.format (shape checks) and verifiers.compose (weighted reward composition)."""
+
 from __future__ import annotations
 
 import pickle
 
 import pytest
 
-from rlvr import verifiers
 import rlvr.verifiers.math as vm
+from rlvr import verifiers
 from rlvr.verifiers.compose import weighted
 from rlvr.verifiers.format import Boxed, Tags, boxed_present, has_tags, within_length
 from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
@@ -84,8 +85,14 @@ def test_an_error_in_any_component_is_an_error():
 
 
 def test_weighted_validates_and_pickles():
-    for bad in ({}, {"a": (vm.verify,)}, {"a": (vm.verify, -1.0)}, {"a": (vm.verify, float("nan"))},
-                {"a": (vm.verify, 0.0)}, {"": (vm.verify, 1.0)}):
+    for bad in (
+        {},
+        {"a": (vm.verify,)},
+        {"a": (vm.verify, -1.0)},
+        {"a": (vm.verify, float("nan"))},
+        {"a": (vm.verify, 0.0)},
+        {"": (vm.verify, 1.0)},
+    ):
         with pytest.raises(VerifierError):
             weighted(bad)
     with pytest.raises(TypeError):

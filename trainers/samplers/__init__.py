@@ -8,6 +8,7 @@ A new backend is its own file (the class and a `build(spec, version, policy)`) a
 `registry.BACKENDS`.
 
 Imported lazily: `import rlvr.trainers.samplers` loads neither vLLM nor transformers."""
+
 from __future__ import annotations
 
 import importlib

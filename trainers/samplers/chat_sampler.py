@@ -16,6 +16,7 @@ a wrapper that remembers the messages of every prompt it renders with the genera
 Without a local tokenizer, `sampler.tokenizer` is a `TextTokenizer`: UTF-8 bytes as token ids and
 a plain ChatML-like template, so token counts are bytes. Plain `urllib`: no client library needed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -56,8 +57,13 @@ class TextTokenizer:
         out.append(chunk.decode("utf-8", errors="replace"))
         return "".join(out)
 
-    def apply_chat_template(self, conversation: list[dict[str, str]], tokenize: bool = True,
-                            add_generation_prompt: bool = False, **kwargs: Any) -> Any:
+    def apply_chat_template(
+        self,
+        conversation: list[dict[str, str]],
+        tokenize: bool = True,
+        add_generation_prompt: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         ids: list[int] = []
         for m in conversation:
             ids += self.encode(f"<|{m['role']}|>\n{m['content']}") + [self.eos_token_id] + self.encode("\n")
@@ -96,11 +102,25 @@ class ChatSampler(OpenAISampler):
     `SamplerError`. `tokenizer`: the model's local tokenizer, or None for a `TextTokenizer`."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, *, tokenizer: Any = None,
-        timeout: float = 300.0, retries: int = 2, max_concurrency: int = 16,
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        tokenizer: Any = None,
+        timeout: float = 300.0,
+        retries: int = 2,
+        max_concurrency: int = 16,
     ):
-        super().__init__(base_url, model, api_key, tokenizer=tokenizer, timeout=timeout, retries=retries,
-                         max_concurrency=max_concurrency)
+        super().__init__(
+            base_url,
+            model,
+            api_key,
+            tokenizer=tokenizer,
+            timeout=timeout,
+            retries=retries,
+            max_concurrency=max_concurrency,
+        )
         root = base_url.rstrip("/")
         self.url = root + ("/chat/completions" if root.endswith("/v1") else "/v1/chat/completions")
         self._extras = {"logprobs": True}  # dropped if the server rejects it
@@ -120,20 +140,27 @@ class ChatSampler(OpenAISampler):
         with self._lock:  # look every prompt up before forgetting any: episodes may share a context
             found = [self._memo.get(k) for k in keys]
             if None in found:
-                raise SamplerError("ChatSampler got a prompt it did not render: pass `sampler.tokenizer` (not the "
-                                   "model's own tokenizer) to the rollout, so that the chat messages can be sent")
+                raise SamplerError(
+                    "ChatSampler got a prompt it did not render: pass `sampler.tokenizer` (not the "
+                    "model's own tokenizer) to the rollout, so that the chat messages can be sent"
+                )
             for k in set(keys):
                 del self._memo[k]
         jobs = list(enumerate(zip(prompts, found)))
         with ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(jobs)))) as pool:
             return list(pool.map(lambda j: self._chat(j[1][0], j[1][1], n, sampling, j[0]), jobs))
 
-    def _chat(self, prompt: list[int], messages: list[dict[str, str]], n: int, sampling: SamplingSettings,
-              index: int) -> list[Sample]:
+    def _chat(
+        self, prompt: list[int], messages: list[dict[str, str]], n: int, sampling: SamplingSettings, index: int
+    ) -> list[Sample]:
         greedy = sampling.temperature == 0  # servers refuse n > 1 when greedy: ask once and copy
         body: dict[str, Any] = {
-            "model": self.model, "messages": messages, "n": 1 if greedy else n, "max_tokens": sampling.max_tokens,
-            "temperature": sampling.temperature, "top_p": sampling.top_p,
+            "model": self.model,
+            "messages": messages,
+            "n": 1 if greedy else n,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
         }
         if sampling.stop:
             body["stop"] = list(sampling.stop)
@@ -165,10 +192,14 @@ class ChatSampler(OpenAISampler):
         kept if the model ended its turn), so that the rollout's next prompt is exactly the template
         of the conversation; else the text's plain encoding (plus eos)."""
         tok, eos = self.local_tokenizer, self.local_tokenizer.eos_token_id
-        full = tok.apply_chat_template(messages + [{"role": "assistant", "content": text}], tokenize=True,
-                                       add_generation_prompt=False, return_dict=False)
+        full = tok.apply_chat_template(
+            messages + [{"role": "assistant", "content": text}],
+            tokenize=True,
+            add_generation_prompt=False,
+            return_dict=False,
+        )
         full = [int(t) for t in (full["input_ids"] if isinstance(full, Mapping) else full)]
-        rest = full[len(prompt):]
+        rest = full[len(prompt) :]
         if full[: len(prompt)] == prompt and eos in rest:
             end = rest.index(eos)
             return rest[: end + 1] if ended else rest[:end]
@@ -176,7 +207,9 @@ class ChatSampler(OpenAISampler):
 
     def _logprobs(self, choice: dict[str, Any], ids: list[int]) -> list[float]:
         """The server's logprobs where its tokens are exactly `ids` (an eos it leaves out gets NaN)."""
-        entries = ((choice.get("logprobs") or {}).get("content") or []) if isinstance(choice.get("logprobs"), dict) else []
+        entries = (
+            ((choice.get("logprobs") or {}).get("content") or []) if isinstance(choice.get("logprobs"), dict) else []
+        )
         nan = [math.nan] * len(ids)
         if len(entries) not in (len(ids), len(ids) - 1) or not ids:
             return nan

@@ -1,5 +1,6 @@
 """`build_sampler`: the one sampler factory, used by `rlvr train` (in its process, and in each Ray
 rollout worker's) and by `rlvr eval`. It looks the backend up in the registry and calls its builder."""
+
 from __future__ import annotations
 
 import importlib
@@ -24,8 +25,9 @@ def build_sampler(spec: SamplerSpec, version: int = 0, policy: Any = None) -> Sa
     except ImportError as exc:
         # The engine's own package missing (vllm, ...): say what to install, in one line.
         if entry.needs and _missing_package(exc):
-            raise ConfigError(f"the {spec.backend} sampler needs {entry.needs} ({exc}); install it or use "
-                              "--sampler hf") from None
+            raise ConfigError(
+                f"the {spec.backend} sampler needs {entry.needs} ({exc}); install it or use --sampler hf"
+            ) from None
         raise
 
 

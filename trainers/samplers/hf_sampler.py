@@ -14,9 +14,11 @@ bit, on one machine and thread count; the same prompt in another call may not. A
 reproduce samples after a stop redoes whole calls (`rlvr eval` resumes by whole chunks,
 `rlvr.envs.episode_log`).
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
@@ -60,11 +62,23 @@ class HFSampler:
         set, to a neutral value where it is not ours: `generate` fills the ones left None from the
         model's own generation config (a checkpoint's top_k=20 or repetition_penalty=1.05)."""
         return GenerationConfig(
-            max_new_tokens=sampling.max_tokens, min_new_tokens=0, do_sample=sampling.temperature > 0,
-            temperature=1.0, top_p=1.0, top_k=0, min_p=0.0, typical_p=1.0, epsilon_cutoff=0.0, eta_cutoff=0.0,
-            repetition_penalty=1.0, no_repeat_ngram_size=0, num_beams=1,
-            eos_token_id=self.eos_token_ids, pad_token_id=self.pad_token_id,
-            stop_strings=list(sampling.stop) or None, return_dict_in_generate=True,
+            max_new_tokens=sampling.max_tokens,
+            min_new_tokens=0,
+            do_sample=sampling.temperature > 0,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            min_p=0.0,
+            typical_p=1.0,
+            epsilon_cutoff=0.0,
+            eta_cutoff=0.0,
+            repetition_penalty=1.0,
+            no_repeat_ngram_size=0,
+            num_beams=1,
+            eos_token_id=self.eos_token_ids,
+            pad_token_id=self.pad_token_id,
+            stop_strings=list(sampling.stop) or None,
+            return_dict_in_generate=True,
         )
 
     def generate(
@@ -90,7 +104,9 @@ class HFSampler:
             self.model.train(was_training)
         return [samples[i * n : (i + 1) * n] for i in range(len(prompt_token_ids))]
 
-    def _generate_batch(self, rows: list[list[int]], config: GenerationConfig, sampling: SamplingSettings) -> list[Sample]:
+    def _generate_batch(
+        self, rows: list[list[int]], config: GenerationConfig, sampling: SamplingSettings
+    ) -> list[Sample]:
         width = max(len(r) for r in rows)
         device = self.model.device
         input_ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
@@ -100,8 +116,11 @@ class HFSampler:
             attention_mask[i, width - len(r) :] = 1
         recorder = _SampledLogprobs(sampling)
         out = self.model.generate(
-            input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), generation_config=config,
-            logits_processor=LogitsProcessorList([recorder]), tokenizer=self.tokenizer if sampling.stop else None,
+            input_ids=input_ids.to(device),
+            attention_mask=attention_mask.to(device),
+            generation_config=config,
+            logits_processor=LogitsProcessorList([recorder]),
+            tokenizer=self.tokenizer if sampling.stop else None,
         )
         recorder.take(out.sequences[:, -1])  # the last step's token
         new = out.sequences[:, width:].cpu()
@@ -127,6 +146,7 @@ class HFSampler:
 
     def _stop_string_end(self, tokens: list[int], stop: tuple[str, ...]) -> int | None:
         """The shortest prefix whose text contains a stop string (as vLLM cuts), or None."""
+
         def hit(k: int) -> bool:
             text = self.tokenizer.decode(tokens[:k], skip_special_tokens=True)
             return any(s in text for s in stop)

@@ -5,13 +5,15 @@ completions spend on their environments); counts the seconds spent in the engine
 rollout is scoring); and loads staged weights (asynchronous RL) in whichever thread drives the
 engine, just before its next call. `stop_requested()` true there ends a rollout early
 (`ProducerStopped`): the run is closing."""
+
 from __future__ import annotations
 
 import contextlib
 import time
 import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from rlvr.envs.sampler import RequestSampler, Sample, SamplingSettings
 from rlvr.trainers.producer import ProducerStopped, StagedWeights
@@ -20,7 +22,7 @@ from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerBackend
 ENV_THREADS = 64  # many: an environment step mostly waits (a sandbox, a verifier's process, a tool)
 
 
-def local_sampler(backend: SamplerBackend) -> "LocalSampler":
+def local_sampler(backend: SamplerBackend) -> LocalSampler:
     """`backend` wrapped, keeping its request-level methods if it has them (per-episode rollouts)."""
     return LocalRequestSampler(backend) if isinstance(backend, RequestSampler) else LocalSampler(backend)
 
@@ -53,10 +55,20 @@ class LocalSampler:
     def rollout(self, request: RolloutRequest) -> list:
         from rlvr.envs.rollout import rollout
 
-        return rollout(request.env, request.env_args, self, self.inner.tokenizer, seeds=list(request.seeds),
-                       group_size=request.group_size, sampling=request.sampling, model_info=request.model_info,
-                       progress=False, max_length=request.max_length, group_id_start=request.group_id_start,
-                       executor=self._env_pool)
+        return rollout(
+            request.env,
+            request.env_args,
+            self,
+            self.inner.tokenizer,
+            seeds=list(request.seeds),
+            group_size=request.group_size,
+            sampling=request.sampling,
+            model_info=request.model_info,
+            progress=False,
+            max_length=request.max_length,
+            group_id_start=request.group_id_start,
+            executor=self._env_pool,
+        )
 
     def reset_clock(self) -> None:
         self.seconds = 0.0
@@ -99,8 +111,9 @@ class LocalSampler:
             self.update_weights(staged.tensors, staged.version)
 
     # ---- envs.sampler.Sampler, for `envs.rollout` ---------------------------------------------
-    def generate(self, prompt_token_ids: Sequence[Sequence[int]], n: int,
-                 sampling: SamplingSettings) -> list[list[Sample]]:
+    def generate(
+        self, prompt_token_ids: Sequence[Sequence[int]], n: int, sampling: SamplingSettings
+    ) -> list[list[Sample]]:
         self._before_engine()
         with self._clocked():
             return self.inner.generate(prompt_token_ids, n, sampling)

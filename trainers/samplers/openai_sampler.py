@@ -8,6 +8,7 @@ token-exact (fine for evaluation, not for training). Logprobs are the server's `
 where it gives them (vLLM started with `--logprobs-mode processed_logprobs` matches
 `VLLMSampler`), else NaN. Plain `urllib`: no client library needed.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,9 @@ import math
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
 from rlvr.errors import RlvrError
@@ -33,10 +35,19 @@ class OpenAISampler:
     `timeout` seconds and retried `retries` times on connection errors and 5xx answers."""
 
     def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, *, tokenizer: Any = None,
-        timeout: float = 300.0, retries: int = 2, max_concurrency: int = 16,
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        tokenizer: Any = None,
+        timeout: float = 300.0,
+        retries: int = 2,
+        max_concurrency: int = 16,
     ):
-        self.url = base_url.rstrip("/") + ("/completions" if base_url.rstrip("/").endswith("/v1") else "/v1/completions")
+        self.url = base_url.rstrip("/") + (
+            "/completions" if base_url.rstrip("/").endswith("/v1") else "/v1/completions"
+        )
         self.model = model
         self.api_key = api_key
         self.tokenizer = tokenizer
@@ -68,8 +79,13 @@ class OpenAISampler:
         # Servers refuse n > 1 when greedy (vLLM does): ask once and copy; greedy is deterministic.
         greedy = sampling.temperature == 0
         body = {
-            "model": self.model, "prompt": prompt, "n": 1 if greedy else n, "max_tokens": sampling.max_tokens,
-            "temperature": sampling.temperature, "top_p": sampling.top_p, "logprobs": 0,
+            "model": self.model,
+            "prompt": prompt,
+            "n": 1 if greedy else n,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "logprobs": 0,
             "skip_special_tokens": True,
         }
         if sampling.stop:
@@ -89,7 +105,10 @@ class OpenAISampler:
             headers["Authorization"] = f"Bearer {self.api_key}"
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(
-                self.url, data=json.dumps({**body, **self._extras}).encode(), headers=headers, method="POST",
+                self.url,
+                data=json.dumps({**body, **self._extras}).encode(),
+                headers=headers,
+                method="POST",
             )
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:

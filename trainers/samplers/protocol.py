@@ -15,10 +15,12 @@ drives.
 Rule: a backend's own file holds its class and its `build(spec, version, policy)`; the registry
 (`trainers.samplers.registry`) names it. Nothing else needs to know it exists.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rlvr.envs.sampler import Sampler, SamplingSettings
 

@@ -5,6 +5,7 @@ backend loads no engine) and says what the trainer may ask of it. This module im
 settings, flags and checks read the names from here without loading torch or an engine
 (`TrainConfig.sampler`'s choices are `TRAINING_BACKENDS`, `rlvr eval --sampler`'s `SAMPLER_CHOICES`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """How long the trainer's sequences may be: the context length (`max_model_len`) and the KV cache a
 sequence needs (`sequence_tokens`), which size the sampler."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,9 @@ def sequence_tokens(config: TrainConfig, tokenizer: Any, max_len: int) -> int:
     try:
         if getattr(env.unwrapped, "kind", None) != "single-step":
             return max_len
-        longest = max(len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True))
-                      for s in range(PROBE_TASKS))
+        longest = max(
+            len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True)) for s in range(PROBE_TASKS)
+        )
     finally:
         env.close()
     return min(max_len, 2 * longest + config.max_tokens)

@@ -1,6 +1,7 @@
 """The `Trainer`'s sampler, started from its `TrainConfig`: the spec of the run's backend
 (`training_spec`), and a `TrainerSampler` holding the policy's current weights (`start_sampler`):
 the backend in this process, or (`ray`) the Ray rollout workers, each building the same spec."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,10 +24,18 @@ def training_spec(config: TrainConfig, models: Models, resume_from: Path | None)
     evaluation batches do."""
     length = max_model_len(models.policy)
     start = models.path if models.lora else resume_from or models.path
-    return SamplerSpec(backend=config.sampler, model=str(start), tokenizer=str(models.path), seed=config.seed,
-                       max_model_len=length, dtype=config.dtype, max_num_seqs=config.tasks_per_step * config.group_size,
-                       seq_tokens=sequence_tokens(config, models.tokenizer, length), gpu_memory=config.vllm_gpu_memory,
-                       chunked_prefill=False)
+    return SamplerSpec(
+        backend=config.sampler,
+        model=str(start),
+        tokenizer=str(models.path),
+        seed=config.seed,
+        max_model_len=length,
+        dtype=config.dtype,
+        max_num_seqs=config.tasks_per_step * config.group_size,
+        seq_tokens=sequence_tokens(config, models.tokenizer, length),
+        gpu_memory=config.vllm_gpu_memory,
+        chunked_prefill=False,
+    )
 
 
 def start_sampler(config: TrainConfig, models: Models, resume_from: Path | None, version: int) -> TrainerSampler:
@@ -36,9 +45,15 @@ def start_sampler(config: TrainConfig, models: Models, resume_from: Path | None,
     if config.ray:
         from rlvr.trainers.ray_rollout import start_rollout_pool
 
-        return start_rollout_pool(spec, models.sampler_weights(), version, workers=config.rollout_workers,
-                                  address=config.ray_address, threads=config.threads,
-                                  verifier_workers=config.verifier_workers)
+        return start_rollout_pool(
+            spec,
+            models.sampler_weights(),
+            version,
+            workers=config.rollout_workers,
+            address=config.ray_address,
+            threads=config.threads,
+            verifier_workers=config.verifier_workers,
+        )
     backend = build_sampler(spec, version, policy=models.policy)
     if models.lora and resume_from is not None:  # started from the base: the checkpoint's adapter merged in
         backend.update_weights(models.sampler_weights(), version)

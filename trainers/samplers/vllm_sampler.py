@@ -17,15 +17,16 @@ Greedy (temperature 0) samples once per prompt and copies it n times. On CPU two
 differ from vLLM's: whole-prompt prefill, and a KV cache sized to `max_num_seqs` sequences of
 `max_model_len` tokens (at most 2 GiB) instead of 92% of the machine (reasons in `__init__`).
 """
+
 from __future__ import annotations
 
 import gc
 import itertools
 import os
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
-
 
 CPU_KV_CACHE_MAX_BYTES = 2 * 2**30  # cap on the default KV cache on CPU (about a million tokens of the tiny model)
 # vLLM-CPU's default KV block is 128 tokens, and prefix caching reuses whole blocks only: a
@@ -36,8 +37,14 @@ CPU_BLOCK_SIZE = 32
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def kv_cache_bytes(hf_config: Any, max_model_len: int, max_num_seqs: int, dtype: str = "float32",
-                   block_size: int = CPU_BLOCK_SIZE, seq_tokens: int | None = None) -> int:
+def kv_cache_bytes(
+    hf_config: Any,
+    max_model_len: int,
+    max_num_seqs: int,
+    dtype: str = "float32",
+    block_size: int = CPU_BLOCK_SIZE,
+    seq_tokens: int | None = None,
+) -> int:
     """KV cache for `max_num_seqs` sequences of `seq_tokens` tokens (default `max_model_len`; plus
     one block each, for block rounding), capped at `CPU_KV_CACHE_MAX_BYTES`: a batch of that many
     runs at once; more sequences, or longer ones, wait their turn. Never less than one sequence of
@@ -83,9 +90,18 @@ class VLLMSampler:
     `gpu_memory_utilization`, `kv_cache_memory_bytes`)."""
 
     def __init__(
-        self, model_path: str, *, seed: int = 0, max_model_len: int | None = None, dtype: str = "float32",
-        enforce_eager: bool = True, max_num_seqs: int = 256, seq_tokens: int | None = None, tokenizer: Any = None,
-        version: int = 0, **llm_kwargs: Any,
+        self,
+        model_path: str,
+        *,
+        seed: int = 0,
+        max_model_len: int | None = None,
+        dtype: str = "float32",
+        enforce_eager: bool = True,
+        max_num_seqs: int = 256,
+        seq_tokens: int | None = None,
+        tokenizer: Any = None,
+        version: int = 0,
+        **llm_kwargs: Any,
     ):
         vllm, self._tokens_prompt = _import_vllm()
         self.model_dir = model_path  # a `ServableDir`'s temporary directory lives as long as the sampler
@@ -98,7 +114,9 @@ class VLLMSampler:
         self.model_path = str(model_path)
         llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         # The "Loading safetensors checkpoint shards" bar goes with vLLM's INFO logs (`--verbose`).
-        llm_kwargs.setdefault("use_tqdm_on_load", os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() in ("DEBUG", "INFO"))
+        llm_kwargs.setdefault(
+            "use_tqdm_on_load", os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() in ("DEBUG", "INFO")
+        )
         if current_platform.is_cpu():
             # vLLM-CPU 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
             # prefill is split across steps, which large batches cause: prefill whole prompts.
@@ -112,11 +130,17 @@ class VLLMSampler:
 
                 hf = AutoConfig.from_pretrained(self.model_path)
                 length = max_model_len or int(getattr(hf, "max_position_embeddings", 4096))
-                llm_kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(hf, length, max_num_seqs, dtype,
-                                                                     llm_kwargs["block_size"], seq_tokens)
+                llm_kwargs["kv_cache_memory_bytes"] = kv_cache_bytes(
+                    hf, length, max_num_seqs, dtype, llm_kwargs["block_size"], seq_tokens
+                )
         self.llm = vllm.LLM(
-            model=self.model_path, seed=seed, max_model_len=max_model_len, dtype=dtype,
-            enforce_eager=enforce_eager, max_num_seqs=max_num_seqs, **llm_kwargs,
+            model=self.model_path,
+            seed=seed,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            enforce_eager=enforce_eager,
+            max_num_seqs=max_num_seqs,
+            **llm_kwargs,
         )
         # None above: the model's own limit. Rollouts read this to end episodes that would overflow.
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
@@ -137,8 +161,14 @@ class VLLMSampler:
         # every logprob's token) is wasted work, about 8% of a step's sampling here, except where
         # stop strings need the text.
         return self._vllm.SamplingParams(
-            n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-            stop=list(sampling.stop) or None, seed=seed, logprobs=0, detokenize=bool(sampling.stop),
+            n=n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            max_tokens=sampling.max_tokens,
+            stop=list(sampling.stop) or None,
+            seed=seed,
+            logprobs=0,
+            detokenize=bool(sampling.stop),
         )
 
     def close(self) -> None:
@@ -150,7 +180,7 @@ class VLLMSampler:
             del llm
             gc.collect()
 
-    def __enter__(self) -> "VLLMSampler":
+    def __enter__(self) -> VLLMSampler:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -241,8 +271,10 @@ class VLLMSampler:
         """Load new policy weights in place (names as in the Hugging Face checkpoint); `version`
         (default: one more than now) tags the tokens they sample."""
         if not self.in_process:
-            raise RuntimeError("update_weights hands tensors to the engine in this process; it needs "
-                               "VLLM_ENABLE_V1_MULTIPROCESSING=0 (unset it, and VLLMSampler sets it)")
+            raise RuntimeError(
+                "update_weights hands tensors to the engine in this process; it needs "
+                "VLLM_ENABLE_V1_MULTIPROCESSING=0 (unset it, and VLLMSampler sets it)"
+            )
         llm = self._engine()
         llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(named_tensors)})
         if self._repack_tied_head:
@@ -260,12 +292,22 @@ def build(spec: Any, version: int, policy: Any = None) -> VLLMSampler:
     trainer nothing; vLLM-CPU ignores it). `policy` is not used: the engine holds its own weights."""
     from rlvr.trainers.models import load_tokenizer, servable_dir
 
-    settings = {"max_model_len": spec.max_model_len, "dtype": spec.dtype, "max_num_seqs": spec.max_num_seqs,
-                "seq_tokens": spec.seq_tokens, "gpu_memory_utilization": spec.gpu_memory,
-                "enable_chunked_prefill": spec.chunked_prefill}
+    settings = {
+        "max_model_len": spec.max_model_len,
+        "dtype": spec.dtype,
+        "max_num_seqs": spec.max_num_seqs,
+        "seq_tokens": spec.seq_tokens,
+        "gpu_memory_utilization": spec.gpu_memory,
+        "enable_chunked_prefill": spec.chunked_prefill,
+    }
     tokenizer = load_tokenizer(spec.tokenizer or spec.model)
-    return VLLMSampler(servable_dir(spec.model), seed=spec.seed, tokenizer=tokenizer, version=version,
-                       **{k: v for k, v in settings.items() if v is not None})
+    return VLLMSampler(
+        servable_dir(spec.model),
+        seed=spec.seed,
+        tokenizer=tokenizer,
+        version=version,
+        **{k: v for k, v in settings.items() if v is not None},
+    )
 
 
 def _tokens(completion: Any) -> tuple[tuple[int, ...], tuple[float, ...]]:

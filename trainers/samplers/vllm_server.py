@@ -1,6 +1,7 @@
 """`serve`: vLLM's OpenAI-compatible server on localhost, for the `OpenAISampler`, a judge
 (`verifiers.judge`), tests and benchmarks. The server runs in its own process group, stopped
 (and killed if it lingers) when the block ends, so nothing is left behind."""
+
 from __future__ import annotations
 
 import contextlib
@@ -11,8 +12,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from rlvr.errors import RlvrError
 
@@ -28,17 +29,39 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(model_dir: str | os.PathLike, log_path: str | os.PathLike, *, name: str = "tiny",
-          max_model_len: int = 256, extra_args: Sequence[str] = (), start_timeout: float = 180) -> Iterator[str]:
+def serve(
+    model_dir: str | os.PathLike,
+    log_path: str | os.PathLike,
+    *,
+    name: str = "tiny",
+    max_model_len: int = 256,
+    extra_args: Sequence[str] = (),
+    start_timeout: float = 180,
+) -> Iterator[str]:
     """Serve `model_dir` as `name`; yields the base URL once `/v1/models` answers."""
     port = free_port()
     # one process (no engine core subprocess), a small KV cache: a test's or a benchmark's server
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
-           "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--enforce-eager", "--max-model-len", str(max_model_len),
-           "--no-enable-chunked-prefill",  # vLLM-CPU cannot split seeded prefills (see VLLMSampler)
-           *extra_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--max-model-len",
+        str(max_model_len),
+        "--no-enable-chunked-prefill",  # vLLM-CPU cannot split seeded prefills (see VLLMSampler)
+        *extra_args,
+    ]
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

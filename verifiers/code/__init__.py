@@ -13,15 +13,44 @@ without the program's code in which the program's functions are proxies returnin
 forge it, so `info["trust"]` is always "isolated". Scoring is all-or-nothing or the fraction passed;
 `verdict.info["tests"]` lists each test's outcome; sandbox trouble is `Outcome.ERROR`, never a 0.
 """
-from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test, TestSpecError, load_test, load_tests, dump_test
+
+from rlvr.verifiers.code.cases import (
+    AssertTest,
+    CallTest,
+    IOTest,
+    Test,
+    TestSpecError,
+    dump_test,
+    load_test,
+    load_tests,
+)
+from rlvr.verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcomes, verify
 from rlvr.verifiers.code.compare import TestOutcome, TestStatus, Trust, values_equal
 from rlvr.verifiers.code.extract import code_blocks, extract_program
 from rlvr.verifiers.code.harness import HarnessError, RunSettings
 from rlvr.verifiers.code.harness_program import normalize_stdout
-from rlvr.verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcomes, verify
 
 __all__ = [
-    "AssertTest", "CallTest", "HarnessError", "IOTest", "RunSettings", "SCORINGS", "Test", "TestOutcome", "TestStatus", "Trust",
-    "TestSpecError", "VERSION", "code_blocks", "extract_program", "load_test", "load_tests", "normalize_stdout",
-    "run_tests", "score_outcomes", "dump_test", "values_equal", "verify",
+    "AssertTest",
+    "CallTest",
+    "HarnessError",
+    "IOTest",
+    "RunSettings",
+    "SCORINGS",
+    "Test",
+    "TestOutcome",
+    "TestStatus",
+    "Trust",
+    "TestSpecError",
+    "VERSION",
+    "code_blocks",
+    "extract_program",
+    "load_test",
+    "load_tests",
+    "normalize_stdout",
+    "run_tests",
+    "score_outcomes",
+    "dump_test",
+    "values_equal",
+    "verify",
 ]

@@ -18,12 +18,13 @@
   when the code runs to its end.
 Each test may carry its own `timeout_s` (None: the verifier's default).
 """
+
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence, Union
+from typing import Any, ClassVar, Union
 
 from rlvr.verifiers.code import values
 from rlvr.verifiers.verdict import VerifierError
@@ -158,8 +159,13 @@ def load_test(d: Mapping[str, Any] | Test) -> Test:
             raise TestSpecError(f"call test without 'expected': keys {sorted(d)}")
         args = _first(d, "args", "input")
         return CallTest(
-            _first(d, "fn", "fn_name", "function"), () if args is None else args,
-            _first(d, "expected", "output"), d.get("kwargs") or {}, timeout, d.get("rel_tol"), d.get("abs_tol"),
+            _first(d, "fn", "fn_name", "function"),
+            () if args is None else args,
+            _first(d, "expected", "output"),
+            d.get("kwargs") or {},
+            timeout,
+            d.get("rel_tol"),
+            d.get("abs_tol"),
         )
     if kind == "assert":
         return AssertTest(_first(d, "code", "assert", "test"), timeout)

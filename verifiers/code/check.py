@@ -1,8 +1,10 @@
 """`verify(response, tests, sandbox=None) -> Verdict`: extract the program, run the tests in the
 sandbox (many per call), score all-or-nothing or by fraction passed."""
+
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from rlvr.verifiers.code.cases import Test, load_tests
 from rlvr.verifiers.code.compare import TestOutcome, TestStatus, Trust, grade
@@ -21,8 +23,9 @@ def _default_sandbox() -> Any:
     return sandbox.shared_sandbox()
 
 
-def run_tests(program: str, tests: Sequence[Test], sandbox: Any = None,
-              settings: RunSettings = RunSettings()) -> list[TestOutcome]:
+def run_tests(
+    program: str, tests: Sequence[Test], sandbox: Any = None, settings: RunSettings = RunSettings()
+) -> list[TestOutcome]:
     """Run every test against `program` and judge each. Raises HarnessError on sandbox trouble."""
     if sandbox is None:
         try:
@@ -36,8 +39,11 @@ def run_tests(program: str, tests: Sequence[Test], sandbox: Any = None,
         reports = [{"status": "skipped"} for _ in batch] if stop else run_chunk(sandbox, program, batch, settings)
         outcomes += [grade(i, t, r) for i, t, r in zip(indices, batch, reports)]
         # Later chunks are skipped once the grader was killed, or (fail_fast) after any failure.
-        stop = stop or any(r.get("status") == "grader_killed" for r in reports) or (
-            settings.fail_fast and not all(o.passed for o in outcomes))
+        stop = (
+            stop
+            or any(r.get("status") == "grader_killed" for r in reports)
+            or (settings.fail_fast and not all(o.passed for o in outcomes))
+        )
     return outcomes
 
 

@@ -27,6 +27,7 @@ plain types only; nothing the program defined is ever called here.
   program's process. So no test is judged in the program's interpreter, and every outcome is
   `trust="isolated"`.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,12 +48,12 @@ class TestStatus(StrEnum):
     __test__ = False  # not a pytest test class
 
     PASSED = "passed"
-    WRONG_ANSWER = "wrong_answer"      # ran, and the value or output is not the expected one
-    INVALID_VALUE = "invalid_value"    # returned something that is not plain data
-    RUNTIME_ERROR = "runtime_error"    # raised, exited non-zero, or never reported
+    WRONG_ANSWER = "wrong_answer"  # ran, and the value or output is not the expected one
+    INVALID_VALUE = "invalid_value"  # returned something that is not plain data
+    RUNTIME_ERROR = "runtime_error"  # raised, exited non-zero, or never reported
     TIMEOUT = "timeout"
     OUTPUT_LIMIT = "output_limit"
-    SKIPPED = "skipped"                # not run: an earlier failure stopped the run, by option
+    SKIPPED = "skipped"  # not run: an earlier failure stopped the run, by option
 
 
 class Trust(StrEnum):
@@ -173,8 +174,10 @@ def grade(index: int, test: Test, report: dict[str, Any]) -> TestOutcome:
         return outcome(*_grade_io(test, report))
     result = report.get("result")
     if not isinstance(result, dict):
-        return outcome(TestStatus.RUNTIME_ERROR,
-                       _stderr_line(report) or f"exited with code {report.get('exit_code')} before reporting")
+        return outcome(
+            TestStatus.RUNTIME_ERROR,
+            _stderr_line(report) or f"exited with code {report.get('exit_code')} before reporting",
+        )
     tag, body = result.get("tag"), str(result.get("body", ""))
     if is_judged(test):  # the judge's verdict (the program's process never reports for these)
         if tag == "passed":
@@ -182,7 +185,9 @@ def grade(index: int, test: Test, report: dict[str, Any]) -> TestOutcome:
         if tag == "invalid":
             return outcome(TestStatus.INVALID_VALUE, body)
         wrong = tag == "failed" and body.startswith("AssertionError")
-        return outcome(TestStatus.WRONG_ANSWER if wrong else TestStatus.RUNTIME_ERROR, body or "the test code did not pass")
+        return outcome(
+            TestStatus.WRONG_ANSWER if wrong else TestStatus.RUNTIME_ERROR, body or "the test code did not pass"
+        )
     if tag == "error":
         return outcome(TestStatus.RUNTIME_ERROR, body)
     if tag == "invalid":
@@ -206,8 +211,10 @@ def _grade_io(test: IOTest, report: dict[str, Any]) -> tuple[TestStatus, str]:
         return TestStatus.RUNTIME_ERROR, f"exit code {exit_code}: {_stderr_line(report) or 'no error message'}"
     if report.get("stdout_sha256") == stdout_digest(test.expected_stdout):
         return TestStatus.PASSED, ""
-    return TestStatus.WRONG_ANSWER, (f"input {_short(test.stdin)!r}: expected {_short(test.expected_stdout)!r}, "
-                                     f"got {_short(report.get('stdout_head', ''))!r}")
+    return TestStatus.WRONG_ANSWER, (
+        f"input {_short(test.stdin)!r}: expected {_short(test.expected_stdout)!r}, "
+        f"got {_short(report.get('stdout_head', ''))!r}"
+    )
 
 
 def _grade_call(test: CallTest, got: list[Any]) -> tuple[TestStatus, str]:

@@ -1,5 +1,6 @@
 """Finding the program in a model's response: the last fenced Python code block, or a named
 function. Line-based (linear time on any input; no backtracking regex over the whole text)."""
+
 from __future__ import annotations
 
 import re

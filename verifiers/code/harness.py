@@ -6,6 +6,7 @@ calls' arguments), never an expected output. The code of judged tests (assert te
 `judged_asserts` cannot convert) holds expected values, so it travels on the harness's stdin
 after the nonce, which only the outer harness process reads, after it forked the worker: no
 process that runs the program ever holds it (see `harness_judge.py`)."""
+
 from __future__ import annotations
 
 import functools
@@ -14,10 +15,11 @@ import json
 import py_compile
 import secrets
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr.sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
 from rlvr.verifiers.code import harness_program, judged_asserts
@@ -27,7 +29,7 @@ HARNESS_FILES = ("harness_program.py", "harness_child.py", "harness_judge.py", "
 SPEC_FILE = "spec.json"
 # Imported rather than run as a script, so that its bytecode too comes from __pycache__.
 HARNESS_MAIN = "import sys, harness_program; sys.exit(harness_program.main(sys.argv))"
-STARTUP_S = 3.0          # the harness's own start, on a busy machine
+STARTUP_S = 3.0  # the harness's own start, on a busy machine
 PER_TEST_OVERHEAD_S = 0.5  # spawn, kill and reap around each test's own limit
 # A report line holds at most HEAD_CHARS + TAIL_CHARS of program text (up to 12 bytes a char in
 # ASCII JSON: a surrogate pair), a message of up to MESSAGE_CHARS and a few short fields ...
@@ -75,8 +77,13 @@ def harness_files() -> dict[str, str | bytes]:
             source = package.joinpath(name).read_text(encoding="utf-8")
             files[name] = source
             Path(tmp, name).write_text(source, encoding="utf-8")
-            pyc = py_compile.compile(str(Path(tmp, name)), cfile=str(Path(tmp, name + "c")), dfile=name, doraise=True,
-                                     invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+            pyc = py_compile.compile(
+                str(Path(tmp, name)),
+                cfile=str(Path(tmp, name + "c")),
+                dfile=name,
+                doraise=True,
+                invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+            )
             files[importlib.util.cache_from_source(name)] = Path(pyc).read_bytes()
     return files
 
@@ -94,7 +101,9 @@ def spec_entry(test: Test, settings: RunSettings) -> dict[str, Any]:
         entry["stdin"] = test.stdin
     elif isinstance(test, CallTest):
         # JSON data: its repr is a Python literal (nan and inf are named in the child)
-        entry.update(kind="call", calls=[{"fn": test.fn, "args": repr(tuple(test.args)), "kwargs": repr(dict(test.kwargs))}])
+        entry.update(
+            kind="call", calls=[{"fn": test.fn, "args": repr(tuple(test.args)), "kwargs": repr(dict(test.kwargs))}]
+        )
     elif (judged := judged_asserts.convert(test.code)) is not None:
         entry.update(kind="call", calls=[{"fn": c.fn, "args": c.args, "kwargs": c.kwargs} for c in judged.calls])
     else:
@@ -104,8 +113,11 @@ def spec_entry(test: Test, settings: RunSettings) -> dict[str, Any]:
 
 def judged_code(tests: Sequence[Test]) -> dict[str, str]:
     """The code of the judged tests, by their index in the call: for the judge, on stdin."""
-    return {str(i): t.code for i, t in enumerate(tests)
-            if isinstance(t, AssertTest) and judged_asserts.convert(t.code) is None}
+    return {
+        str(i): t.code
+        for i, t in enumerate(tests)
+        if isinstance(t, AssertTest) and judged_asserts.convert(t.code) is None
+    }
 
 
 def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
@@ -131,8 +143,11 @@ def call_limits(tests: Sequence[Test], settings: RunSettings) -> Limits:
     """The whole call's limits. Memory and pids keep the sandbox's default container shape (warm
     containers are pooled by shape); each test's own memory limit is applied by the harness."""
     budget = STARTUP_S + sum(timeout_of(t, settings) + PER_TEST_OVERHEAD_S for t in tests)
-    return Limits(timeout_s=budget, memory_mb=max(settings.memory_mb, Limits().memory_mb),
-                  output_bytes=4096 + FIXED_LINE_BYTES * len(tests) + 2 * VALUE_BUDGET)
+    return Limits(
+        timeout_s=budget,
+        memory_mb=max(settings.memory_mb, Limits().memory_mb),
+        output_bytes=4096 + FIXED_LINE_BYTES * len(tests) + 2 * VALUE_BUDGET,
+    )
 
 
 @dataclass(frozen=True)
@@ -153,7 +168,7 @@ def parse_report(stdout: str, nonce: str, n_tests: int) -> Report:
         if not line.startswith(prefix):
             continue
         try:
-            obj = json.loads(line[len(prefix):])
+            obj = json.loads(line[len(prefix) :])
         except ValueError:
             continue  # a line cut short by the output cap
         if obj.get("event") == "start":
@@ -184,7 +199,9 @@ def complete_reports(report: Report, n_tests: int, sandbox_said: str) -> list[di
         if i in report.tests:
             out.append(report.tests[i])
         elif not charged:
-            out.append({"status": "grader_killed", "detail": f"the test harness was killed or stopped ({sandbox_said})"})
+            out.append(
+                {"status": "grader_killed", "detail": f"the test harness was killed or stopped ({sandbox_said})"}
+            )
             charged = True
         else:
             out.append({"status": "skipped"})
@@ -213,8 +230,9 @@ def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSet
         raise HarnessError(f"sandbox call failed: {type(exc).__name__}: {exc}") from exc
     if result.status is Status.UNAVAILABLE:
         raise HarnessError(f"sandbox unavailable: {result.detail or result.stderr[-300:]}")
-    said = (f"sandbox status {result.status}, exit code {result.exit_code}, {result.wall_time:.1f}s"
-            + (f": {(result.detail or result.stderr)[-200:]}" if result.status is not Status.OK or result.exit_code else ""))
+    said = f"sandbox status {result.status}, exit code {result.exit_code}, {result.wall_time:.1f}s" + (
+        f": {(result.detail or result.stderr)[-200:]}" if result.status is not Status.OK or result.exit_code else ""
+    )
     report = parse_report(result.stdout, nonce, len(tests))
     if getattr(result, "killed_container", False):  # the program's run took its containers down (sandbox.types):
         report = Report(True, False, report.tests)  # charged to the test it was on, as a killed harness is

@@ -17,6 +17,7 @@ the result), or as module `solution` for
 In both cases the program only ever produces values: the expected ones, the test code and the
 verdict stay out of its process, so nothing it does in here can make a wrong value pass.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -34,7 +35,7 @@ else:  # in the sandbox, next to values.py
     import values
 
 RESULT_FD = 3  # where a call test's result goes, in the child; a judged test's replies
-CALLS_FD = 4   # a judged test's requests, from the judge
+CALLS_FD = 4  # a judged test's requests, from the judge
 MAX_REQUEST = (4 << 20) + 4096  # characters of one request line (values.MAX_TEXT and a little)
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
@@ -119,8 +120,14 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: i
         for fd, mode in ((0, "r"), (1, "w"), (2, "w")):
             raw = io.FileIO(fd, mode, closefd=False)
             buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
-            streams.append(io.TextIOWrapper(buffered, encoding="utf-8", errors="strict" if fd < 2 else "backslashreplace",
-                                            line_buffering=fd == 2))
+            streams.append(
+                io.TextIOWrapper(
+                    buffered,
+                    encoding="utf-8",
+                    errors="strict" if fd < 2 else "backslashreplace",
+                    line_buffering=fd == 2,
+                )
+            )
         sys.stdin, sys.stdout, sys.stderr = streams
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
         sys.argv = ["solution.py"]
@@ -140,7 +147,7 @@ def _run(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: i
         line = f"{token} {tag} {body.replace(chr(10), ' ').replace(chr(13), ' ')}\n"  # one line
         data = memoryview(line.encode("utf-8", "backslashreplace"))
         while data:
-            data = data[write(RESULT_FD, data):]
+            data = data[write(RESULT_FD, data) :]
 
     if mode == "judge":
         _serve(source, module)
@@ -200,7 +207,7 @@ def _serve(source: str, module: types.ModuleType) -> None:
             line = values.encode(["invalid", _describe(exc)])
         data = memoryview((line + "\n").encode("ascii"))
         while data:
-            data = data[write(RESULT_FD, data):]
+            data = data[write(RESULT_FD, data) :]
 
     try:
         exec(compile(source, "solution.py", "exec", dont_inherit=True), module.__dict__)
@@ -262,8 +269,12 @@ def _type_name(exc: BaseException) -> str:
 def set_limits(memory_mb: int, cpu_s: int) -> None:
     import resource
 
-    for which, value in ((resource.RLIMIT_AS, memory_mb << 20), (resource.RLIMIT_CPU, cpu_s),
-                         (resource.RLIMIT_FSIZE, 16 << 20), (resource.RLIMIT_CORE, 0)):
+    for which, value in (
+        (resource.RLIMIT_AS, memory_mb << 20),
+        (resource.RLIMIT_CPU, cpu_s),
+        (resource.RLIMIT_FSIZE, 16 << 20),
+        (resource.RLIMIT_CORE, 0),
+    ):
         try:
             _, hard = resource.getrlimit(which)
             cap = value if hard == resource.RLIM_INFINITY else min(value, hard)

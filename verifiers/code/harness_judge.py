@@ -40,6 +40,7 @@ Rules, and why:
 - Only the program can make a judge fail (a judge killed, stopped or out of time is charged to
   the test as a runtime error or timeout), so a judge never reports an error of the harness.
 """
+
 from __future__ import annotations
 
 import _socket
@@ -65,11 +66,34 @@ REQUEST_BYTES = 4096
 MESSAGE_CHARS = 1000  # of a verdict's detail
 MAX_REPLY = values.MAX_TEXT + 4096
 # Modules the test code may use without importing them, when the program imported them.
-MODULES = frozenset((
-    "array", "bisect", "cmath", "collections", "copy", "datetime", "decimal", "fractions", "functools",
-    "hashlib", "heapq", "itertools", "json", "math", "numbers", "operator", "random", "re", "statistics",
-    "string", "sys", "textwrap", "typing", "unicodedata",
-))
+MODULES = frozenset(
+    (
+        "array",
+        "bisect",
+        "cmath",
+        "collections",
+        "copy",
+        "datetime",
+        "decimal",
+        "fractions",
+        "functools",
+        "hashlib",
+        "heapq",
+        "itertools",
+        "json",
+        "math",
+        "numbers",
+        "operator",
+        "random",
+        "re",
+        "statistics",
+        "string",
+        "sys",
+        "textwrap",
+        "typing",
+        "unicodedata",
+    )
+)
 _NOT_PROXIED = frozenset(vars(builtins))
 
 
@@ -81,14 +105,17 @@ class _Refused(BaseException):
     """Ends the test code after a failure of the crossing (not an Exception: not caught as one)."""
 
 
-_FORWARDED = {name: cls for name, cls in vars(builtins).items()
-              if isinstance(cls, type) and issubclass(cls, Exception)
-              and not issubclass(cls, (StopIteration, StopAsyncIteration))}
+_FORWARDED = {
+    name: cls
+    for name, cls in vars(builtins).items()
+    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, (StopIteration, StopAsyncIteration))
+}
 
 
 # ---- a spare judge, and its request -------------------------------------------------------------
-def request_judge(sock: _socket.socket, index: int, timeout_s: float, memory_mb: int,
-                  fds: tuple[int, int, int]) -> None:
+def request_judge(
+    sock: _socket.socket, index: int, timeout_s: float, memory_mb: int, fds: tuple[int, int, int]
+) -> None:
     """In the worker: ask the waiting spare to judge test `index` (OSError when none is left)."""
     message = json.dumps({"i": index, "timeout_s": timeout_s, "memory_mb": memory_mb}).encode()
     sock.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
@@ -120,7 +147,7 @@ def spare(sock: _socket.socket, codes: dict[str, str], taken_fd: int) -> None:
     fds: list[int] = []
     for level, kind, data in ancillary:
         if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
-            fds += struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4])
+            fds += struct.unpack(f"{len(data) // 4}i", data[: len(data) - len(data) % 4])
     if len(fds) == FDS:  # else the worker sees the report pipe close without a verdict: the test fails
         request = json.loads(message)
         judge(codes.get(str(request["i"]), ""), *fds, float(request["timeout_s"]), int(request["memory_mb"]))
@@ -140,7 +167,7 @@ def judge(code: str, calls_fd: int, replies_fd: int, report_fd: int, timeout_s: 
     line = f"{tag} {detail}".replace("\n", " ").replace("\r", " ")[:MESSAGE_CHARS]
     data = memoryview((line + "\n").encode("utf-8", "backslashreplace"))
     while data:
-        data = data[os.write(report_fd, data):]
+        data = data[os.write(report_fd, data) :]
     os.close(report_fd)  # the worker sees the end before this process is torn down
 
 
@@ -207,13 +234,16 @@ class Session:
         try:
             request = values.encode([name, args, kwargs])
         except Exception as exc:  # noqa: BLE001 - NotPlainData, or a hostile value of the test's own
-            self.fail("error", f"{name}(...): the test passes a value that cannot cross to the program "
-                               f"(not plain data: {child._describe(exc)})")
+            self.fail(
+                "error",
+                f"{name}(...): the test passes a value that cannot cross to the program "
+                f"(not plain data: {child._describe(exc)})",
+            )
         self.calls += 1
         data = memoryview((request + "\n").encode("ascii"))
         try:
             while data:
-                data = data[os.write(self.calls_fd, data):]
+                data = data[os.write(self.calls_fd, data) :]
         except OSError:
             self.fail("error", f"{name}(...): the program's process ended during the test")
         reply = self.read()
@@ -231,8 +261,13 @@ class Session:
 
     def mutated(self, name: str, args: tuple, kwargs: dict, state: object) -> None:
         """Bring the arguments' state after the call into the test's own objects."""
-        if not (_is(state, 2) and type(state[0]) is list and len(state[0]) == len(args)
-                and type(state[1]) is dict and state[1].keys() == kwargs.keys()):
+        if not (
+            _is(state, 2)
+            and type(state[0]) is list
+            and len(state[0]) == len(args)
+            and type(state[1]) is dict
+            and state[1].keys() == kwargs.keys()
+        ):
             self.fail("invalid", f"{name}(...): a malformed reply from the program's process")
         for old, new in zip(args, state[0]):
             _update(old, new)
@@ -242,9 +277,12 @@ class Session:
     def read(self) -> object:
         line = self.replies.readline(MAX_REPLY)
         if not line.endswith(b"\n"):
-            self.fail("error" if len(line) < MAX_REPLY else "invalid",
-                      "the program's process ended during the test" if len(line) < MAX_REPLY
-                      else "a reply over the size limit")
+            self.fail(
+                "error" if len(line) < MAX_REPLY else "invalid",
+                "the program's process ended during the test"
+                if len(line) < MAX_REPLY
+                else "a reply over the size limit",
+            )
         try:
             return values.decode(line[:-1].decode("ascii"))
         except Exception as exc:  # noqa: BLE001 - NotPlainData, not ASCII, out of memory: all the program's
@@ -261,8 +299,11 @@ def _is(value: object, n: int) -> bool:
 
 
 def _names(value: object) -> bool:
-    return type(value) is list and len(value) <= 100_000 and all(
-        type(v) is str and len(v) <= 200 and v.isidentifier() for v in value)
+    return (
+        type(value) is list
+        and len(value) <= 100_000
+        and all(type(v) is str and len(v) <= 200 and v.isidentifier() for v in value)
+    )
 
 
 def _global_names(code: types.CodeType) -> set[str]:

@@ -37,6 +37,7 @@ child subreaper, so escaped orphans come back to it): fork bombs, background pro
 
 `normalize_stdout` is also imported by the verifier outside, so both sides hash the same text.
 """
+
 from __future__ import annotations
 
 import _socket
@@ -57,10 +58,10 @@ else:  # in the sandbox, next to harness_child.py; imported before any program r
     import harness_child as child  # overwrite the files in the working directory
     import harness_judge
 
-HEAD_CHARS = 300       # program stdout echoed back, for feedback
-TAIL_CHARS = 600       # stderr tail echoed back (tracebacks end at the bottom)
-MESSAGE_CHARS = 1000   # of an error message in a result line
-GRACE_S = 0.2          # after the program exits, how long to wait for pipes its children hold
+HEAD_CHARS = 300  # program stdout echoed back, for feedback
+TAIL_CHARS = 600  # stderr tail echoed back (tracebacks end at the bottom)
+MESSAGE_CHARS = 1000  # of an error message in a result line
+GRACE_S = 0.2  # after the program exits, how long to wait for pipes its children hold
 READ_CHUNK = 65536
 
 
@@ -131,8 +132,9 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
     start = time.monotonic()
     if judged:  # first, so that the judge gets ready while the child starts
         try:
-            harness_judge.request_judge(judges, index, float(test["timeout_s"]), memory_mb,
-                                        (pipes[4][1], pipes[3][0], pipes[5][1]))
+            harness_judge.request_judge(
+                judges, index, float(test["timeout_s"]), memory_mb, (pipes[4][1], pipes[3][0], pipes[5][1])
+            )
         except OSError:
             pass  # no judge is left (the program killed them): no verdict comes, the test fails
     try:
@@ -150,8 +152,9 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
         res_r = pipes[5][0]
     pending = {stdin_w: test.get("stdin", "").encode("utf-8")}
     buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
-    status, exit_code = _pump(pid, pending, buffers, start + float(test["timeout_s"]), output_cap,
-                              res_r if judged else None)
+    status, exit_code = _pump(
+        pid, pending, buffers, start + float(test["timeout_s"]), output_cap, res_r if judged else None
+    )
     try:
         os.killpg(pid, signal.SIGKILL)  # the test is over: nothing of its session may go on
     except (ProcessLookupError, PermissionError):
@@ -173,14 +176,20 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
     out = bytes(buffers[out_r]).decode("utf-8", "replace")
     err = bytes(buffers[err_r]).decode("utf-8", "replace")
     return {
-        "status": status, "exit_code": exit_code, "time_s": round(elapsed, 4),
-        "stdout_sha256": stdout_digest(out), "stdout_head": out[:HEAD_CHARS], "stdout_bytes": len(out),
-        "stderr_tail": err[-TAIL_CHARS:], "result": result,
+        "status": status,
+        "exit_code": exit_code,
+        "time_s": round(elapsed, 4),
+        "stdout_sha256": stdout_digest(out),
+        "stdout_head": out[:HEAD_CHARS],
+        "stdout_bytes": len(out),
+        "stderr_tail": err[-TAIL_CHARS:],
+        "result": result,
     }
 
 
-def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: int,
-          end_fd: int | None = None) -> tuple[str, int | None]:
+def _pump(
+    pid: int, pending: dict, buffers: dict, deadline: float, output_cap: int, end_fd: int | None = None
+) -> tuple[str, int | None]:
     """Feed stdin, collect outputs, enforce the time limit and caps: (status, exit code if reaped).
     The test is over when the child exited or, given `end_fd`, when that pipe closed (the judge
     is done), and the other pipes closed or GRACE_S passed."""
@@ -219,7 +228,7 @@ def _pump(pid: int, pending: dict, buffers: dict, deadline: float, output_cap: i
                     continue  # reaped at the top of the loop
                 if fd in pending:
                     try:
-                        pending[fd] = pending[fd][os.write(fd, pending[fd][:READ_CHUNK]):]
+                        pending[fd] = pending[fd][os.write(fd, pending[fd][:READ_CHUNK]) :]
                     except BlockingIOError:
                         continue
                     except BrokenPipeError:  # the program stopped reading: drop the rest
@@ -255,7 +264,7 @@ def _result(data: bytes, token: str) -> dict | None:
         return None
     if len(lines) > 1:
         return {"tag": "invalid", "body": f"{len(lines)} results for one test"}
-    tag, _, body = lines[0][len(prefix):].decode("utf-8", "replace").partition(" ")
+    tag, _, body = lines[0][len(prefix) :].decode("utf-8", "replace").partition(" ")
     if tag == "values" and not (body.isascii() and body.isprintable()):
         return {"tag": "invalid", "body": "encoded values must be printable ASCII"}
     return {"tag": tag[:20], "body": body if tag == "values" else body[:MESSAGE_CHARS]}
@@ -273,8 +282,10 @@ def _verdict(data: bytes) -> dict:
             os.kill(int(lines[0]), signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-    return {"tag": "error",
-            "body": "no verdict from the judge: the program killed or stopped it, or it ran out of time"}
+    return {
+        "tag": "error",
+        "body": "no verdict from the judge: the program killed or stopped it, or it ran out of time",
+    }
 
 
 def definitely_failed(test: dict, report: dict) -> bool:
@@ -292,8 +303,10 @@ def worker(spec_path: str, out_fd: int, judges: _socket.socket) -> int:
     os.dup2(null, 0)  # the nonce arrives on stdin later: the worker must never read it
     os.dup2(null, 1)
     os.close(null)
-    hardening = {"non_dumpable": child.prctl(child.PR_SET_DUMPABLE, 0),
-                 "subreaper": child.prctl(child.PR_SET_CHILD_SUBREAPER, 1)}
+    hardening = {
+        "non_dumpable": child.prctl(child.PR_SET_DUMPABLE, 0),
+        "subreaper": child.prctl(child.PR_SET_CHILD_SUBREAPER, 1),
+    }
     out = os.fdopen(out_fd, "w", buffering=1)
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
@@ -308,7 +321,9 @@ def worker(spec_path: str, out_fd: int, judges: _socket.socket) -> int:
         try:
             report = run_test(test, spec["source"], int(spec["memory_mb"]), int(spec["output_cap"]), judges, i)
         except Exception as exc:  # noqa: BLE001 - our own failure: say so, so it is not blamed on the program
-            out.write(json.dumps({"i": i, "status": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}) + "\n")
+            out.write(
+                json.dumps({"i": i, "status": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}) + "\n"
+            )
             return 1
         result = report.get("result")
         if result is not None and result["tag"] == "values":  # the call's output budget, shared
@@ -413,6 +428,7 @@ def main(argv: list[str]) -> int:
     if taken is not None:
         os.close(taken)
     return os.waitstatus_to_exitcode(raw) & 0xFF
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -30,6 +30,7 @@ Python itself would take quadratic or unbounded time it refuses instead, and why
 - any other failure is the exception Python would raise (its message made printable), which the
   verdict turns into a runtime error: nothing raised here escapes as a crash of the judge.
 """
+
 from __future__ import annotations
 
 import ast
@@ -44,9 +45,30 @@ from rlvr.verifiers.code import values
 MAX_BUILT = 10_000_000  # elements a sequence `*` or a `range` in test code may build
 MAX_INT_BITS = 1 << 18  # bits an int `*` or `**` may build (returned ints have at most about 14,000)
 # Helper functions test code may call (on the host), and type names it may name (for isinstance).
-_BUILTINS: dict[str, Any] = {f.__name__: f for f in (
-    abs, all, any, bool, float, frozenset, int, isinstance, len, list, max, min, round, set,
-    sorted, str, sum, tuple, dict)}
+_BUILTINS: dict[str, Any] = {
+    f.__name__: f
+    for f in (
+        abs,
+        all,
+        any,
+        bool,
+        float,
+        frozenset,
+        int,
+        isinstance,
+        len,
+        list,
+        max,
+        min,
+        round,
+        set,
+        sorted,
+        str,
+        sum,
+        tuple,
+        dict,
+    )
+}
 
 
 def _range(*args: int) -> range:
@@ -80,16 +102,45 @@ def _round(number: Any, ndigits: Any = None) -> Any:
 
 
 _BUILTINS.update(range=_range, sum=_sum, round=_round)
-_TYPES = {"int": int, "float": float, "str": str, "list": list, "tuple": tuple, "dict": dict,
-          "set": set, "bool": bool, "frozenset": frozenset, "bytes": bytes, "complex": complex}
-_MATH = {name: getattr(math, name) for name in (
-    "isclose", "sqrt", "fabs", "floor", "ceil", "isnan", "isinf", "isfinite", "pi", "e", "inf")}
+_TYPES = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "set": set,
+    "bool": bool,
+    "frozenset": frozenset,
+    "bytes": bytes,
+    "complex": complex,
+}
+_MATH = {
+    name: getattr(math, name)
+    for name in ("isclose", "sqrt", "fabs", "floor", "ceil", "isnan", "isinf", "isfinite", "pi", "e", "inf")
+}
 _KEYWORDS = {"isclose": {"rel_tol", "abs_tol"}, "sorted": {"reverse"}, "round": {"ndigits"}}
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-           ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-           ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_CMPOPS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
 _UNARY = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos}
 CALL_PREFIX = "__call"
 
@@ -221,8 +272,11 @@ class _Converter:
             raise Unsupported(f"name {node.id}")  # e.g. the program's function passed as a value
         if isinstance(node, ast.Call):
             self._check_helper_call(node)
-            return ast.Call(node.func, [self.expr(a) for a in node.args],
-                            [ast.keyword(k.arg, self.expr(k.value)) for k in node.keywords])
+            return ast.Call(
+                node.func,
+                [self.expr(a) for a in node.args],
+                [ast.keyword(k.arg, self.expr(k.value)) for k in node.keywords],
+            )
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _MATH:
                 return node
@@ -232,7 +286,9 @@ class _Converter:
                 return node
             raise Unsupported("constant")
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            return type(node)([self.expr(e) for e in node.elts], *([ast.Load()] if not isinstance(node, ast.Set) else []))
+            return type(node)(
+                [self.expr(e) for e in node.elts], *([ast.Load()] if not isinstance(node, ast.Set) else [])
+            )
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise Unsupported("dict unpacking")
@@ -255,8 +311,13 @@ class _Converter:
 
     def _is_program_call(self, node: ast.Call) -> bool:
         f = node.func
-        return (isinstance(f, ast.Name) and f.id not in _BUILTINS and f.id not in _TYPES
-                and f.id not in self.assigned and not f.id.startswith(CALL_PREFIX))
+        return (
+            isinstance(f, ast.Name)
+            and f.id not in _BUILTINS
+            and f.id not in _TYPES
+            and f.id not in self.assigned
+            and not f.id.startswith(CALL_PREFIX)
+        )
 
     def _check_helper_call(self, node: ast.Call) -> None:
         f = node.func
@@ -265,8 +326,9 @@ class _Converter:
             raise Unsupported(f"call of {f.id}")
         if name is None or any(isinstance(a, ast.Starred) for a in node.args):
             raise Unsupported("call")
-        if isinstance(f, ast.Attribute) and not (isinstance(f.value, ast.Name) and f.value.id == "math"
-                                                 and callable(_MATH.get(f.attr))):
+        if isinstance(f, ast.Attribute) and not (
+            isinstance(f.value, ast.Name) and f.value.id == "math" and callable(_MATH.get(f.attr))
+        ):
             raise Unsupported("method call")
         if any(k.arg not in _KEYWORDS.get(name, ()) for k in node.keywords):
             raise Unsupported(f"keywords of {name}")
@@ -379,6 +441,7 @@ def _dict(pairs: list[tuple[Any, Any]]) -> dict:
 
 def _checked(kind: type) -> Any:
     """`kind(...)` as Python calls it, with the members checked before they are hashed in."""
+
     def build(*args: Any) -> Any:
         if len(args) != 1:
             return kind(*args)  # kind() is empty; more arguments: Python's TypeError
@@ -388,6 +451,7 @@ def _checked(kind: type) -> Any:
             return kind(members)
         source = args[0]
         return _dict(list(source.items()) if type(source) is dict else [_pair(p, i) for i, p in enumerate(source)])
+
     return build
 
 

@@ -28,16 +28,17 @@ Decoding is linear in the text's size, also on hostile text:
 lists and dict keys strings; keys that would collapse into one (`{1: 'a', '1': 'b'}`, or
 `{True: 1, 'true': 2}`) are refused (`KeysCollide`) rather than silently merged.
 """
+
 from __future__ import annotations
 
 import collections
 import json
 import math
 
-MAX_DEPTH = 64          # nesting of containers
-MAX_ITEMS = 1_000_000   # scalars and containers in one value
-MAX_TEXT = 4 << 20      # characters of encoded text the host will parse
-MAX_SAME_HASH = 8       # members of one set (keys of one dict) that may share a hash value
+MAX_DEPTH = 64  # nesting of containers
+MAX_ITEMS = 1_000_000  # scalars and containers in one value
+MAX_TEXT = 4 << 20  # characters of encoded text the host will parse
+MAX_SAME_HASH = 8  # members of one set (keys of one dict) that may share a hash value
 _TAGS = {"t": tuple, "s": set, "fs": frozenset}
 
 
@@ -126,7 +127,7 @@ def decode(text: str) -> object:
             return [build(x, depth + 1) for x in node]
         if not (isinstance(node, dict) and len(node) == 1):
             raise NotPlainData("malformed encoded value")
-        (tag, body), = node.items()
+        ((tag, body),) = node.items()
         if tag in _TAGS and isinstance(body, list):
             items = [build(x, depth + 1) for x in body]
             if tag == "t":

@@ -4,10 +4,20 @@
 `.score(answer, question, reference)` and `.score_many(items)`); `parse_score` is the fixed
 rubric parser; `build_prompt` the delimited prompt. Plain urllib: no client library needed.
 """
+
 from rlvr.verifiers.judge.client import JudgeUnavailable
 from rlvr.verifiers.judge.judge import Judge, JudgeItem
 from rlvr.verifiers.judge.parse import UnreadableJudgement, parse_score
-from rlvr.verifiers.judge.prompt import DEFAULT_RUBRIC, build as build_prompt, neutralize
+from rlvr.verifiers.judge.prompt import DEFAULT_RUBRIC, neutralize
+from rlvr.verifiers.judge.prompt import build as build_prompt
 
-__all__ = ["DEFAULT_RUBRIC", "Judge", "JudgeItem", "JudgeUnavailable", "UnreadableJudgement", "build_prompt",
-           "neutralize", "parse_score"]
+__all__ = [
+    "DEFAULT_RUBRIC",
+    "Judge",
+    "JudgeItem",
+    "JudgeUnavailable",
+    "UnreadableJudgement",
+    "build_prompt",
+    "neutralize",
+    "parse_score",
+]

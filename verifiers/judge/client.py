@@ -4,6 +4,7 @@
 HTTP error, time limit, a body that is not a completion). The caller turns that into an `error`
 verdict: a judge that fails has not graded anything.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -32,8 +33,7 @@ def endpoint(base_url: str, api: str) -> str:
     return url + path if url.endswith("/v1") else url + "/v1" + path
 
 
-def complete(url: str, body: dict[str, Any], *, timeout: float, retries: int = 1,
-             api_key: str | None = None) -> str:
+def complete(url: str, body: dict[str, Any], *, timeout: float, retries: int = 1, api_key: str | None = None) -> str:
     """POST `body`; the reply's first choice as text. `timeout` bounds the whole call (all
     attempts): each attempt's socket timeout is the time left, and the body is read in chunks
     against the same deadline."""
@@ -56,7 +56,7 @@ def complete(url: str, body: dict[str, Any], *, timeout: float, retries: int = 1
             last = f"answered HTTP {e.code}: {detail[:300]}"
             if e.code < 500 and e.code != 429:  # the request itself is wrong: asking again won't help
                 raise JudgeUnavailable(f"judge at {url} {last}") from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise JudgeUnavailable(f"judge at {url} did not answer within {timeout:g} s") from None
         except http.client.HTTPException as e:  # a reply that is not HTTP, cut short, ...
             last = f"answered malformed HTTP: {type(e).__name__}: {e}"[:300]

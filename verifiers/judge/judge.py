@@ -12,12 +12,14 @@ out of the batch, not punished. `structured=True` asks a vLLM server to constrai
 `Score: 0` .. `Score: <scale>` (`structured_outputs`); any other server ignores that field and
 the parser still reads the reply. A frozen dataclass: picklable, no state between calls.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rlvr.verifiers.judge import client, parse, prompt
 from rlvr.verifiers.math.options import VerifierTypeError
@@ -59,15 +61,28 @@ class Judge:
             raise VerifierError(f"api must be 'chat' or 'completions', got {self.api!r}")
         if not isinstance(self.rubric, str) or not self.rubric.strip():
             raise VerifierError("rubric must be non-empty text")
-        for name, low in (("scale", 1), ("max_answer_chars", 16), ("max_tokens", 1), ("max_concurrency", 1),
-                          ("retries", 0)):
+        for name, low in (
+            ("scale", 1),
+            ("max_answer_chars", 16),
+            ("max_tokens", 1),
+            ("max_concurrency", 1),
+            ("retries", 0),
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise VerifierError(f"{name} must be an int >= {low}, got {value!r}")
-        for name, ok in (("threshold", lambda v: 0 <= v <= 1), ("timeout", lambda v: v > 0),
-                         ("temperature", lambda v: v >= 0)):
+        for name, ok in (
+            ("threshold", lambda v: 0 <= v <= 1),
+            ("timeout", lambda v: v > 0),
+            ("temperature", lambda v: v >= 0),
+        ):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not ok(value):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or not ok(value)
+            ):
                 raise VerifierError(f"{name} is out of range: {value!r}")
 
     @property
@@ -81,16 +96,23 @@ class Judge:
                 raise VerifierTypeError(f"{name} must be a str, got {type(value).__name__}")
         if not answer.strip():  # nothing to grade: the model's failure, known without asking
             return Verdict(0.0, Outcome.INCORRECT, "empty answer (not sent to the judge)", {"judge": self.model})
-        built = prompt.build(answer, question=question, reference=reference, rubric=self.rubric,
-                             scale=self.scale, max_answer_chars=self.max_answer_chars)
+        built = prompt.build(
+            answer,
+            question=question,
+            reference=reference,
+            rubric=self.rubric,
+            scale=self.scale,
+            max_answer_chars=self.max_answer_chars,
+        )
         info: dict[str, Any] = {"judge": self.model}
         cut = ""
         if built.truncated_from is not None:
             info["truncated_from"] = built.truncated_from
             cut = f"; answer cut from {built.truncated_from} to {self.max_answer_chars} characters"
         try:
-            reply = client.complete(self.url, self._body(built), timeout=self.timeout, retries=self.retries,
-                                    api_key=self.api_key)
+            reply = client.complete(
+                self.url, self._body(built), timeout=self.timeout, retries=self.retries, api_key=self.api_key
+            )
         except client.JudgeUnavailable as e:
             return Verdict(0.0, Outcome.ERROR, f"judge failed: {e}"[:300] + cut, info)
         info["reply"] = reply[-500:]

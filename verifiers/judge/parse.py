@@ -7,6 +7,7 @@ Two forms are accepted, both on a 0..`scale` scale:
 Anything else (no score, a score out of range, not a number) raises `UnreadableJudgement`: the
 caller turns it into an `error` verdict, never into a 0.
 """
+
 from __future__ import annotations
 
 import json

@@ -11,6 +11,7 @@ Defences against an answer that tries to steer its own grade:
 - an answer longer than `max_answer_chars` is cut (head and tail kept, the cut marked), and the
   judge is told so.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,8 +52,15 @@ def cut(answer: str, max_chars: int) -> tuple[str, int | None]:
     return f"{answer[:head]}\n[... {omitted} characters cut ...]\n{answer[-tail:] if tail else ''}", len(answer)
 
 
-def build(answer: str, *, question: str = "", reference: str = "", rubric: str = DEFAULT_RUBRIC,
-          scale: int = 10, max_answer_chars: int = 4000) -> Prompt:
+def build(
+    answer: str,
+    *,
+    question: str = "",
+    reference: str = "",
+    rubric: str = DEFAULT_RUBRIC,
+    scale: int = 10,
+    max_answer_chars: int = 4000,
+) -> Prompt:
     shown, original = cut(answer, max_answer_chars)
     shown = neutralize(shown)
     tag = hashlib.sha256(shown.encode("utf-8", "surrogatepass")).hexdigest()[:12]

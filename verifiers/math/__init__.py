@@ -10,6 +10,7 @@ shows at least 4 significant digits; the same element by element inside tuples, 
 intervals and matrices. Every call is bounded in time (worker processes with a deadline).
 See `MathOptions` for the policy choices and their defaults.
 """
+
 from rlvr.verifiers.math.api import VERSION, shutdown, verify, warm_up
 from rlvr.verifiers.math.options import MathOptions, VerifierTypeError
 

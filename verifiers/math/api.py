@@ -23,6 +23,7 @@ re-created in a forked child or after `shutdown()`); it is never stored on env o
 stay picklable. First-call latency: starting the workers takes about a second (an interpreter
 importing SymPy) and is not counted against `timeout_s`; call `warm_up()` to pay it up front.
 """
+
 from __future__ import annotations
 
 import atexit

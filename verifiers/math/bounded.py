@@ -17,6 +17,7 @@ A job that runs past its deadline raises `JobTimeout` with how long it ran; a de
 passes while waiting for a worker raises plain `PoolTimeout`: a caller can tell a slow job (the
 input's doing) from a busy pool (the grader's).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 
 class PoolError(RuntimeError):
@@ -138,7 +140,10 @@ class WorkerPool:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-c", _WORKER_CMD, str(child.fileno()), str(self._memory_mb or 0)],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, env=self._env, close_fds=True,
+                pass_fds=(child.fileno(),),
+                stdin=subprocess.DEVNULL,
+                env=self._env,
+                close_fds=True,
             )
         except OSError:  # no usable interpreter here: callers get PoolError("fail to start")
             parent.close()
@@ -290,7 +295,7 @@ class WorkerPool:
             except subprocess.TimeoutExpired:
                 pass
 
-    def __enter__(self) -> "WorkerPool":
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,6 +1,7 @@
 """Guarded SymPy arithmetic for the parser: every operation checks sizes *before* SymPy computes,
 so `10^{10^{10}}`, `(10^6)!` or the square root of a 10,000-digit number are refused in
 microseconds instead of holding the GIL for minutes."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -25,11 +26,30 @@ class TooLarge(ParseError):
 PM = sympy.Symbol("PLUSMINUS")  # `a \pm b` is a + PM*b; expanded into two answers later
 
 FUNCTIONS = {
-    "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "cot": sympy.cot, "sec": sympy.sec, "csc": sympy.csc,
-    "arcsin": sympy.asin, "arccos": sympy.acos, "arctan": sympy.atan, "asin": sympy.asin, "acos": sympy.acos,
-    "atan": sympy.atan, "arccot": sympy.acot, "arcsec": sympy.asec, "arccsc": sympy.acsc, "sinh": sympy.sinh,
-    "cosh": sympy.cosh, "tanh": sympy.tanh, "ln": sympy.log, "log": sympy.log, "exp": sympy.exp,
-    "abs": sympy.Abs, "floor": sympy.floor, "ceil": sympy.ceiling,
+    "sin": sympy.sin,
+    "cos": sympy.cos,
+    "tan": sympy.tan,
+    "cot": sympy.cot,
+    "sec": sympy.sec,
+    "csc": sympy.csc,
+    "arcsin": sympy.asin,
+    "arccos": sympy.acos,
+    "arctan": sympy.atan,
+    "asin": sympy.asin,
+    "acos": sympy.acos,
+    "atan": sympy.atan,
+    "arccot": sympy.acot,
+    "arcsec": sympy.asec,
+    "arccsc": sympy.acsc,
+    "sinh": sympy.sinh,
+    "cosh": sympy.cosh,
+    "tanh": sympy.tanh,
+    "ln": sympy.log,
+    "log": sympy.log,
+    "exp": sympy.exp,
+    "abs": sympy.Abs,
+    "floor": sympy.floor,
+    "ceil": sympy.ceiling,
 }
 _INVERSE = {"sin": "arcsin", "cos": "arccos", "tan": "arctan", "cot": "arccot", "sec": "arcsec", "csc": "arccsc"}
 

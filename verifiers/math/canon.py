@@ -3,6 +3,7 @@ one-variable inequalities into intervals (`1 < x <= 2` is `(1, 2]`; `|x - 1| < 2
 also a named quantity: `0 < f(x) < 1` is `(0, 1)`, since the answer states the range of f(x)), chains `x = 4/2 = 2`
 into their ends, lists of inequalities into unions or intersections (`x < -1 \\text{ or } x > 2`
 is `(-\\infty, -1) \\cup (2, \\infty)`; "and" intersects)."""
+
 from __future__ import annotations
 
 import sympy
@@ -10,7 +11,18 @@ import sympy
 from rlvr.verifiers.math import build, intervals
 from rlvr.verifiers.math.build import PM
 from rlvr.verifiers.math.lexer import ParseError
-from rlvr.verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, SetExpr, SetOf, as_expr, has_decimal, literals
+from rlvr.verifiers.math.nodes import (
+    Bracket,
+    Expr,
+    Listing,
+    Node,
+    Relation,
+    SetExpr,
+    SetOf,
+    as_expr,
+    has_decimal,
+    literals,
+)
 
 INEQUALITIES = {"<", "<=", ">", ">="}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -65,7 +77,11 @@ def _relation(rel: Relation) -> Node:
     pm = [i for i, p in enumerate(rel.parts) if isinstance(p, Expr) and p.value.has(PM)]
     if pm and all(op == "=" for op in rel.ops):  # x = 1 \pm 2 is x = 3 or x = -1
         i = pm[-1]
-        return SetOf(tuple(_relation(Relation(rel.ops, rel.parts[:i] + (e,) + rel.parts[i + 1 :])) for e in _pm_pair(rel.parts[i])))
+        return SetOf(
+            tuple(
+                _relation(Relation(rel.ops, rel.parts[:i] + (e,) + rel.parts[i + 1 :])) for e in _pm_pair(rel.parts[i])
+            )
+        )
     if all(op == "=" for op in rel.ops):
         if len(rel.parts) > 2:  # x = \frac{4}{2} = 2: the first and the final form
             rel = Relation(("=",), (rel.parts[0], rel.parts[-1]))

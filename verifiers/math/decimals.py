@@ -29,6 +29,7 @@ Rules 3 and 4 relate a decimal written as one literal (`-0.3333`, `3.333\\times1
 is compared exactly only (rules 1 and 2): it is a computation on decimals, not the exact value a
 gold was rounded from, so `\\sqrt{6.26}` = 2.50199... is not gold `2.50`.
 """
+
 from __future__ import annotations
 
 import mpmath
@@ -88,7 +89,9 @@ def _approximates_number(n: int, place: int, exact: sympy.Basic, truncated: bool
         return False
     with mpmath.workdps(PREC):
         # cheap rejection before any high-precision work: `shown` must be within one unit of its last place
-        if abs(rough.real - n * mpmath.mpf(10) ** place) > 2 * mpmath.mpf(10) ** place + abs(rough.real) * mpmath.mpf(10) ** (5 - PREC):
+        if abs(rough.real - n * mpmath.mpf(10) ** place) > 2 * mpmath.mpf(10) ** place + abs(rough.real) * mpmath.mpf(
+            10
+        ) ** (5 - PREC):
             return False
     digits = int_digits(n) + EXTRA_PLACES + 2 * GUARD
     if digits > MAX_PREC:

@@ -20,6 +20,7 @@ Rules on kinds of answers (each closes a way to be paid for a wrong answer):
   magnitudes, and a symbolic proof for steps and kinks (floor, |.|, max).
 - Upright constants: `\\text{e}` and `\\mathrm{e}` (read as a letter) are Euler's number e.
 """
+
 from __future__ import annotations
 
 import sympy
@@ -27,9 +28,21 @@ import sympy
 from rlvr.verifiers.math import intervals, units
 from rlvr.verifiers.math.build import ten_power
 from rlvr.verifiers.math.canon import INEQUALITIES, is_assignment, is_variable, to_set
-from rlvr.verifiers.math.lexer import ParseError
 from rlvr.verifiers.math.decimals import rounded_equal
-from rlvr.verifiers.math.nodes import BaseNumber, Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, Text, literals
+from rlvr.verifiers.math.lexer import ParseError
+from rlvr.verifiers.math.nodes import (
+    BaseNumber,
+    Bracket,
+    Expr,
+    Listing,
+    Matrix,
+    Node,
+    Relation,
+    SetExpr,
+    SetOf,
+    Text,
+    literals,
+)
 from rlvr.verifiers.math.numeric import functions_equal, numbers_equal, proportional
 from rlvr.verifiers.math.options import MathOptions
 
@@ -75,7 +88,12 @@ def same(g: Node, a: Node, o: MathOptions) -> bool:
         if isinstance(a, BaseNumber):  # written with its base, a number means its value
             return g.value() is not None and a.value() == g.value()
         # a plain answer to "in base b": the gold's digits (204 for 204_5, not 54)
-        return isinstance(a, Expr) and a.value.is_Integer and a.value >= 0 and str(a.value) == (g.digits.lstrip("0") or "0")
+        return (
+            isinstance(a, Expr)
+            and a.value.is_Integer
+            and a.value >= 0
+            and str(a.value) == (g.digits.lstrip("0") or "0")
+        )
     return False
 
 
@@ -141,7 +159,8 @@ def _mixed_units(a: Listing) -> Expr | None:
         return None
     first = items[0].measure
     if any(x.measure.dims != first.dims for x in items) or any(
-            y.measure.factor >= x.measure.factor for x, y in zip(items, items[1:])):
+        y.measure.factor >= x.measure.factor for x, y in zip(items, items[1:])
+    ):
         return None
     total = sum((x.value * (x.measure.factor / first.factor) for x in items), sympy.Integer(0))
     return Expr(total, any(x.has_decimal for x in items), None, None, first)

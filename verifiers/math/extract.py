@@ -44,6 +44,7 @@ Rules (issue #27: RL finds whatever pays without solving), each with its reason:
   answer judged in place ("4 (incorrect, see below)", "the claim that the answer is 9 is false")
   are denials; "if ... we would get 14" is a hypothetical, not an answer. "8? No \u2014 9" is 9.
 """
+
 from __future__ import annotations
 
 import re
@@ -87,8 +88,10 @@ _HEDGE_FILLER = (
 )
 # "2 or 3", "2, or maybe x = 3", "2 (or possibly 3)": a value, "or", fillers, then the last number
 _HEDGE_TAIL = re.compile(
-    _VALUE + r"[\s,()$]*(?:\\\)[\s,()$]*)?"
-    + r"(?:or\b[\s(]*|(?:but\s|and\s)?(?=(?:maybe|perhaps|possibly|probably)\b))" + _HEDGE_FILLER
+    _VALUE
+    + r"[\s,()$]*(?:\\\)[\s,()$]*)?"
+    + r"(?:or\b[\s(]*|(?:but\s|and\s)?(?=(?:maybe|perhaps|possibly|probably)\b))"
+    + _HEDGE_FILLER
     + r"(?:[A-Za-z](?:_\{?\w{1,3}\}?)?\s*=\s*)?[$(\s]*(?:\\\([$(\s]*)?$",
     re.IGNORECASE,
 )
@@ -100,24 +103,89 @@ _SPAN_HEDGE = re.compile(  # "either $3$ or $4$" at the end: both spans are the 
 # "is not", "fails" ("$-1$ is not a root"). Clauses end at punctuation and at linking words.
 _NEG_TOKEN = re.compile(r"\\neq?(?![A-Za-z])|\u2260|!=|=|[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[.;:!?,\n\u2014\u2013]")
 _NEGATIONS = {
-    "not", "never", "cannot", "neither", "nor", "impossible", "exclude", "excludes", "excluded", "eliminate",
-    "eliminates", "eliminated", "discard", "discarded", "reject", "rejected", "\\ne", "\\neq", "\u2260", "!=",
+    "not",
+    "never",
+    "cannot",
+    "neither",
+    "nor",
+    "impossible",
+    "exclude",
+    "excludes",
+    "excluded",
+    "eliminate",
+    "eliminates",
+    "eliminated",
+    "discard",
+    "discarded",
+    "reject",
+    "rejected",
+    "\\ne",
+    "\\neq",
+    "\u2260",
+    "!=",
 }
 # Judgements deny what follows them only through words ("a common mistake is to answer 5"); last
 # in the clause they judge what came before ("\boxed{1} (mistake) \boxed{2}" corrects 1).
 _JUDGEMENTS = {"mistake", "mistakes", "wrong", "incorrect", "erroneous", "false"}
 _RULE = {"rule", "rules", "ruled", "ruling"}  # "rule out"
 _NEG_IDIOMS = {  # "not hard to see", "not less than": no denial of what follows
-    "hard", "difficult", "only", "just", "surprisingly", "obvious", "clear", "too", "much", "exceed", "exceeding",
-    "less", "more", "greater", "smaller", "larger", "fewer", "below", "above", "counting", "including",
+    "hard",
+    "difficult",
+    "only",
+    "just",
+    "surprisingly",
+    "obvious",
+    "clear",
+    "too",
+    "much",
+    "exceed",
+    "exceeding",
+    "less",
+    "more",
+    "greater",
+    "smaller",
+    "larger",
+    "fewer",
+    "below",
+    "above",
+    "counting",
+    "including",
 }
 # A copula after the negation makes the candidate the predicate of a subject that holds the
 # negation ("the number of integers not divisible by 3 is 667"): stated, not denied.
 _COPULAS = {"is", "are", "was", "were", "equals", "equal", "gives", "give", "makes", "becomes"}
 _CLAUSE_BREAKS = {
-    ".", ";", ":", "!", "?", ",", "\n", "\u2014", "\u2013", "=", "so", "thus", "hence", "therefore", "but", "then",
-    "because", "since",
-    "unless", "except", "if", "when", "where", "which", "and", "giving", "gives", "yields", "get", "obtain", "instead",
+    ".",
+    ";",
+    ":",
+    "!",
+    "?",
+    ",",
+    "\n",
+    "\u2014",
+    "\u2013",
+    "=",
+    "so",
+    "thus",
+    "hence",
+    "therefore",
+    "but",
+    "then",
+    "because",
+    "since",
+    "unless",
+    "except",
+    "if",
+    "when",
+    "where",
+    "which",
+    "and",
+    "giving",
+    "gives",
+    "yields",
+    "get",
+    "obtain",
+    "instead",
 }
 _NEG_AFTER_VERBS = {"is", "was", "does", "did", "will", "would", "can", "could"}
 _NEG_AFTER = {"not", "never", "wrong", "incorrect", "impossible", "rejected", "false", "mistaken"}
@@ -154,8 +222,40 @@ _RETRACTED = re.compile(
 )
 # Letters glued to a number that still leave it a number: units and ordinals (5cm, 3rd)
 _UNIT_SUFFIXES = {
-    "cm", "mm", "km", "m", "kg", "g", "mg", "s", "ms", "h", "hr", "hrs", "min", "mins", "sec", "secs", "ml",
-    "l", "st", "nd", "rd", "th", "ft", "in", "yd", "mi", "mph", "kph", "lb", "lbs", "oz", "am", "pm", "cc",
+    "cm",
+    "mm",
+    "km",
+    "m",
+    "kg",
+    "g",
+    "mg",
+    "s",
+    "ms",
+    "h",
+    "hr",
+    "hrs",
+    "min",
+    "mins",
+    "sec",
+    "secs",
+    "ml",
+    "l",
+    "st",
+    "nd",
+    "rd",
+    "th",
+    "ft",
+    "in",
+    "yd",
+    "mi",
+    "mph",
+    "kph",
+    "lb",
+    "lbs",
+    "oz",
+    "am",
+    "pm",
+    "cc",
 }
 
 
@@ -410,8 +510,15 @@ def _has_value(s: str) -> bool:
 def _is_negation(clause: list[str], i: int) -> bool:
     word = clause[i].lower()
     before = clause[i - 1].lower() if i > 0 else ""
-    negates = word in _NEGATIONS or word.endswith(("n't", "n\u2019t")) or word == "out" and before in _RULE or (
-        word == "way" and before == "no") or word in _JUDGEMENTS and i + 1 < len(clause)  # "rule out 6", "no way"
+    negates = (
+        word in _NEGATIONS
+        or word.endswith(("n't", "n\u2019t"))
+        or word == "out"
+        and before in _RULE
+        or (word == "way" and before == "no")
+        or word in _JUDGEMENTS
+        and i + 1 < len(clause)
+    )  # "rule out 6", "no way"
     return negates and not (i + 1 < len(clause) and clause[i + 1].lower() in _NEG_IDIOMS)  # "not hard to see"
 
 

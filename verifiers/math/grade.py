@@ -14,6 +14,7 @@ Rules (issue #27), each because RL finds whatever pays without solving:
 - Slow or huge answers: a judge that runs out of the worker's memory scores the answer wrong (it
   asked for too much); only an unexpected exception is a grader error (`correct` None).
 """
+
 from __future__ import annotations
 
 import re

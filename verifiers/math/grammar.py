@@ -11,6 +11,7 @@ sum      := term (('+' | '-' | '\\pm' | '\\mp') term)*
 term     := signed (('*' | '/') signed | implicit-product)*       also of matrices: 2A, A/2, AB
 signed   := ('-' | '+')* power ;  power := postfix ('^' signed)? ;  postfix := primary ('!' | '%' | degree)*
 """
+
 from __future__ import annotations
 
 from rlvr.verifiers.math import build, intervals, matrices, units
@@ -22,7 +23,21 @@ from rlvr.verifiers.math.primary import Primaries
 
 MAX_DEPTH = 40
 _EOF = Token("eof", "")
-_NO_IMPLICIT = {"in", "cup", "cap", "setminus", "rangle", "rfloor", "rceil", "ldots", "dots", "cdots", "over", "choose", "to"}
+_NO_IMPLICIT = {
+    "in",
+    "cup",
+    "cap",
+    "setminus",
+    "rangle",
+    "rfloor",
+    "rceil",
+    "ldots",
+    "dots",
+    "cdots",
+    "over",
+    "choose",
+    "to",
+}
 _DEGREE_WORDS = {"degree", "degrees", "deg"}
 _PERCENT_WORDS = {"percent", "pct"}
 
@@ -76,7 +91,13 @@ class Parser(Primaries):
         while True:
             self.skip_words()
             tok = self.peek()
-            if tok.kind == "eof" or tok.kind == "op" and tok.text in closers or tok.kind in ("end", "cmd") and tok.text in closers:
+            if (
+                tok.kind == "eof"
+                or tok.kind == "op"
+                and tok.text in closers
+                or tok.kind in ("end", "cmd")
+                and tok.text in closers
+            ):
                 return out
             out.append(self.units(self.item()))
             if self.at("op", ",", ";") or self.at("word", "and", "or"):
@@ -138,7 +159,9 @@ class Parser(Primaries):
             op = self.take().text
             right = self.sum()
             left_set, right_set = as_set(node), as_set(right)
-            value = {"cup": intervals.union, "cap": intervals.intersect, "setminus": intervals.difference}[op](left_set, right_set)
+            value = {"cup": intervals.union, "cap": intervals.intersect, "setminus": intervals.difference}[op](
+                left_set, right_set
+            )
             node = SetExpr(value, has_decimal(node) or has_decimal(right), literals(node) + literals(right))
         return node
 

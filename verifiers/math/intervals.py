@@ -3,6 +3,7 @@
 SymPy's Union/Intersection simplify pairwise and grow quadratically (eight intervals took 0.1 s,
 24 took 2.5 s); answers need only unions, intersections and complements of intervals and
 points, which this does in O(n log n) with exact endpoint comparisons."""
+
 from __future__ import annotations
 
 import mpmath

@@ -1,4 +1,5 @@
 """Tokens of the LaTeX/plain answer language: one linear pass, no regex backtracking."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,38 +10,199 @@ class ParseError(ValueError):
 
 
 FUNCTIONS = {
-    "sin", "cos", "tan", "cot", "sec", "csc", "arcsin", "arccos", "arctan", "asin", "acos", "atan",
-    "sinh", "cosh", "tanh", "log", "ln", "lg", "exp", "sqrt", "abs", "gcd", "lcm", "max", "min", "det",
+    "sin",
+    "cos",
+    "tan",
+    "cot",
+    "sec",
+    "csc",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "log",
+    "ln",
+    "lg",
+    "exp",
+    "sqrt",
+    "abs",
+    "gcd",
+    "lcm",
+    "max",
+    "min",
+    "det",
 }
 CONSTANTS = {"pi": "pi", "infty": "oo", "inf": "oo", "infinity": "oo", "oo": "oo", "infinite": "oo"}
 CONNECTORS = {"and", "or", "lor", "land", "wedge", "vee"}
 # Short letter runs that are words (units, fillers), not products of single-letter variables.
 SHORT_WORDS = {
-    "cm", "mm", "km", "kg", "mg", "ft", "yd", "mi", "hr", "hrs", "min", "sec", "lb", "lbs", "oz", "mph",
-    "kph", "ml", "cc", "sq", "deg", "rad", "usd", "mol", "is", "be", "are", "to", "of", "the", "in", "at",
-    "per", "by", "its", "it", "we", "so", "as", "all", "yes", "no", "not", "any", "for", "has", "one", "two",
-    "six", "ten", "day", "yr", "yrs", "kmh",
+    "cm",
+    "mm",
+    "km",
+    "kg",
+    "mg",
+    "ft",
+    "yd",
+    "mi",
+    "hr",
+    "hrs",
+    "min",
+    "sec",
+    "lb",
+    "lbs",
+    "oz",
+    "mph",
+    "kph",
+    "ml",
+    "cc",
+    "sq",
+    "deg",
+    "rad",
+    "usd",
+    "mol",
+    "is",
+    "be",
+    "are",
+    "to",
+    "of",
+    "the",
+    "in",
+    "at",
+    "per",
+    "by",
+    "its",
+    "it",
+    "we",
+    "so",
+    "as",
+    "all",
+    "yes",
+    "no",
+    "not",
+    "any",
+    "for",
+    "has",
+    "one",
+    "two",
+    "six",
+    "ten",
+    "day",
+    "yr",
+    "yrs",
+    "kmh",
 }
 TEXT_COMMANDS = {"text", "textbf", "textit", "textrm", "textsf", "texttt", "mbox", "hbox", "emph", "textnormal"}
 STYLE_COMMANDS = {
-    "mathrm", "mathbf", "mathit", "mathsf", "mathtt", "boldsymbol", "bm", "mathnormal", "operatorname", "overline",
-    "underline", "bar", "hat", "vec", "widehat", "tilde", "widetilde", "mathcal", "mathscr",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mathsf",
+    "mathtt",
+    "boldsymbol",
+    "bm",
+    "mathnormal",
+    "operatorname",
+    "overline",
+    "underline",
+    "bar",
+    "hat",
+    "vec",
+    "widehat",
+    "tilde",
+    "widetilde",
+    "mathcal",
+    "mathscr",
 }
 IGNORED = {"angle", "measuredangle", "triangle", "square", "displaystyle", "limits"}
 GREEK = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta", "vartheta", "iota",
-    "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon", "phi", "varphi", "chi", "psi",
-    "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+    "Gamma",
+    "Delta",
+    "Theta",
+    "Lambda",
+    "Xi",
+    "Sigma",
+    "Phi",
+    "Psi",
+    "Omega",
 }
 RELATIONS = {
-    "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=", "lt": "<", "gt": ">",
-    "ne": "!=", "neq": "!=", "approx": "~", "equiv": "=", "simeq": "~", "cong": "=", "sim": "~",
+    "le": "<=",
+    "leq": "<=",
+    "leqslant": "<=",
+    "ge": ">=",
+    "geq": ">=",
+    "geqslant": ">=",
+    "lt": "<",
+    "gt": ">",
+    "ne": "!=",
+    "neq": "!=",
+    "approx": "~",
+    "equiv": "=",
+    "simeq": "~",
+    "cong": "=",
+    "sim": "~",
 }
 OPERATORS = {"cdot": "*", "cdotp": "*", "times": "*", "ast": "*", "div": "/", "pm": "pm", "mp": "mp"}
 SIMPLE_COMMANDS = {
-    "frac", "sqrt", "binom", "pi", "infty", "in", "cup", "cap", "setminus", "emptyset", "varnothing",
-    "degree", "langle", "rangle", "lfloor", "rfloor", "lceil", "rceil", "ldots", "dots", "cdots", "over",
-    "choose", "notin", "to", "infin", "mathbb", "i", "e",
+    "frac",
+    "sqrt",
+    "binom",
+    "pi",
+    "infty",
+    "in",
+    "cup",
+    "cap",
+    "setminus",
+    "emptyset",
+    "varnothing",
+    "degree",
+    "langle",
+    "rangle",
+    "lfloor",
+    "rfloor",
+    "lceil",
+    "rceil",
+    "ldots",
+    "dots",
+    "cdots",
+    "over",
+    "choose",
+    "notin",
+    "to",
+    "infin",
+    "mathbb",
+    "i",
+    "e",
 }
 BAR = {"vert", "lvert", "rvert", "mid", "Vert"}
 
@@ -115,7 +277,11 @@ def tokenize(s: str, in_text: bool = False, depth: int = 0) -> list[Token]:
                 j += 1
                 while j < n and s[j].isdigit():
                     j += 1
-            if j + 1 < n and s[j] in "eE" and (s[j + 1].isdigit() or s[j + 1] in "+-" and j + 2 < n and s[j + 2].isdigit()):
+            if (
+                j + 1 < n
+                and s[j] in "eE"
+                and (s[j + 1].isdigit() or s[j + 1] in "+-" and j + 2 < n and s[j + 2].isdigit())
+            ):
                 j += 2
                 while j < n and s[j].isdigit():
                     j += 1
@@ -132,7 +298,12 @@ def tokenize(s: str, in_text: bool = False, depth: int = 0) -> list[Token]:
         elif ch == "%":
             out.append(Token("pct", "%"))
             i += 1
-        elif ch in "<>!=" and i + 1 < n and s[i + 1] == "=" and not (ch == "!" and i and (s[i - 1].isalnum() or s[i - 1] in ")}")):
+        elif (
+            ch in "<>!="
+            and i + 1 < n
+            and s[i + 1] == "="
+            and not (ch == "!" and i and (s[i - 1].isalnum() or s[i - 1] in ")}"))
+        ):
             # "5! = 120" is a factorial; "x != 3" is a relation
             out.append(Token("rel", {"<": "<=", ">": ">=", "!": "!=", "=": "="}[ch]))
             i += 2

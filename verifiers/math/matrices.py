@@ -1,6 +1,7 @@
 """Matrix arithmetic inside an answer: `A + B`, `A - B`, `2A`, `A/2`, `AB`, `-A`, where A and B
 are written out (`\\begin{pmatrix}...\\end{pmatrix}`). Cells are combined with the guarded
 operations of `build`; shapes must fit, and the work is capped like the matrices themselves."""
+
 from __future__ import annotations
 
 from rlvr.verifiers.math import build

@@ -1,4 +1,5 @@
 """The parsed forms of an answer. An answer is one of these nodes; equivalence compares them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ class Expr:
     has_decimal: bool = False
     literal: tuple[int, int] | None = None
     unit: str | None = None
-    measure: "Unit | None" = None
+    measure: Unit | None = None
 
 
 @dataclass(frozen=True)
@@ -30,14 +31,14 @@ class Relation:
     """`a = b`, `x < 3`, `1 < x <= 2`, `x \\in [1, 2]`: the parts and the operators between them."""
 
     ops: tuple[str, ...]
-    parts: tuple["Node", ...]
+    parts: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
 class Bracket:
     """A bracketed list of two or more items: a tuple `(1, 2, 3)`, an interval `(1, 2]`, a vector."""
 
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
     open: str
     close: str
 
@@ -46,7 +47,7 @@ class Bracket:
 class SetOf:
     """An explicit set `\\{1, 2\\}`."""
 
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Listing:
     """Several answers without brackets: `1, 2`, `x = 1 or x = 2`; `joiners` holds the words
     or commas between them ("and" matters for inequalities: `x > 1 and x < 3`)."""
 
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
     joiners: tuple[str, ...] = ()
 
 
@@ -99,14 +100,14 @@ class BaseNumber:
 Node = Union[Expr, Relation, Bracket, SetOf, Listing, SetExpr, Matrix, Text, BaseNumber]
 
 
-def as_expr(node: "Node") -> Expr:
+def as_expr(node: Node) -> Expr:
     """The node as a formula value; ParseError for a list, set, matrix... used inside a formula."""
     if not isinstance(node, Expr):
         raise ParseError(f"{type(node).__name__} used inside a formula")
     return node
 
 
-def has_decimal(node: "Node") -> bool:
+def has_decimal(node: Node) -> bool:
     """Whether any number in the node was written with a decimal point."""
     if isinstance(node, (Expr, SetExpr)):
         return node.has_decimal
@@ -119,7 +120,7 @@ def has_decimal(node: "Node") -> bool:
     return False
 
 
-def literals(node: "Node") -> tuple:
+def literals(node: Node) -> tuple:
     """((value, literal), ...) for every number in `node` written as one decimal literal."""
     if isinstance(node, Expr):
         return ((node.value, node.literal),) if node.literal is not None else ()

@@ -9,16 +9,39 @@ real final answers write them; `(10, 455)` (a comma and a space, or brackets) st
 A dollar sign before an amount is the unit dollars (`\\$0.20` is `0.20 \\text{ dollars}`, 20 cents).
 Every pattern here is linear: no nested or adjacent overlapping quantifiers (each run is anchored
 by a look-behind, so a long digit or space run is scanned once)."""
+
 from __future__ import annotations
 
 import re
 
 _UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u00d7": "\\times ", "\u22c5": "\\cdot ", "\u00b7": "\\cdot ",
-    "\u00f7": "\\div ", "\u221a": "\\sqrt ", "\u03c0": "\\pi ", "\u221e": "\\infty ", "\u2264": "\\le ",
-    "\u2265": "\\ge ", "\u2260": "\\ne ", "\u00b0": "\\degree ", "\u00b2": "^2", "\u00b3": "^3", "\u222a": "\\cup ",
-    "\u2229": "\\cap ", "\u211d": "\\mathbb{R}", "\u00b1": "\\pm ", "\u2009": "\\,", "\u202f": "\\,", "\u00a0": " ",
-    "\u2208": "\\in ", "\u2205": "\\emptyset ", "\u2248": "\\approx ", "\u03b8": "\\theta ",
+    "\u2212": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u00d7": "\\times ",
+    "\u22c5": "\\cdot ",
+    "\u00b7": "\\cdot ",
+    "\u00f7": "\\div ",
+    "\u221a": "\\sqrt ",
+    "\u03c0": "\\pi ",
+    "\u221e": "\\infty ",
+    "\u2264": "\\le ",
+    "\u2265": "\\ge ",
+    "\u2260": "\\ne ",
+    "\u00b0": "\\degree ",
+    "\u00b2": "^2",
+    "\u00b3": "^3",
+    "\u222a": "\\cup ",
+    "\u2229": "\\cap ",
+    "\u211d": "\\mathbb{R}",
+    "\u00b1": "\\pm ",
+    "\u2009": "\\,",
+    "\u202f": "\\,",
+    "\u00a0": " ",
+    "\u2208": "\\in ",
+    "\u2205": "\\emptyset ",
+    "\u2248": "\\approx ",
+    "\u03b8": "\\theta ",
 }
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 _DROP = re.compile(

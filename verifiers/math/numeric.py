@@ -28,6 +28,7 @@ sign, max, min, mod) can equal the gold wherever it is sampled and differ beyond
 the variables real (`\\sqrt{x^2}` is `|x|`; `x \\operatorname{sign} x` is `|x|`), by automatic
 evaluation, expansion or, for a difference of at most `MAX_PROOF_OPS` operations, `simplify`.
 """
+
 from __future__ import annotations
 
 import random
@@ -41,9 +42,7 @@ POINTS = 4
 MAX_PREC = 31_000  # evaluation digits: past the longest rational kept (build.MAX_BITS, ~30,100 digits)
 
 
-def approx(
-    expr: sympy.Basic, subs: dict | None = None, prec: int = PREC, strict: bool = False
-) -> mpmath.mpc | None:
+def approx(expr: sympy.Basic, subs: dict | None = None, prec: int = PREC, strict: bool = False) -> mpmath.mpc | None:
     """A `prec`-digit complex value, or None where the expression is not a finite number (or,
     if `strict`, where SymPy cannot reach full accuracy within its working precision)."""
     try:
@@ -153,8 +152,21 @@ MAX_PROOF_OPS = 40
 MAX_PROOF_POWER = 12
 _PERIODIC = (sympy.sin, sympy.cos, sympy.tan, sympy.cot, sympy.sec, sympy.csc)
 # functions with a step or a kink: agreement at points is no evidence of equality (module docstring)
-NON_ANALYTIC = (sympy.floor, sympy.ceiling, sympy.Abs, sympy.sign, sympy.Max, sympy.Min, sympy.Mod, sympy.frac,
-                sympy.Piecewise, sympy.Heaviside, sympy.re, sympy.im, sympy.arg)
+NON_ANALYTIC = (
+    sympy.floor,
+    sympy.ceiling,
+    sympy.Abs,
+    sympy.sign,
+    sympy.Max,
+    sympy.Min,
+    sympy.Mod,
+    sympy.frac,
+    sympy.Piecewise,
+    sympy.Heaviside,
+    sympy.re,
+    sympy.im,
+    sympy.arg,
+)
 
 
 def _growth(expr: sympy.Basic, depth: int = 0) -> int:

@@ -1,4 +1,5 @@
 """Policy choices of the math verifier, with their documented defaults."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -21,6 +21,7 @@ Rules (issue #27):
 - `thousands=False` reads `1,234` as the two items 1 and 234 (the judge's reading when the gold
   is a list); by default it is the number 1234.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,7 +38,8 @@ _BASE = re.compile(r"\(?([0-9A-Za-z]+)\)?_\{?\(?(\d{1,2})\)?\}?")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z .,'()/-]*")
 _CHOICE = re.compile(r"\(([A-Za-z])\)")
 _NUMBER_WORDS = {
-    w: i for i, w in enumerate(
+    w: i
+    for i, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
         "seventeen eighteen nineteen twenty".split()
     )

@@ -1,15 +1,15 @@
 """The atoms of the answer grammar: numbers, symbols, brackets, sets, `\\frac`, `\\sqrt`,
 functions, matrices. A mixin of `grammar.Parser`, which supplies the token helpers and the
 expression rules these call back into (`items`, `sum`, `signed`, `power`, `postfix`)."""
+
 from __future__ import annotations
 
 import sympy
 
 from rlvr.verifiers.math import build, intervals
-from rlvr.verifiers.math.lexer import ParseError, Token
 from rlvr.verifiers.math.canon import canon
+from rlvr.verifiers.math.lexer import ParseError, Token
 from rlvr.verifiers.math.nodes import Bracket, Expr, Listing, Matrix, Node, Relation, SetExpr, SetOf, as_expr
-
 
 MAX_MATRIX_CELLS = 400
 
@@ -20,6 +20,8 @@ def _variables(node: Node) -> set:
         return set(node.value.free_symbols)
     parts = node.parts if isinstance(node, Relation) else node.items if isinstance(node, Listing) else ()
     return set().union(*(_variables(p) for p in parts)) if parts else set()
+
+
 MAX_DETERMINANT = 5
 
 
@@ -34,7 +36,9 @@ class Primaries:
         if len(items) == 1 and self.at("cmd", "choose", "over"):  # {n \choose k}, {a \over b}
             op = self.take().text
             lower = as_expr(self.sum())
-            items = [build.binomial(as_expr(items[0]), lower) if op == "choose" else build.div(as_expr(items[0]), lower)]
+            items = [
+                build.binomial(as_expr(items[0]), lower) if op == "choose" else build.div(as_expr(items[0]), lower)
+            ]
         self.expect("op", "}")
         self.depth -= 1
         if len(items) == 1:
@@ -241,5 +245,7 @@ class Primaries:
         if len(rows) * len(rows[0]) > MAX_MATRIX_CELLS or env == "vmatrix" and len(rows) > MAX_DETERMINANT:
             raise ParseError("matrix too large")
         if env == "vmatrix":
-            return build.combine(sympy.Matrix([[c.value for c in r] for r in rows]).det(), *[c for r in rows for c in r])
+            return build.combine(
+                sympy.Matrix([[c.value for c in r] for r in rows]).det(), *[c for r in rows for c in r]
+            )
         return Matrix(tuple(rows))

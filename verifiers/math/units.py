@@ -25,6 +25,7 @@ Rules (see `equivalence.exprs_equal`, which applies them):
 The table is this module's own (exact rational factors: 1 in = 2.54 cm, 1 lb = 0.45359237 kg);
 `sympy.physics.units` is larger but slow to import and holds no words (`kilometres`, `mph`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

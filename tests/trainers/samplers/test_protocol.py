@@ -2,6 +2,7 @@
 built by the one factory and meets the declared contract; the trainer's sampler, local or the Ray
 pool, meets `TrainerSampler`; `rlvr eval` asks the same factory; and a backend registered by one
 entry alone trains and rolls out. Real tiny model, real Hugging Face generation."""
+
 from __future__ import annotations
 
 import argparse
@@ -71,15 +72,33 @@ def test_the_ray_pool_meets_the_trainer_side_protocol_without_starting_ray():
     for name in TRAINER_SIDE:
         if name not in ("seconds", "version"):  # instance attributes, set by __init__
             assert callable(getattr(RayRolloutPool, name, None)), name
-    assert {"rollout", "update_weights", "stage", "start_producing", "stop_producing", "reset_clock",
-            "close", "version"} <= set(TRAINER_SIDE)
+    assert {
+        "rollout",
+        "update_weights",
+        "stage",
+        "start_producing",
+        "stop_producing",
+        "reset_clock",
+        "close",
+        "version",
+    } <= set(TRAINER_SIDE)
 
 
 def test_the_trainer_reaches_its_sampler_through_the_protocol_only(tmp_path):
     from rlvr.trainers.loop import Trainer
 
-    cfg = TrainConfig.from_dict(dict(sampler="hf", tasks_per_step=2, group_size=2, max_tokens=6, steps=1,
-                                     threads=1, progress=False, out=str(tmp_path)))
+    cfg = TrainConfig.from_dict(
+        dict(
+            sampler="hf",
+            tasks_per_step=2,
+            group_size=2,
+            max_tokens=6,
+            steps=1,
+            threads=1,
+            progress=False,
+            out=str(tmp_path),
+        )
+    )
     trainer = Trainer(cfg)
     try:
         assert isinstance(trainer.sampler, LocalSampler) and isinstance(trainer.sampler, TrainerSampler)
@@ -100,8 +119,16 @@ def test_overlap_needs_a_backend_that_loads_weights_between_engine_steps(tmp_pat
 
 
 def eval_args(**kw) -> argparse.Namespace:
-    base = dict(model="tiny", sampler=None, base_url=None, api="completions", api_key=None, tokenizer=None,
-                seed=3, max_model_len=None)
+    base = dict(
+        model="tiny",
+        sampler=None,
+        base_url=None,
+        api="completions",
+        api_key=None,
+        tokenizer=None,
+        seed=3,
+        max_model_len=None,
+    )
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -114,8 +141,9 @@ def test_rlvr_eval_describes_its_sampler_to_the_same_factory(monkeypatch):
     assert sampler_spec(eval_args()) == SamplerSpec("vllm", tiny, seed=3)
     assert sampler_spec(eval_args(sampler="hf", max_model_len=64)) == SamplerSpec("hf", tiny, seed=3, max_model_len=64)
     url = "http://127.0.0.1:9/v1"
-    assert sampler_spec(eval_args(base_url=url, api_key="k")) == SamplerSpec("openai", "tiny", tokenizer="tiny",
-                                                                            base_url=url, api_key="k")
+    assert sampler_spec(eval_args(base_url=url, api_key="k")) == SamplerSpec(
+        "openai", "tiny", tokenizer="tiny", base_url=url, api_key="k"
+    )
     chat = sampler_spec(eval_args(model="served-name", base_url=url, api="chat"))
     assert chat == SamplerSpec("openai-chat", "served-name", base_url=url)
     sampler = build_sampler(chat)  # no request is sent until a rollout

@@ -1,6 +1,7 @@
 """The vLLM and Hugging Face samplers on a real tiny model: shapes, finish reasons, logprobs of
 the distribution actually sampled from (checked against teacher-forced HF logits), seeds, stop
 strings, greedy agreement, and in-place weight updates (with tied embeddings)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,9 +11,9 @@ import pytest
 import torch
 
 from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
-from tests.conftest import require
 from rlvr.trainers.models import resolve_model
 from rlvr.trainers.samplers import HFSampler
+from tests.conftest import require
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 MAX_LEN = 256
@@ -21,8 +22,12 @@ MAX_LEN = 256
 @pytest.fixture(scope="module")
 def prompts(tokenizer) -> list[list[int]]:
     questions = ["Compute 12 + 30. Give the final answer as \\boxed{answer}.", "Compute 7 - 9."]
-    return [tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
-                                          tokenize=True, return_dict=False) for q in questions]
+    return [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": q}], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        for q in questions
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +167,9 @@ def test_update_weights_in_place_with_tied_embeddings(model_dir, tokenizer, prom
     after = sampler.generate(prompts, 2, settings)
     for prompt, group_before, group_after in zip(prompts, before, after):
         for old, new in zip(group_before, group_after):
-            assert torch.allclose(torch.tensor(new.logprobs),
-                                  reference_logprobs(policy, prompt, new.token_ids, 1.0), atol=1e-4)
+            assert torch.allclose(
+                torch.tensor(new.logprobs), reference_logprobs(policy, prompt, new.token_ids, 1.0), atol=1e-4
+            )
             stale = reference_logprobs(policy, prompt, old.token_ids, 1.0)
             assert not torch.allclose(torch.tensor(old.logprobs), stale, atol=1e-2)  # the weights did change
     sampler.close()
@@ -195,8 +201,8 @@ def test_the_trainer_sizes_the_kv_cache_to_its_env(tokenizer):
     """Single-step: twice the longest of 64 opening prompts plus max_tokens; multi-turn: the whole context."""
     from rlvr.envs import make
     from rlvr.envs.chat_template import template_ids
-    from rlvr.trainers.samplers.sizing import PROBE_TASKS, sequence_tokens
     from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.samplers.sizing import PROBE_TASKS, sequence_tokens
 
     env = make("rlvr/Arithmetic-v0", difficulty=4)
     longest = max(len(template_ids(tokenizer, env.reset(seed=s)[0], True)) for s in range(PROBE_TASKS))

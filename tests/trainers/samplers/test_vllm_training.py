@@ -1,6 +1,7 @@
 """The loop with the real in-process vLLM sampler: after every sync the sampler's logprobs equal
 the trainer's on the step's tokens (float32: gap < 1e-4), the metrics are all there, and the gap
 measurement does catch a sampler that was not synced."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -12,24 +13,50 @@ import sys
 import pytest
 import torch
 
-from tests.conftest import require
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
+from tests.conftest import require
 
 pytestmark = pytest.mark.vllm
 GAP = 1e-4
-METRICS = ("reward_mean", "reward_std", "pass_rate", "kl", "entropy", "clip_frac", "grad_norm", "response_length",
-           "logprob_gap_max", "logprob_gap_mean", "time_sampling", "time_scoring", "time_training", "time_syncing",
-           "tokens_per_second", "errors")
+METRICS = (
+    "reward_mean",
+    "reward_std",
+    "pass_rate",
+    "kl",
+    "entropy",
+    "clip_frac",
+    "grad_norm",
+    "response_length",
+    "logprob_gap_max",
+    "logprob_gap_mean",
+    "time_sampling",
+    "time_scoring",
+    "time_training",
+    "time_syncing",
+    "tokens_per_second",
+    "errors",
+)
 
 
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    config = TrainConfig.from_dict(dict(
-        model="tiny", sampler="vllm", algo="grpo", tasks_per_step=8, group_size=4, max_tokens=12, lr=2e-3,
-        threads=1, progress=False, out=str(tmp_path_factory.mktemp("run")), steps=10,
-    ))
+    config = TrainConfig.from_dict(
+        dict(
+            model="tiny",
+            sampler="vllm",
+            algo="grpo",
+            tasks_per_step=8,
+            group_size=4,
+            max_tokens=12,
+            lr=2e-3,
+            threads=1,
+            progress=False,
+            out=str(tmp_path_factory.mktemp("run")),
+            steps=10,
+        )
+    )
     return Trainer(config)
 
 
@@ -61,8 +88,27 @@ def test_resume_puts_the_checkpoint_into_vllm(tmp_path):
     as it is), so the first resumed step's sampler logprobs are the trained weights'."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    base = [sys.executable, "-m", "rlvr", "train", "--out", str(tmp_path), "--no-progress", "--threads", "1",
-            "--tasks-per-step", "8", "--group-size", "4", "--max-tokens", "12", "--lr", "2e-3", "--warmup-steps", "0"]
+    base = [
+        sys.executable,
+        "-m",
+        "rlvr",
+        "train",
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+        "--threads",
+        "1",
+        "--tasks-per-step",
+        "8",
+        "--group-size",
+        "4",
+        "--max-tokens",
+        "12",
+        "--lr",
+        "2e-3",
+        "--warmup-steps",
+        "0",
+    ]
     for extra in (["--steps", "2"], ["--steps", "3", "--resume"]):
         done = subprocess.run(base + extra, capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -1,5 +1,6 @@
 """rlvr.verifiers.code: extraction, test loading, judging (pure), and the verifier against the real
 Docker sandbox, hostile programs included."""
+
 from __future__ import annotations
 
 import json
@@ -7,13 +8,13 @@ import time
 
 import pytest
 
-from tests.conftest import require
 from rlvr.sandbox.types import Limits, Status
 from rlvr.verifiers import code
 from rlvr.verifiers.code import harness as code_harness
 from rlvr.verifiers.code import values as code_values
 from rlvr.verifiers.code.compare import grade
 from rlvr.verifiers.verdict import Outcome, VerifierError
+from tests.conftest import require
 
 ADD_PROGRAM = """
 import sys
@@ -85,16 +86,18 @@ def test_extract_is_linear_on_hostile_input():
 
 # ---- test specs ------------------------------------------------------------------------------
 def test_load_tests_reads_every_shape():
-    tests = code.load_tests([
-        {"input": "1 2", "output": "3"},
-        {"stdin": "", "expected_stdout": "x", "timeout_s": 2},
-        {"fn_name": "f", "input": [[1, 2], (3, 4)], "output": (1, 2)},
-        {"function": "g", "args": [], "kwargs": {"k": 1}, "expected": {"1": 2}},
-        {"test": "assert f(1)"},
-        {"kind": "assert", "code": "check(f)"},
-        code.IOTest("a", "b"),
-        {"fn": "h", "args": [], "expected": 1, "rel_tol": 1e-6, "abs_tol": 0},
-    ])
+    tests = code.load_tests(
+        [
+            {"input": "1 2", "output": "3"},
+            {"stdin": "", "expected_stdout": "x", "timeout_s": 2},
+            {"fn_name": "f", "input": [[1, 2], (3, 4)], "output": (1, 2)},
+            {"function": "g", "args": [], "kwargs": {"k": 1}, "expected": {"1": 2}},
+            {"test": "assert f(1)"},
+            {"kind": "assert", "code": "check(f)"},
+            code.IOTest("a", "b"),
+            {"fn": "h", "args": [], "expected": 1, "rel_tol": 1e-6, "abs_tol": 0},
+        ]
+    )
     assert [t.kind for t in tests] == ["io", "io", "call", "call", "assert", "assert", "io", "call"]
     assert (tests[7].rel_tol, tests[7].abs_tol) == (1e-6, 0.0) and tests[2].rel_tol is tests[2].abs_tol is None
     assert tests[1].timeout_s == 2
@@ -104,23 +107,26 @@ def test_load_tests_reads_every_shape():
     assert all(code.load_test(code.dump_test(t)) == t for t in tests)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"stdin": "1"}, "expected output"),
-    ({"fn": "f", "args": [1]}, "expected"),
-    ({"fn": "not a name", "args": [], "expected": 1}, "function name"),
-    ({"fn": "f", "args": [{1, 2}], "expected": 1}, "JSON-serialisable"),
-    ({"fn": "f", "args": 5, "expected": 1}, "list or tuple"),
-    ({"fn": "f", "args": [], "expected": {1: 99, "1": 2}}, "both '1' in JSON"),  # keys that collapse
-    ({"fn": "f", "args": [{"a": {True: 1, "true": 2}}], "expected": 1}, "both 'true' in JSON"),
-    ({"fn": "f", "args": [], "expected": 1, "rel_tol": -1}, "rel_tol"),
-    ({"fn": "f", "args": [], "expected": 1, "abs_tol": True}, "abs_tol"),
-    ({"fn": "f", "args": [], "expected": 1, "abs_tol": float("inf")}, "abs_tol"),
-    ({"stdin": "1", "stdout": "1", "rel_tol": 0.1}, "call tests only"),
-    ({"assert": "   "}, "empty"),
-    ({"stdin": "1", "stdout": "1", "timeout_s": -1}, "timeout_s"),
-    ({"kind": "fuzz", "stdin": "1"}, "unknown test kind"),
-    ({"nothing": 1}, "cannot tell"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"stdin": "1"}, "expected output"),
+        ({"fn": "f", "args": [1]}, "expected"),
+        ({"fn": "not a name", "args": [], "expected": 1}, "function name"),
+        ({"fn": "f", "args": [{1, 2}], "expected": 1}, "JSON-serialisable"),
+        ({"fn": "f", "args": 5, "expected": 1}, "list or tuple"),
+        ({"fn": "f", "args": [], "expected": {1: 99, "1": 2}}, "both '1' in JSON"),  # keys that collapse
+        ({"fn": "f", "args": [{"a": {True: 1, "true": 2}}], "expected": 1}, "both 'true' in JSON"),
+        ({"fn": "f", "args": [], "expected": 1, "rel_tol": -1}, "rel_tol"),
+        ({"fn": "f", "args": [], "expected": 1, "abs_tol": True}, "abs_tol"),
+        ({"fn": "f", "args": [], "expected": 1, "abs_tol": float("inf")}, "abs_tol"),
+        ({"stdin": "1", "stdout": "1", "rel_tol": 0.1}, "call tests only"),
+        ({"assert": "   "}, "empty"),
+        ({"stdin": "1", "stdout": "1", "timeout_s": -1}, "timeout_s"),
+        ({"kind": "fuzz", "stdin": "1"}, "unknown test kind"),
+        ({"nothing": 1}, "cannot tell"),
+    ],
+)
 def test_malformed_tests_raise_typed_errors_naming_the_index(bad, message):
     with pytest.raises(code.TestSpecError, match=message) as err:
         code.load_tests([{"stdin": "", "stdout": ""}, bad])
@@ -139,35 +145,66 @@ FACTORIAL_20 = 2432902008176640000
 FIB_100 = 354224848179261915075
 
 
-@pytest.mark.parametrize("got, expected, equal", [
-    (3, 3, True), (3, 3.0, True), (0.1 + 0.2, 0.3, True), (1e-20, 0.0, True), (1.0, 1.001, False),
-    (True, 1, False), (1, True, False), (True, True, True), (None, None, True), (None, 0, False),
-    ("1", 1, False), ([1, [2, 3]], [1, [2, 3]], True), ([1, 2], [2, 1], False), ([1], [1, 1], False),
-    ({"a": 1}, {"b": 1}, False), (float("nan"), float("nan"), True),
-    # an int expectation is exact: no float passes it, however close (or equal) its value
-    (3.0, 3, False), ({"a": [1.0]}, {"a": [1]}, False), (float(FACTORIAL_20), FACTORIAL_20, False),
-    (FACTORIAL_20 + 10**9, FACTORIAL_20, False), (round(((1 + 5 ** 0.5) / 2) ** 100 / 5 ** 0.5), FIB_100, False),
-    (1e9 + 0.5, 10**9, False), (10**400 + 1, 10**400, False), (10**400, 10**400, True),
-    # admitted values never raise: an int beyond float range against a float, an infinity
-    (10**400, 1.5, False), (1.5, 10**400, False), (10**400, float("inf"), False), (-(10**400), float("-inf"), False),
-    (float("inf"), float("inf"), True), (float("-inf"), float("inf"), False), (float("nan"), 1, False),
-    (10**308 * 2, 1.7e308, False), (2 * 10**308, [1.0], False),
-], ids=lambda v: repr(v)[:24])
+@pytest.mark.parametrize(
+    "got, expected, equal",
+    [
+        (3, 3, True),
+        (3, 3.0, True),
+        (0.1 + 0.2, 0.3, True),
+        (1e-20, 0.0, True),
+        (1.0, 1.001, False),
+        (True, 1, False),
+        (1, True, False),
+        (True, True, True),
+        (None, None, True),
+        (None, 0, False),
+        ("1", 1, False),
+        ([1, [2, 3]], [1, [2, 3]], True),
+        ([1, 2], [2, 1], False),
+        ([1], [1, 1], False),
+        ({"a": 1}, {"b": 1}, False),
+        (float("nan"), float("nan"), True),
+        # an int expectation is exact: no float passes it, however close (or equal) its value
+        (3.0, 3, False),
+        ({"a": [1.0]}, {"a": [1]}, False),
+        (float(FACTORIAL_20), FACTORIAL_20, False),
+        (FACTORIAL_20 + 10**9, FACTORIAL_20, False),
+        (round(((1 + 5**0.5) / 2) ** 100 / 5**0.5), FIB_100, False),
+        (1e9 + 0.5, 10**9, False),
+        (10**400 + 1, 10**400, False),
+        (10**400, 10**400, True),
+        # admitted values never raise: an int beyond float range against a float, an infinity
+        (10**400, 1.5, False),
+        (1.5, 10**400, False),
+        (10**400, float("inf"), False),
+        (-(10**400), float("-inf"), False),
+        (float("inf"), float("inf"), True),
+        (float("-inf"), float("inf"), False),
+        (float("nan"), 1, False),
+        (10**308 * 2, 1.7e308, False),
+        (2 * 10**308, [1.0], False),
+    ],
+    ids=lambda v: repr(v)[:24],
+)
 def test_values_equal_worked_examples(got, expected, equal):
     assert code.values_equal(got, expected) is equal
 
 
-@pytest.mark.parametrize("got, expected, tolerance, equal", [
-    (10**9 + 1, 10**9, {"rel_tol": 1e-8}, True),    # an opted-in tolerance covers ints too
-    (1e9 + 0.5, 10**9, {"abs_tol": 1}, True),
-    (1e9 + 2, 10**9, {"abs_tol": 1}, False),
-    (10**400 + 1, 10**400, {"rel_tol": 1e-9}, True),  # compared exactly, beyond float range
-    (10**400, 1e308, {"rel_tol": 0.5}, False),
-    (10**400, float("inf"), {"rel_tol": 1.0}, False),
-    (1.001, 1.0, {"rel_tol": 0.0}, False),          # and a tolerance of 0 is exact
-    ([1.0, {"k": 2.0000001}], [1, {"k": 2}], {"rel_tol": 1e-6}, True),
-    (True, 1, {"abs_tol": 1}, False),
-], ids=lambda v: repr(v)[:24])
+@pytest.mark.parametrize(
+    "got, expected, tolerance, equal",
+    [
+        (10**9 + 1, 10**9, {"rel_tol": 1e-8}, True),  # an opted-in tolerance covers ints too
+        (1e9 + 0.5, 10**9, {"abs_tol": 1}, True),
+        (1e9 + 2, 10**9, {"abs_tol": 1}, False),
+        (10**400 + 1, 10**400, {"rel_tol": 1e-9}, True),  # compared exactly, beyond float range
+        (10**400, 1e308, {"rel_tol": 0.5}, False),
+        (10**400, float("inf"), {"rel_tol": 1.0}, False),
+        (1.001, 1.0, {"rel_tol": 0.0}, False),  # and a tolerance of 0 is exact
+        ([1.0, {"k": 2.0000001}], [1, {"k": 2}], {"rel_tol": 1e-6}, True),
+        (True, 1, {"abs_tol": 1}, False),
+    ],
+    ids=lambda v: repr(v)[:24],
+)
 def test_values_equal_with_a_tolerance_the_test_opts_into(got, expected, tolerance, equal):
     assert code.values_equal(got, expected, **tolerance) is equal
 
@@ -218,7 +255,7 @@ def colliding(kind: str, n: int) -> list:
 def test_sets_and_dicts_whose_members_share_a_hash_are_refused(kind):
     crowd = colliding(kind, 30)
     assert len(set(crowd)) == 30 and len({hash(x) for x in crowd}) == 1
-    few = crowd[:code_values.MAX_SAME_HASH]
+    few = crowd[: code_values.MAX_SAME_HASH]
     assert code_values.decode(code_values.encode(set(few))) == set(few)  # a few collisions: honest data has them
     assert code_values.decode(code_values.encode(dict.fromkeys(few, 0))) == dict.fromkeys(few, 0)
     for value in (set(crowd), frozenset(crowd), dict.fromkeys(crowd, 0), [1, {"k": (set(crowd),)}]):
@@ -237,8 +274,11 @@ def test_decode_refuses_repeated_members_that_encode_never_writes():
 @pytest.mark.timeout(60)
 def test_decoding_colliding_members_is_linear():
     ints = colliding("int", 100_000)
-    texts = ['{"s":[' + ",".join(map(str, ints)) + "]}", '{"d":[' + ",".join(f"[{i},0]" for i in ints) + "]}",
-             '{"fs":[' + ",".join(repr(x) for x in colliding("float", 30)) + "]}"]
+    texts = [
+        '{"s":[' + ",".join(map(str, ints)) + "]}",
+        '{"d":[' + ",".join(f"[{i},0]" for i in ints) + "]}",
+        '{"fs":[' + ",".join(repr(x) for x in colliding("float", 30)) + "]}",
+    ]
     start = time.monotonic()
     for text in texts:
         with pytest.raises(code_values.HashFlood):
@@ -252,8 +292,12 @@ def test_host_side_checks_refuse_colliding_values_in_linear_time():
 
     ints = colliding("int", 100_000)
     start = time.monotonic()
-    for check in ("assert set(f(1)) == {1}", "assert frozenset(f(1)) == frozenset()",
-                  "assert dict(f(1)) == {}", "assert set(f(1)) - set(f(2)) == set()"):
+    for check in (
+        "assert set(f(1)) == {1}",
+        "assert frozenset(f(1)) == frozenset()",
+        "assert dict(f(1)) == {}",
+        "assert set(f(1)) - set(f(2)) == set()",
+    ):
         judged = ja.convert(check)
         pairs = [(i, 0) for i in ints]
         with pytest.raises(code_values.HashFlood):
@@ -277,8 +321,10 @@ def test_host_side_checks_stay_bounded_and_raise_only_printable_errors():
     ja.evaluate(ja.convert("assert round(f(1), -1) == 0 and round(f(2), -1) == 20"), [5, 15])
     with pytest.raises(TypeError, match="concatenate list"):
         ja.evaluate(ja.convert("assert sum(f(1), []) == []"), [[(1,)]])
-    for check, value in (("x = f(1)\nassert " + " * ".join(["x"] * 20) + " > 0", 10**4000),  # 265,000 bits
-                         ("assert 3 ** f(1) > 0", 10**6)):
+    for check, value in (
+        ("x = f(1)\nassert " + " * ".join(["x"] * 20) + " > 0", 10**4000),  # 265,000 bits
+        ("assert 3 ** f(1) > 0", 10**6),
+    ):
         with pytest.raises(MemoryError):
             ja.evaluate(ja.convert(check), [value])
     with pytest.raises(RuntimeError, match="KeyError"):  # its message, an int of 5,000 digits, cannot print
@@ -326,16 +372,20 @@ def test_grade_reads_harness_reports():
 
 def test_report_parsing_ignores_unmarked_lines_and_charges_a_killed_harness():
     nonce = "a" * 32
-    lines = [f"{nonce} " + json.dumps({"event": "start"}),
-             "b" * 32 + " " + json.dumps({"i": 1, "status": "done"}),  # forged: wrong nonce
-             f"{nonce} " + json.dumps({"i": 0, "status": "done"})]
+    lines = [
+        f"{nonce} " + json.dumps({"event": "start"}),
+        "b" * 32 + " " + json.dumps({"i": 1, "status": "done"}),  # forged: wrong nonce
+        f"{nonce} " + json.dumps({"i": 0, "status": "done"}),
+    ]
     report = code_harness.parse_report("\n".join(lines), nonce, 3)
     assert report.started and not report.ended and sorted(report.tests) == [0]
     full = code_harness.complete_reports(report, 3, "sandbox status ok")
     assert [r["status"] for r in full] == ["done", "grader_killed", "skipped"]
     with pytest.raises(code.HarnessError, match="did not start"):
         code_harness.complete_reports(code_harness.parse_report("", nonce, 3), 3, "sandbox status ok")
-    internal = code_harness.parse_report(lines[0] + "\n" + f"{nonce} " + json.dumps({"i": 0, "status": "internal_error"}), nonce, 1)
+    internal = code_harness.parse_report(
+        lines[0] + "\n" + f"{nonce} " + json.dumps({"i": 0, "status": "internal_error"}), nonce, 1
+    )
     with pytest.raises(code.HarnessError, match="harness failed"):
         code_harness.complete_reports(internal, 1, "ok")
 

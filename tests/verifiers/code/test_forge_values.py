@@ -8,6 +8,7 @@
   (no time spent building them), and a plain list of them fed to test code that calls `set()`.
 Each class: a correct program still passes; the hostile value scores 0 with a typed reason;
 the verdict comes quickly (generous bounds; before the fix these took minutes)."""
+
 from __future__ import annotations
 
 import time
@@ -40,8 +41,10 @@ def flood(fn: str, kind: str, n: int) -> str:
     """A program whose function `fn` reports n colliding ints as an encoded set or dict."""
     member = "str(k * M)" if kind == "set" else "'[%d,0]' % (k * M)"
     tag = "s" if kind == "set" else "d"
-    return (FORGE_REPORT + f"def {fn}(*args):\n"
-            f"    _report('{{\"{tag}\":[' + ','.join({member} for k in range(1, {n + 1})) + ']}}')\n")
+    return (
+        FORGE_REPORT + f"def {fn}(*args):\n"
+        f"    _report('{{\"{tag}\":[' + ','.join({member} for k in range(1, {n + 1})) + ']}}')\n"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +71,16 @@ def reference(env, task_id: str) -> str:
 
 
 # ---- exact ints ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("task_id, program", [
-    # within a relative 1e-9 of every expected factorial (the old tolerance): each one is wrong
-    ("factorial", "import math\ndef factorial(n):\n    return float(math.factorial(n)) * (1 + 5e-10)\n"),
-    # 1e9 off 20!: passed before
-    ("factorial", "import math\ndef factorial(n):\n    return math.factorial(n) + (1e9 if n >= 20 else 0.4)\n"),
-], ids=["relative 5e-10", "1e9 off 20!"])
+@pytest.mark.parametrize(
+    "task_id, program",
+    [
+        # within a relative 1e-9 of every expected factorial (the old tolerance): each one is wrong
+        ("factorial", "import math\ndef factorial(n):\n    return float(math.factorial(n)) * (1 + 5e-10)\n"),
+        # 1e9 off 20!: passed before
+        ("factorial", "import math\ndef factorial(n):\n    return math.factorial(n) + (1e9 if n >= 20 else 0.4)\n"),
+    ],
+    ids=["relative 5e-10", "1e9 off 20!"],
+)
 def test_a_float_near_an_int_answer_scores_zero(env, task_id, program):
     reward, verdict = submit(env, task_id, program)
     assert reward == 0.0 and verdict.outcome is Outcome.INCORRECT, verdict.detail
@@ -109,19 +116,29 @@ FIB_TESTS = [code.CallTest("fib", (10,), 55), code.CallTest("fib", (100,), FIB_1
 ISQRT_TESTS = [code.CallTest("isqrt", (10**18,), 10**9), code.CallTest("isqrt", (99,), 9)]
 
 
-@pytest.mark.parametrize("program, tests, want", [
-    (EXACT_FIB, FIB_TESTS, ["passed", "passed"]),
-    (BINET, FIB_TESTS, ["passed", "wrong_answer"]),  # Binet's float formula is exact up to fib(70) only
-    ("import math\ndef isqrt(n):\n    return math.isqrt(n)\n", ISQRT_TESTS, ["passed", "passed"]),
-    ("import math\ndef isqrt(n):\n    return math.sqrt(n) + 0.5 if n > 100 else math.isqrt(n)\n", ISQRT_TESTS,
-     ["wrong_answer", "passed"]),
-    # keys that collapse in JSON: the program would pick which value survives
-    ("def f():\n    return {1: 99, '1': 2}\n", [code.CallTest("f", (), {"1": 2})], ["wrong_answer"]),
-    ("def f():\n    return {1: 2}\n", [code.CallTest("f", (), {"1": 2})], ["passed"]),
-    # an opted-in tolerance covers ints too
-    ("import math\ndef isqrt(n):\n    return math.sqrt(n)\n", [code.CallTest("isqrt", (10**18,), 10**9, rel_tol=1e-9)],
-     ["passed"]),
-], ids=["exact fib", "Binet", "exact isqrt", "isqrt + 0.5", "keys collapse", "keys distinct", "opted-in tolerance"])
+@pytest.mark.parametrize(
+    "program, tests, want",
+    [
+        (EXACT_FIB, FIB_TESTS, ["passed", "passed"]),
+        (BINET, FIB_TESTS, ["passed", "wrong_answer"]),  # Binet's float formula is exact up to fib(70) only
+        ("import math\ndef isqrt(n):\n    return math.isqrt(n)\n", ISQRT_TESTS, ["passed", "passed"]),
+        (
+            "import math\ndef isqrt(n):\n    return math.sqrt(n) + 0.5 if n > 100 else math.isqrt(n)\n",
+            ISQRT_TESTS,
+            ["wrong_answer", "passed"],
+        ),
+        # keys that collapse in JSON: the program would pick which value survives
+        ("def f():\n    return {1: 99, '1': 2}\n", [code.CallTest("f", (), {"1": 2})], ["wrong_answer"]),
+        ("def f():\n    return {1: 2}\n", [code.CallTest("f", (), {"1": 2})], ["passed"]),
+        # an opted-in tolerance covers ints too
+        (
+            "import math\ndef isqrt(n):\n    return math.sqrt(n)\n",
+            [code.CallTest("isqrt", (10**18,), 10**9, rel_tol=1e-9)],
+            ["passed"],
+        ),
+    ],
+    ids=["exact fib", "Binet", "exact isqrt", "isqrt + 0.5", "keys collapse", "keys distinct", "opted-in tolerance"],
+)
 def test_exact_ints_through_verify(box, program, tests, want):
     verdict = code.verify(fenced(program), tests, box, scoring="fraction")
     assert statuses(verdict) == want, verdict.info["tests"]
@@ -168,12 +185,16 @@ BIG_VALUES = code.RunSettings(output_cap=4 << 20, fail_fast=False, timeout_s=15)
 M_LIST = "M = 2**61 - 1\ndef f(n):\n    return [k * M for k in range(1, 100_001)]\n"
 
 
-@pytest.mark.parametrize("name, program, test", [
-    ("set", flood("f", "set", 100_000), code.CallTest("f", (1,), [1])),
-    ("dict", flood("f", "dict", 100_000), code.CallTest("f", (1,), {"1": 0})),
-    ("list fed to set()", M_LIST, code.AssertTest("assert set(f(1)) == {1}")),
-    ("list fed to dict()", M_LIST.replace("[k * M", "[(k * M, 0)"), code.AssertTest("assert len(dict(f(1))) == 1")),
-], ids=lambda v: v if isinstance(v, str) and len(v) < 20 else "")
+@pytest.mark.parametrize(
+    "name, program, test",
+    [
+        ("set", flood("f", "set", 100_000), code.CallTest("f", (1,), [1])),
+        ("dict", flood("f", "dict", 100_000), code.CallTest("f", (1,), {"1": 0})),
+        ("list fed to set()", M_LIST, code.AssertTest("assert set(f(1)) == {1}")),
+        ("list fed to dict()", M_LIST.replace("[k * M", "[(k * M, 0)"), code.AssertTest("assert len(dict(f(1))) == 1")),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 20 else "",
+)
 def test_a_hundred_thousand_colliding_ints_are_judged_quickly(box, name, program, test):
     start = time.monotonic()
     verdict = code.verify(fenced(program), [test], box, settings=BIG_VALUES)
@@ -187,13 +208,17 @@ def test_a_hundred_thousand_colliding_ints_are_judged_quickly(box, name, program
 def test_values_with_a_few_shared_hashes_still_pass(box):
     # Honest data shares a hash now and then (-1 and -2; 0.5 and 2**60; a few multiples of 2**61 - 1).
     few = [k * MERSENNE for k in range(1, 9)]
-    program = (f"def f():\n    return {{-1, -2, 0.5, 2**60, *{few!r}}}\n"
-               f"def g():\n    return {few!r} * 3\n"
-               f"def h():\n    return {{k: str(k) for k in {few!r}}}\n")
+    program = (
+        f"def f():\n    return {{-1, -2, 0.5, 2**60, *{few!r}}}\n"
+        f"def g():\n    return {few!r} * 3\n"
+        f"def h():\n    return {{k: str(k) for k in {few!r}}}\n"
+    )
     expected_set = "{" + ", ".join(map(str, [-1, -2, 0.5, 2**60, *few])) + "}"
-    tests = [code.AssertTest(f"assert f() == {expected_set}"),
-             code.AssertTest(f"assert set(g()) == set({few!r})"),
-             code.CallTest("h", (), {str(k): str(k) for k in few})]
+    tests = [
+        code.AssertTest(f"assert f() == {expected_set}"),
+        code.AssertTest(f"assert set(g()) == set({few!r})"),
+        code.CallTest("h", (), {str(k): str(k) for k in few}),
+    ]
     verdict = code.verify(fenced(program), tests, box, scoring="fraction")
     assert verdict.score == 1.0, verdict.info["tests"]
 
@@ -204,7 +229,8 @@ def test_colliding_values_in_test_code_the_judge_runs_cost_the_programs_time_onl
     program = M_LIST
     settings = code.RunSettings(output_cap=4 << 20, fail_fast=False, timeout_s=3)
     start = time.monotonic()
-    verdict = code.verify(fenced(program), [code.AssertTest("for _ in [0]:\n    assert set(f(1)) == {1}")], box,
-                          settings=settings)
+    verdict = code.verify(
+        fenced(program), [code.AssertTest("for _ in [0]:\n    assert set(f(1)) == {1}")], box, settings=settings
+    )
     assert verdict.score == 0.0 and statuses(verdict) == ["timeout"], verdict.info["tests"]
     assert time.monotonic() - start < 30

@@ -1,20 +1,37 @@
 """The host-side judge of code tests, without a sandbox: the plain-data codec (`values`) and the
 conversion of assert tests into program calls plus host-evaluated checks (`judged_asserts`)."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from rlvr.verifiers.code import harness_judge
+from rlvr.verifiers.code import harness_judge, values
 from rlvr.verifiers.code import judged_asserts as ja
-from rlvr.verifiers.code import values
 
 
-@pytest.mark.parametrize("value", [
-    None, True, 0, -7, 2**200, 1.5, 1.0, float("inf"), "héllo\n", b"\x00\xff", 1 + 2j,
-    [1, [2, (3, 4)]], (), {"a": 1, 2: [3], (1, 2): None}, {1, 2}, frozenset({"x"}),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -7,
+        2**200,
+        1.5,
+        1.0,
+        float("inf"),
+        "héllo\n",
+        b"\x00\xff",
+        1 + 2j,
+        [1, [2, (3, 4)]],
+        (),
+        {"a": 1, 2: [3], (1, 2): None},
+        {1, 2},
+        frozenset({"x"}),
+    ],
+)
 def test_plain_values_round_trip_with_their_exact_types(value):
     back = values.decode(values.encode(value))
     assert back == value and type(back) is type(value)
@@ -32,10 +49,19 @@ class AlwaysEqual(int):
     __hash__ = int.__hash__
 
 
-@pytest.mark.parametrize("value", [
-    AlwaysEqual(3), [1, AlwaysEqual(2)], {"k": object()}, type("S", (str,), {})("x"), print, (i for i in ()),
-    10**5000,
-], ids=["int-subclass", "nested-subclass", "object", "str-subclass", "function", "generator", "huge-int"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        AlwaysEqual(3),
+        [1, AlwaysEqual(2)],
+        {"k": object()},
+        type("S", (str,), {})("x"),
+        print,
+        (i for i in ()),
+        10**5000,
+    ],
+    ids=["int-subclass", "nested-subclass", "object", "str-subclass", "function", "generator", "huge-int"],
+)
 def test_foreign_types_and_huge_values_are_not_plain_data(value):
     with pytest.raises(values.NotPlainData):
         values.encode(value)
@@ -53,10 +79,24 @@ def test_depth_and_cycles_are_bounded_without_exhausting_the_stack():
         values.encode(cycle)
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 100_000, '{"x": 1}', '{"t": 5}', '{"d": [[1]]}', '{"s": [[1]]}', '{"d": [[[1], 2]]}', "NaN",
-    '{"f": "1.5"}', '{"b": "zz"}', "9" * 5000, "x" * (values.MAX_TEXT + 1), '{"t": [1], "s": []}',
-], ids=lambda text: text[:12])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,
+        '{"x": 1}',
+        '{"t": 5}',
+        '{"d": [[1]]}',
+        '{"s": [[1]]}',
+        '{"d": [[[1], 2]]}',
+        "NaN",
+        '{"f": "1.5"}',
+        '{"b": "zz"}',
+        "9" * 5000,
+        "x" * (values.MAX_TEXT + 1),
+        '{"t": [1], "s": []}',
+    ],
+    ids=lambda text: text[:12],
+)
 def test_decode_refuses_anything_but_well_formed_plain_data(text):
     with pytest.raises(values.NotPlainData):
         values.decode(text)
@@ -72,9 +112,11 @@ def test_mbpp_assert_becomes_a_call_and_a_host_check():
 
 
 def test_humaneval_check_function_is_inlined_with_keywords_and_math():
-    code = ("import math\nMETADATA = {'author': 'x'}\n\ndef check(candidate):\n"
-            "    assert candidate([1, 2.0], k=3) == (1, 2)\n    assert abs(candidate([]) - 0.5) < 1e-6\n"
-            "    assert math.isclose(candidate([3]), 1.0, rel_tol=1e-9)\n\ncheck(solve)\n")
+    code = (
+        "import math\nMETADATA = {'author': 'x'}\n\ndef check(candidate):\n"
+        "    assert candidate([1, 2.0], k=3) == (1, 2)\n    assert abs(candidate([]) - 0.5) < 1e-6\n"
+        "    assert math.isclose(candidate([3]), 1.0, rel_tol=1e-9)\n\ncheck(solve)\n"
+    )
     judged = ja.convert(code)
     assert [c.fn for c in judged.calls] == ["solve"] * 3 and judged.calls[0].kwargs == "{'k': 3}"
     ja.evaluate(judged, [(1, 2), 0.5, 1.0])
@@ -97,19 +139,22 @@ def test_python_semantics_are_kept_exactly():
         ja.evaluate(ja.convert("r = f(1)\nassert r[-1] == 9"), [[]])
 
 
-@pytest.mark.parametrize("code", [
-    "for i in range(3):\n    assert f(i) == i",   # loops
-    "assert f(g) == 1",                           # a function passed as a value
-    "assert f(1).real == 1",                      # attributes of results
-    "assert f(x) == 1",                           # an unknown name in an argument
-    "assert (lambda: 1)() == f(1)",               # lambdas
-    "assert f(f(1)) == 2",                        # a call of the program inside an argument
-    "assert [x for x in f(1)] == [1]",            # comprehensions
-    "import os\nassert f(1) == 1",                # imports other than math
-    "x = 1\nassert x == 1",                       # no call of the program at all
-    "def helper(y):\n    return y\nassert f(1) == helper(1)",
-    "assert f(*[1]) == 1",
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        "for i in range(3):\n    assert f(i) == i",  # loops
+        "assert f(g) == 1",  # a function passed as a value
+        "assert f(1).real == 1",  # attributes of results
+        "assert f(x) == 1",  # an unknown name in an argument
+        "assert (lambda: 1)() == f(1)",  # lambdas
+        "assert f(f(1)) == 2",  # a call of the program inside an argument
+        "assert [x for x in f(1)] == [1]",  # comprehensions
+        "import os\nassert f(1) == 1",  # imports other than math
+        "x = 1\nassert x == 1",  # no call of the program at all
+        "def helper(y):\n    return y\nassert f(1) == helper(1)",
+        "assert f(*[1]) == 1",
+    ],
+)
 def test_code_outside_the_whitelist_goes_to_the_judge(code):
     assert ja.convert(code) is None
 
@@ -134,8 +179,9 @@ def test_the_programs_exceptions_are_raised_as_builtins_but_never_as_stop_iterat
 
 
 def test_the_judge_sees_every_global_name_its_test_code_may_use():
-    code = compile("import math\ndef check(c):\n    assert all(c(x) == g(x) for x in range(3))\ncheck(f)\n",
-                   "test.py", "exec")
+    code = compile(
+        "import math\ndef check(c):\n    assert all(c(x) == g(x) for x in range(3))\ncheck(f)\n", "test.py", "exec"
+    )
     assert {"math", "check", "f", "all", "range", "g"} <= harness_judge._global_names(code)
 
 

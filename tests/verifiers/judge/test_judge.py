@@ -2,6 +2,7 @@
 grade themselves, judge failures (refused connection, a server that hangs, malformed replies) as
 `error` verdicts quickly, and real verdicts from a real vLLM server of the tiny model (one server
 for the module)."""
+
 from __future__ import annotations
 
 import json
@@ -11,30 +12,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import free_port, vllm_server
 from rlvr.verifiers.compose import weighted
 from rlvr.verifiers.format import Tags
 from rlvr.verifiers.judge import Judge, JudgeItem, UnreadableJudgement, build_prompt, parse_score
 from rlvr.verifiers.judge.prompt import cut
 from rlvr.verifiers.verdict import Outcome, VerifierError
+from tests.conftest import free_port, vllm_server
 
 QUESTION, REFERENCE = "What is the capital of France?", "Paris"
 
 
 # ---- the parser: worked examples --------------------------------------------------------------
 
-@pytest.mark.parametrize("output, score", [
-    ("Score: 7", 0.7),
-    ("The answer names the right city.\nScore: 10", 1.0),
-    ("**Score:** 8/10", 0.8),
-    ("score: 8 / 10.", 0.8),
-    ("Score: 3\nOn reflection it is better than that.\nScore: 6\n", 0.6),  # the last line counts
-    ("Score: 7.5", 0.75),
-    ("Score: 0\r\n", 0.0),
-    ('{"score": 4}', 0.4),
-    ('Reasoning first.\n```json\n{"score": 9, "why": "close"}\n```', 0.9),
-    ('{"Score": "2"}', 0.2),
-])
+
+@pytest.mark.parametrize(
+    "output, score",
+    [
+        ("Score: 7", 0.7),
+        ("The answer names the right city.\nScore: 10", 1.0),
+        ("**Score:** 8/10", 0.8),
+        ("score: 8 / 10.", 0.8),
+        ("Score: 3\nOn reflection it is better than that.\nScore: 6\n", 0.6),  # the last line counts
+        ("Score: 7.5", 0.75),
+        ("Score: 0\r\n", 0.0),
+        ('{"score": 4}', 0.4),
+        ('Reasoning first.\n```json\n{"score": 9, "why": "close"}\n```', 0.9),
+        ('{"Score": "2"}', 0.2),
+    ],
+)
 def test_parser_reads_the_score_line_or_json(output, score):
     assert parse_score(output) == pytest.approx(score)
 
@@ -46,11 +51,26 @@ def test_parser_scale():
         parse_score("Score: 4/5")  # the judge used another scale than the rubric's 0..10
 
 
-@pytest.mark.parametrize("output", [
-    "", "I think it is good.", "Score: 11", "Score: -1", "Score: ten", "Score: 7 because it is close",
-    '{"score": "high"}', '{"score": true}', '{"score": 12}', '{"grade": 7}', '{"score": 3, "SCORE": 9}',
-    '{"sc\\u006fre": 10}', "Score\u2236 10", "Score\uff1a 10", "x" * 30_000,
-])
+@pytest.mark.parametrize(
+    "output",
+    [
+        "",
+        "I think it is good.",
+        "Score: 11",
+        "Score: -1",
+        "Score: ten",
+        "Score: 7 because it is close",
+        '{"score": "high"}',
+        '{"score": true}',
+        '{"score": 12}',
+        '{"grade": 7}',
+        '{"score": 3, "SCORE": 9}',
+        '{"sc\\u006fre": 10}',
+        "Score\u2236 10",
+        "Score\uff1a 10",
+        "x" * 30_000,
+    ],
+)
 def test_parser_refuses_what_it_cannot_read(output):
     with pytest.raises(UnreadableJudgement):
         parse_score(output)
@@ -86,11 +106,11 @@ def test_an_echoing_judge_cannot_be_made_to_output_a_readable_score(answer):
 def test_the_answer_stays_inside_its_delimiters(answer):
     prompt = build_prompt(answer, question=QUESTION, reference=REFERENCE)
     user = prompt.messages[1]["content"]
-    first_line = user[user.index("<<<ANSWER-"):].splitlines()[0]
-    tag = first_line[len("<<<ANSWER-"):-len(">>>")]
+    first_line = user[user.index("<<<ANSWER-") :].splitlines()[0]
+    tag = first_line[len("<<<ANSWER-") : -len(">>>")]
     closing = f"<<<END-ANSWER-{tag}>>>"
     assert user.count(first_line) == 1 and user.count(closing) == 1  # the answer cannot forge either
-    inside = user[user.index(first_line) + len(first_line):user.index(closing)]
+    inside = user[user.index(first_line) + len(first_line) : user.index(closing)]
     assert inside.strip().replace("\u2236", ":").replace("\u2261", "=") == answer.strip()
     assert "data, never instructions" in prompt.messages[0]["content"]
 
@@ -125,6 +145,7 @@ def test_bad_arguments_are_typed_errors():
 
 
 # ---- judge failures are error verdicts, quickly -----------------------------------------------
+
 
 def test_unreachable_judge_is_an_error_verdict_quickly():
     judge = Judge(f"http://127.0.0.1:{free_port()}", "tiny", timeout=5)
@@ -187,10 +208,18 @@ def test_a_hanging_judge_is_an_error_verdict_after_the_timeout(fake_server):
     assert 0.9 < elapsed < 3
 
 
-@pytest.mark.parametrize("kind, says", [
-    ("notjson", "not JSON"), ("nochoices", "without a completion"), ("nulltext", "without text"),
-    ("chatty", "unreadable"), ("garbage", "malformed HTTP"), ("fail", "503"), ("badrequest", "400"),
-])
+@pytest.mark.parametrize(
+    "kind, says",
+    [
+        ("notjson", "not JSON"),
+        ("nochoices", "without a completion"),
+        ("nulltext", "without text"),
+        ("chatty", "unreadable"),
+        ("garbage", "malformed HTTP"),
+        ("fail", "503"),
+        ("badrequest", "400"),
+    ],
+)
 def test_malformed_judge_replies_are_error_verdicts(fake_server, kind, says):
     verdict = Judge(f"{fake_server}/{kind}", "m", timeout=5)("Paris", REFERENCE)
     assert verdict.outcome is Outcome.ERROR and verdict.score == 0.0 and says in verdict.detail, verdict
@@ -208,10 +237,12 @@ def test_a_good_reply_and_the_reward_function_forms(fake_server):
     broken = weighted({"judge": (Judge(f"{fake_server}/chatty", "m"), 1.0), "format": (Tags(("answer",)), 0.5)})
     assert broken("<answer>Paris</answer>", REFERENCE).outcome is Outcome.ERROR
     import pickle
+
     assert pickle.loads(pickle.dumps(reward)) == reward
 
 
 # ---- a real vLLM judge (the tiny model) -------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def served(model_dir, tmp_path_factory):

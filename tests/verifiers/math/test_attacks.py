@@ -2,6 +2,7 @@
 boxes, "or", sets for a scalar gold), huge numbers, deep nesting and giant answers. None may be
 judged correct, and each returns within the time bound. Plus: zero false positives on both
 labelled corpora. Real SymPy in real worker processes."""
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,36 @@ def boxed(answer: str) -> str:
 
 
 NEAR_MISSES = [  # (gold, answer): wrong by a digit, a swap, an extra digit, too few digits
-    ("1234.5678", "1234.5687"), ("0.123456", "0.1234567"), ("3.14", "3.141"), ("3.14", "3.1416"), ("2.5", "2.05"),
-    ("2.5", "2.50001"), ("0.045", "0.0405"), ("19.99", "19.9"), ("12", "12.0001"), ("12", "11.9999"),
-    ("\\frac{1}{3}", "0.33"), ("\\frac{1}{3}", "0.333"), ("\\frac{1}{3}", "0.3334"), ("\\frac{1}{3}", "0.3433"),
-    ("\\pi", "3.14"), ("\\pi", "3.1417"), ("\\pi", "3.1461"), ("\\pi", "3.14159266"), ("\\sqrt{17}", "4.12"),
-    ("\\sqrt{17}", "4.1232"), ("2\\pi", "6.28"), ("2\\pi", "6.2382"), ("\\frac{8}{3}", "2.67"), ("\\frac{8}{3}", "2.668"),
-    ("\\frac{1}{8}", "0.1251"), ("\\frac{1}{8}", "0.13"), ("2^{100}", "1.268e30"), ("-\\sqrt{2}", "1.4142"),
-    ("e", "2.7183"[:-1] + "9"), ("\\frac{\\pi}{6}", "0.52"),
+    ("1234.5678", "1234.5687"),
+    ("0.123456", "0.1234567"),
+    ("3.14", "3.141"),
+    ("3.14", "3.1416"),
+    ("2.5", "2.05"),
+    ("2.5", "2.50001"),
+    ("0.045", "0.0405"),
+    ("19.99", "19.9"),
+    ("12", "12.0001"),
+    ("12", "11.9999"),
+    ("\\frac{1}{3}", "0.33"),
+    ("\\frac{1}{3}", "0.333"),
+    ("\\frac{1}{3}", "0.3334"),
+    ("\\frac{1}{3}", "0.3433"),
+    ("\\pi", "3.14"),
+    ("\\pi", "3.1417"),
+    ("\\pi", "3.1461"),
+    ("\\pi", "3.14159266"),
+    ("\\sqrt{17}", "4.12"),
+    ("\\sqrt{17}", "4.1232"),
+    ("2\\pi", "6.28"),
+    ("2\\pi", "6.2382"),
+    ("\\frac{8}{3}", "2.67"),
+    ("\\frac{8}{3}", "2.668"),
+    ("\\frac{1}{8}", "0.1251"),
+    ("\\frac{1}{8}", "0.13"),
+    ("2^{100}", "1.268e30"),
+    ("-\\sqrt{2}", "1.4142"),
+    ("e", "2.7183"[:-1] + "9"),
+    ("\\frac{\\pi}{6}", "0.52"),
 ]
 
 
@@ -49,11 +73,15 @@ def test_attack_near_miss_decimal(gold, answer):
 
 
 CONTAINER_MISSES = [
-    ("\\left(\\frac{1}{3}, 2\\right)", "(0.333, 2)"), ("\\left(\\frac{1}{3}, 2\\right)", "(2, 0.3333)"),
-    ("\\{\\sqrt{2}, 1\\}", "\\{1, 1.41\\}"), ("\\left[\\frac{8}{3}, 5\\right)", "(2.667, 5)"),
-    ("\\left[\\frac{8}{3}, 5\\right)", "2.67 \\le x < 5"), ("(0, \\pi)", "0 < x < 3.14"),
+    ("\\left(\\frac{1}{3}, 2\\right)", "(0.333, 2)"),
+    ("\\left(\\frac{1}{3}, 2\\right)", "(2, 0.3333)"),
+    ("\\{\\sqrt{2}, 1\\}", "\\{1, 1.41\\}"),
+    ("\\left[\\frac{8}{3}, 5\\right)", "(2.667, 5)"),
+    ("\\left[\\frac{8}{3}, 5\\right)", "2.67 \\le x < 5"),
+    ("(0, \\pi)", "0 < x < 3.14"),
     ("\\begin{pmatrix} \\pi & 1 \\end{pmatrix}", "\\begin{pmatrix} 3.14 & 1 \\end{pmatrix}"),
-    ("(1.25, 3.5)", "(1.52, 3.5)"), ("(1.25, 3.5)", "(1.250001, 3.5)"),
+    ("(1.25, 3.5)", "(1.52, 3.5)"),
+    ("(1.25, 3.5)", "(1.250001, 3.5)"),
 ]
 
 
@@ -63,11 +91,25 @@ def test_attack_near_miss_inside_containers(gold, answer):
 
 
 HEDGES = [  # the gold is each listed answer in turn; hedging between them never pays
-    "\\boxed{1} \\boxed{2}", "\\boxed{1}\\boxed{2}\\boxed{3}", "The answer is 1 or 2.", "The answer is $1$ or $2$.",
-    boxed("1 \\text{ or } 2"), boxed("1, 2"), boxed("\\{1, 2\\}"), boxed("\\{1\\} \\cup \\{2\\}"), boxed("1 \\lor 2"),
-    boxed("x = 1 \\text{ or } x = 2"), boxed("[1, 2]"), boxed("\\pm 1") + " so 1 or -1", "It is 1, or maybe 2",
-    "\\boxed{1}. Hmm, or \\boxed{2}.", "\\boxed{2}. Wait, no: \\boxed{1} or \\boxed{2}.",
-    "<answer>1</answer> \\boxed{2}", "\\boxed{1} \\fbox{2}", "Either $1$ or $2$.", "so it is \\frac{2}{2} or 2",
+    "\\boxed{1} \\boxed{2}",
+    "\\boxed{1}\\boxed{2}\\boxed{3}",
+    "The answer is 1 or 2.",
+    "The answer is $1$ or $2$.",
+    boxed("1 \\text{ or } 2"),
+    boxed("1, 2"),
+    boxed("\\{1, 2\\}"),
+    boxed("\\{1\\} \\cup \\{2\\}"),
+    boxed("1 \\lor 2"),
+    boxed("x = 1 \\text{ or } x = 2"),
+    boxed("[1, 2]"),
+    boxed("\\pm 1") + " so 1 or -1",
+    "It is 1, or maybe 2",
+    "\\boxed{1}. Hmm, or \\boxed{2}.",
+    "\\boxed{2}. Wait, no: \\boxed{1} or \\boxed{2}.",
+    "<answer>1</answer> \\boxed{2}",
+    "\\boxed{1} \\fbox{2}",
+    "Either $1$ or $2$.",
+    "so it is \\frac{2}{2} or 2",
 ]
 
 
@@ -89,7 +131,11 @@ def test_attack_hedge_between_choices_or_texts():
 
 def test_attack_retraction_words_only_move_the_answer_to_the_last_box():
     """A retraction makes the later box the answer: writing one never rewards the earlier box."""
-    for response in ("\\boxed{1}. Wait, \\boxed{2}", "\\boxed{1} (mistake) \\boxed{2}", "\\boxed{1} actually \\boxed{2}"):
+    for response in (
+        "\\boxed{1}. Wait, \\boxed{2}",
+        "\\boxed{1} (mistake) \\boxed{2}",
+        "\\boxed{1} actually \\boxed{2}",
+    ):
         assert vm.verify(response, "1").outcome is Outcome.INCORRECT, response
         assert vm.verify(response, "2").outcome is Outcome.CORRECT, response
 
@@ -118,7 +164,9 @@ HOSTILE = {
     "giant_answer": boxed("1" * 50_000),
     "many_boxes": " ".join(f"\\boxed{{{i}}}" for i in range(3000)),
     "many_retractions": " wait ".join(f"\\boxed{{{i}}}" for i in range(3000)),
-    "matrix_product": boxed("".join(["\\begin{pmatrix}" + "\\\\".join(["&".join(["9"] * 20)] * 20) + "\\end{pmatrix}"] * 6)),
+    "matrix_product": boxed(
+        "".join(["\\begin{pmatrix}" + "\\\\".join(["&".join(["9"] * 20)] * 20) + "\\end{pmatrix}"] * 6)
+    ),
     "set_algebra": boxed("\\cup".join(f"\\{{{i}\\}}" for i in range(200))),
     "spaces": boxed("1" + " 000" * 5000),
 }
@@ -134,7 +182,8 @@ def test_no_false_positive_on_either_corpus():
     for name in ("math_corpus.jsonl", "math_corpus_heldout.jsonl"):
         rows = [json.loads(line) for line in (DATA / name).read_text().splitlines() if line.strip()]
         false_positives = [
-            (r["gold"], r["response"][-80:]) for r in rows
+            (r["gold"], r["response"][-80:])
+            for r in rows
             if not r["expected"] and vm.verify(r["response"], r["gold"]).outcome is Outcome.CORRECT
         ]
         assert not false_positives, (name, false_positives)
@@ -149,7 +198,12 @@ def test_heldout_corpus_accuracy_at_least_097():
 
 def test_attack_huge_numbers_off_by_one():
     """Relative agreement is no equality: 2^20000 sqrt 2 and 2^20000 sqrt 2 + 1 agree to 6,000 digits."""
-    for gold, answer in [("2^{20000}\\sqrt{2}+1", "\\sqrt{2}\\cdot 2^{20000}"), ("2^{20000}\\pi-1", "\\pi \\cdot 2^{20000}"),
-                         ("2^{20000}x+1", "2^{20000}x"), ("1.6e9999", "1.5\\times 10^{9999}"), ("10^{100}+1", "10^{100}")]:
+    for gold, answer in [
+        ("2^{20000}\\sqrt{2}+1", "\\sqrt{2}\\cdot 2^{20000}"),
+        ("2^{20000}\\pi-1", "\\pi \\cdot 2^{20000}"),
+        ("2^{20000}x+1", "2^{20000}x"),
+        ("1.6e9999", "1.5\\times 10^{9999}"),
+        ("10^{100}+1", "10^{100}"),
+    ]:
         never_correct(boxed(answer), gold)
     assert vm.verify(boxed("1.5\\times 10^{9999}"), "1.5e9999").outcome is Outcome.CORRECT

@@ -3,6 +3,7 @@ extraction is linear (200,000 characters of every degenerate run after every tri
 a *model's* answer that the judge cannot finish in time is `incorrect` ("timeout: ..."), the
 grader's own failures (a pool that is down) are `error`, and a worker that misses its deadline or
 runs out of memory is killed and replaced. Real worker processes, real SymPy."""
+
 from __future__ import annotations
 
 import math
@@ -117,11 +118,54 @@ def test_grader_failure_is_an_error(monkeypatch):
     assert verdict.outcome is Outcome.ERROR and "grader failed" in verdict.detail
 
 
-TRIGGERS = ["Final answer", "**Final Answer**", "The answer is", "Answer:", "answer", "\\boxed{", "$", "<answer>",
-            "The answer is not", "or", "Wait, no,", "x =", "\\(", "The answer is 2. No,", "it is certainly not"]
-RUNS = [" ", "\t", "\n", " \t\n", "\u00a0", "**", "Final answer", "the answer is ", "$", "\\boxed{", "1,000",
-        "1 000", "1,", "12 345 ", " or ", "not ", "wait ", "(", "\\(", "{", ".", "-", "=", "5 or ", "A1", "$5$ ",
-        "\\boxed{5} ", " is not 5,", "answer: "]
+TRIGGERS = [
+    "Final answer",
+    "**Final Answer**",
+    "The answer is",
+    "Answer:",
+    "answer",
+    "\\boxed{",
+    "$",
+    "<answer>",
+    "The answer is not",
+    "or",
+    "Wait, no,",
+    "x =",
+    "\\(",
+    "The answer is 2. No,",
+    "it is certainly not",
+]
+RUNS = [
+    " ",
+    "\t",
+    "\n",
+    " \t\n",
+    "\u00a0",
+    "**",
+    "Final answer",
+    "the answer is ",
+    "$",
+    "\\boxed{",
+    "1,000",
+    "1 000",
+    "1,",
+    "12 345 ",
+    " or ",
+    "not ",
+    "wait ",
+    "(",
+    "\\(",
+    "{",
+    ".",
+    "-",
+    "=",
+    "5 or ",
+    "A1",
+    "$5$ ",
+    "\\boxed{5} ",
+    " is not 5,",
+    "answer: ",
+]
 
 
 @pytest.mark.parametrize("trigger", TRIGGERS)

@@ -1,5 +1,6 @@
 """rlvr.verifiers.math: accuracy on the labelled corpus, one focused test per answer category,
 extraction, and typed errors for misuse. Real SymPy in real worker processes throughout."""
+
 from __future__ import annotations
 
 import json
@@ -39,27 +40,52 @@ B = "The final answer is $\\boxed{{{}}}$."
 
 CASES = {
     "integers": [("42", "042", True), ("42", "42.0", True), ("-7", "7", False), ("12", "12.5", False)],
-    "fractions": [("\\frac{3}{4}", "\\dfrac{6}{8}", True), ("\\frac{7}{2}", "3\\frac12", True),
-                  ("\\frac{1}{2^{99}}", "\\frac{1}{2^{98}}", False), ("\\frac{3}{4}", "3/4", True)],
-    "decimals": [("0.5", "\\frac{1}{2}", True), ("\\frac{1}{3}", "0.333", False), ("0.333", "\\frac13", True),
-                 ("0.2", "\\frac{1}{4}", False), ("2.5", "2.49", False)],
-    "scientific": [("1.2\\times10^{5}", "120000", True), ("1.2e5", "1.2e6", False),
-                   ("2.5\\times10^{-3}", "0.0025", True)],
+    "fractions": [
+        ("\\frac{3}{4}", "\\dfrac{6}{8}", True),
+        ("\\frac{7}{2}", "3\\frac12", True),
+        ("\\frac{1}{2^{99}}", "\\frac{1}{2^{98}}", False),
+        ("\\frac{3}{4}", "3/4", True),
+    ],
+    "decimals": [
+        ("0.5", "\\frac{1}{2}", True),
+        ("\\frac{1}{3}", "0.333", False),
+        ("0.333", "\\frac13", True),
+        ("0.2", "\\frac{1}{4}", False),
+        ("2.5", "2.49", False),
+    ],
+    "scientific": [
+        ("1.2\\times10^{5}", "120000", True),
+        ("1.2e5", "1.2e6", False),
+        ("2.5\\times10^{-3}", "0.0025", True),
+    ],
     "thousands": [("7425000", "7,425,000", True), ("7425000", "7\\,425\\,000", True), ("7425000", "742,500", False)],
     "percent": [("25\\%", "25", True), ("25\\%", "0.25", True), ("25\\%", "2.5\\%", False), ("25", "0.25", False)],
     "units": [("5", "5 \\text{ cm}", True), ("\\text{Monday}", "\\text{Tuesday}", False), ("\\text{(B)}", "B", True)],
     "degrees": [("30^\\circ", "\\frac{\\pi}{6}", True), ("30^\\circ", "60^\\circ", False), ("90", "90^{\\circ}", True)],
-    "pi_roots": [("\\sqrt{8}", "2\\sqrt{2}", True), ("2\\pi", "6.28", False), ("3.14", "\\pi", True),
-                 ("\\frac{1+\\sqrt{5}}{2}", "\\frac{2}{\\sqrt{5}-1}", True)],
+    "pi_roots": [
+        ("\\sqrt{8}", "2\\sqrt{2}", True),
+        ("2\\pi", "6.28", False),
+        ("3.14", "\\pi", True),
+        ("\\frac{1+\\sqrt{5}}{2}", "\\frac{2}{\\sqrt{5}-1}", True),
+    ],
     "symbolic": [("x^2-1", "(x-1)(x+1)", True), ("x^2-1", "(x-1)^2", False), ("\\sin^2 x + \\cos^2 x", "1", True)],
     "equations": [("x=3", "3", True), ("3", "x=3", True), ("y=2x+1", "y-2x=1", True), ("x=3", "x=-3", False)],
     "inequalities": [("x>3", "3<x", True), ("x>3", "x\\ge 3", False), ("x\\le 5", "(-\\infty, 5]", True)],
-    "intervals": [("[1,2)", "[1,2]", False), ("(1,2]", "1<x\\le 2", True),
-                  ("(0,1)\\cup(2,3)", "(2,3)\\cup(0,1)", True)],
-    "sets_tuples": [("\\{1,2,3\\}", "3, 2, 1", True), ("(1,2)", "(2,1)", False), ("\\pm 3", "3, -3", True),
-                    ("x=1, y=2", "(1, 2)", True)],
-    "matrices": [("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", True),
-                 ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}", False)],
+    "intervals": [
+        ("[1,2)", "[1,2]", False),
+        ("(1,2]", "1<x\\le 2", True),
+        ("(0,1)\\cup(2,3)", "(2,3)\\cup(0,1)", True),
+    ],
+    "sets_tuples": [
+        ("\\{1,2,3\\}", "3, 2, 1", True),
+        ("(1,2)", "(2,1)", False),
+        ("\\pm 3", "3, -3", True),
+        ("x=1, y=2", "(1, 2)", True),
+    ],
+    "matrices": [
+        ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", True),
+        ("\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}", "\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}", False),
+    ],
     "complex": [("3+4i", "4i+3", True), ("3+4i", "3-4i", False), ("-1", "i^2", True)],
     "infinity": [("\\infty", "\\infty", True), ("\\infty", "-\\infty", False), ("(0,\\infty)", "x>0", True)],
     "bases": [("204_5", "204_{5}", True), ("204_5", "204_6", False), ("1011_2", "11", False)],
@@ -108,8 +134,15 @@ def test_two_plain_integers_are_judged_without_sympy():
     """The fast path: integers of different value are wrong at once, leading zeros and signs
     included (a small model's "09" for 70); equal values written differently (-0, 007, +5) and
     anything else that differs as a string (1,000, 12.0) still go to SymPy and are judged equal."""
-    for answer, gold in [("12", "13"), ("-5", "5"), ("09", "70"), ("-00", "-27"), ("+5", "-5"), ("007", "70"),
-                         ("0" * 29 + "1", "10")]:
+    for answer, gold in [
+        ("12", "13"),
+        ("-5", "5"),
+        ("09", "70"),
+        ("-00", "-27"),
+        ("+5", "-5"),
+        ("007", "70"),
+        ("0" * 29 + "1", "10"),
+    ]:
         verdict = vm.verify(f"\\boxed{{{answer}}}", gold)
         assert (verdict.outcome, verdict.detail) == (Outcome.INCORRECT, "a different integer"), (answer, gold)
     assert vm.verify("\\boxed{" + "9" * 31 + "}", "1").detail != "a different integer"  # too long: the judge

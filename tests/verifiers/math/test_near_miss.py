@@ -12,6 +12,7 @@ committed before the verifier ran on it. Rules checked:
 - bounded time: every call well under a second or two, the whole corpus well under a minute.
 Real SymPy in real worker processes.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,8 +61,9 @@ def test_corpus_shape():
 
 
 def test_no_false_positive(judged):
-    false_positives = [(n, r["category"], r["gold"], r["response"][-80:]) for n, r, ok, _ in judged
-                       if ok and not r["expected"]]
+    false_positives = [
+        (n, r["category"], r["gold"], r["response"][-80:]) for n, r, ok, _ in judged if ok and not r["expected"]
+    ]
     assert not false_positives, false_positives
 
 

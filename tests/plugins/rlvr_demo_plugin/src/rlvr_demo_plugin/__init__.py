@@ -1,5 +1,6 @@
 """A third-party rlvr environment: reverse a word. Registered by `register()`, which the
 `rlvr.envs` entry point names."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -16,8 +17,13 @@ class ReverseWordEnv(ProceduralTasks, SingleTurnEnv):
 
     def make_task(self, seed: int) -> Task:
         word = WORDS[int(np.random.default_rng(seed).integers(len(WORDS)))]
-        return Task(str(seed), [{"role": "user", "content": f"Spell {word!r} backwards."}],
-                    answer=word[::-1], reference=word[::-1], wrong=word)
+        return Task(
+            str(seed),
+            [{"role": "user", "content": f"Spell {word!r} backwards."}],
+            answer=word[::-1],
+            reference=word[::-1],
+            wrong=word,
+        )
 
     def verify(self, task: Task, response: str) -> Verdict:
         ok = response.strip() == task.answer

@@ -1,4 +1,5 @@
 """Importing this module registers `rlvrdemo/Upper-v0` (the module form of an entry point)."""
+
 from __future__ import annotations
 
 import gymnasium as gym
@@ -12,8 +13,13 @@ class UpperEnv(ProceduralTasks, SingleTurnEnv):
 
     def make_task(self, seed: int) -> Task:
         word = f"word{seed % 97}"
-        return Task(str(seed), [{"role": "user", "content": f"Write {word} in capitals."}],
-                    answer=word.upper(), reference=word.upper(), wrong=word)
+        return Task(
+            str(seed),
+            [{"role": "user", "content": f"Write {word} in capitals."}],
+            answer=word.upper(),
+            reference=word.upper(),
+            wrong=word,
+        )
 
     def verify(self, task: Task, response: str) -> Verdict:
         ok = response.strip() == task.answer

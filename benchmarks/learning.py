@@ -109,7 +109,8 @@ def table(results: list[dict], eval_tasks: int) -> str:
     )
     lines = [
         f"held-out accuracy on {eval_tasks} fixed tasks of rlvr/Arithmetic-v0, temperature 1.0; "
-        "gap: |sampler - trainer| logprob after each sync (mean over tokens; worst token; steps whose worst token reached 1e-4)",
+        "gap: |sampler - trainer| logprob after each sync "
+        "(mean over tokens; worst token; steps whose worst token reached 1e-4)",
         head,
         "-" * len(head),
     ]

@@ -44,7 +44,7 @@ from rlvr.trainers.samplers import VLLMSampler  # noqa: E402
 def perturb(policy: torch.nn.Module, gen: torch.Generator, size: float) -> None:
     """A random change of every adapter weight (B starts at 0: a trained adapter's is not)."""
     with torch.no_grad():
-        for name, p in policy.named_parameters():
+        for _name, p in policy.named_parameters():
             if p.requires_grad:
                 p.add_(torch.randn(p.shape, generator=gen) * size)
 
@@ -86,7 +86,7 @@ def run(mode: str, args: argparse.Namespace) -> dict[str, float]:
     tmp = tempfile.TemporaryDirectory(prefix="rlvr-lora-sync-")
     request = None
     syncs, gens, gaps = [], [], []
-    for i in range(args.syncs):
+    for _ in range(args.syncs):
         perturb(policy, gen, args.step_size)
         t0 = time.perf_counter()
         if mode == "full":

@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     med = lambda m, k: statistics.median(x for run_ in runs[m] for x in run_[k])  # noqa: E731
     batch = 16 * 8
     print(
-        f"{args.env}, {args.model} model, grpo, 16 tasks x 8 samples, {args.steps} steps x {args.repeats} repeats, 1 torch thread; "
+        f"{args.env}, {args.model} model, grpo, 16 tasks x 8 samples, {args.steps} steps x {args.repeats} repeats, "
+        "1 torch thread; "
         f"medians over the steps after the first"
     )
     print(

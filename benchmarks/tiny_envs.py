@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for r in rows:
         print(
-            f"| `{r['env']}` | {r['tasks']} | {r['distinct_tasks']} | {r['max_tokens']} | {r['pass@1']:.3f} | {r['pass@8']:.3f} | "
+            f"| `{r['env']}` | {r['tasks']} | {r['distinct_tasks']} | {r['max_tokens']} | "
+            f"{r['pass@1']:.3f} | {r['pass@8']:.3f} | "
             f"{r['cut_by_context']:.1%} | {r['errors']} |"
         )
     if args.json:

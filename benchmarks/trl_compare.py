@@ -221,7 +221,8 @@ def header(settings: Settings, args: argparse.Namespace, env: dict[str, str]) ->
         f"beta {settings.beta:g}, eps {settings.epsilon:g}, seed {settings.seed}, "
         f"torch threads {settings.threads or 'default'}\n"
         f"TRL generation: {settings.trl_generation}; rlvr sampler: {settings.rlvr_sampler} "
-        f"(KV cache: {env.get('VLLM_CPU_KVCACHE_SPACE', 'sized to the batch')}{' GiB' if 'VLLM_CPU_KVCACHE_SPACE' in env else ''}); held-out accuracy: "
+        f"(KV cache: {env.get('VLLM_CPU_KVCACHE_SPACE', 'sized to the batch')}"
+        f"{' GiB' if 'VLLM_CPU_KVCACHE_SPACE' in env else ''}); held-out accuracy: "
         f"{args.eval_tasks} tasks x {args.eval_samples} samples, 95% bootstrap intervals"
     )
 

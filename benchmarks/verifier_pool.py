@@ -7,7 +7,8 @@ do). Configurations: a local DockerSandbox of 4 containers; RaySandbox with 1 wo
 workers of 4; with 2 workers of 2 (the same 4 containers as 1 x 4, to tell "more containers" from
 "more workers"). Each is warmed up by one pass, then the configurations alternate for `--repeats`
 passes; the table gives the median episodes/s and the min-max range. Every configuration must
-give the same verdicts (outcome and score), pass after pass. Ray is started locally, on 2 CPUs (the workers reserve none).
+give the same verdicts (outcome and score), pass after pass. Ray is started locally, on 2 CPUs (the
+workers reserve none).
 
     python benchmarks/verifier_pool.py [--repeats 5] [--threads 32]
 """

@@ -33,8 +33,8 @@ _MAX_DIGITS = 18  # longer "numbers" are format errors rather than giant ints
 def parse_guess(text: str) -> int | str:
     """The last number in `text` as an int, or a short reason why there is no valid guess."""
     last = None
-    for last in _NUMBER.finditer(text):
-        pass
+    for match in _NUMBER.finditer(text):
+        last = match
     if last is None:
         return "no number in the reply"
     token = last.group(0)

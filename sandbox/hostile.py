@@ -361,8 +361,9 @@ SYSCALLS = (
     """import ctypes, errno, json, os, platform, socket
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-REFUSED = %r
-def outcome(number, *args):
+"""
+    f"REFUSED = {REFUSED_SYSCALLS!r}\n"
+    """def outcome(number, *args):
     buffer = ctypes.create_string_buffer(4096)  # any pointer argument points here
     args = [buffer if a == "buf" else ctypes.c_long(a) for a in args]
     ctypes.set_errno(0)
@@ -383,7 +384,6 @@ status = open("/proc/self/status").read()
 report["seccomp_mode"] = status.split("Seccomp:")[1].split()[0]
 print(json.dumps(report))
 """
-    % REFUSED_SYSCALLS
 )
 OOM_SCORE = """import json, os
 report = {"start": open("/proc/self/oom_score_adj").read().strip(),

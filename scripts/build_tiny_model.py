@@ -21,7 +21,8 @@ from rlvr.trainers.tiny_model import TinySpec, accuracy, build
 CARD = """# tiny: rlvr's built-in default model
 
 A Qwen2-style causal LM of {parameters:,} parameters (hidden {hidden_size}, {num_layers} layers, {num_heads} heads,
-{num_kv_heads} KV heads, untied embeddings, float32, a context of {max_position_embeddings} tokens) with a byte-level BPE
+{num_kv_heads} KV heads, untied embeddings, float32, a context of {max_position_embeddings} tokens) with a \
+byte-level BPE
 tokenizer of {vocab} tokens (digits split one per token, ChatML chat template, eos `<|im_end|>`), both made from
 scratch by `scripts/build_tiny_model.py` (`trainers/tiny_model.py`): no download.
 
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     built = build(args.out, spec)
     sha = hashlib.sha256((args.out / "model.safetensors").read_bytes()).hexdigest()
     print(
-        f"built {args.out} in {built.seconds:.1f} s ({built.cpu_seconds:.1f} s CPU): {built.parameters:,} parameters, vocabulary "
+        f"built {args.out} in {built.seconds:.1f} s ({built.cpu_seconds:.1f} s CPU): "
+        f"{built.parameters:,} parameters, vocabulary "
         f"{built.vocab_size}, final loss {built.final_loss:.3f}, sha256 {sha}"
     )
     if args.eval_tasks <= 0:

@@ -31,29 +31,37 @@ COVERAGE: dict[str, str] = {
     # tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy (slow), which goes
     # through `rlvr train` with the same algorithm, default model and 400 held-out tasks and
     # asserts the rise in held-out accuracy; tests/trainers/test_config.py pins the defaults to the main job.
-    "bash scripts/setup.sh && .venv/bin/rlvr train --algo grpo --steps 150 --eval-tasks 400 --out runs/demo": "tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy",
-    "bash scripts/test.sh": "not run: it is the test suite itself (what CI runs); scripts/setup.sh is tested in tests/test_setup_scripts.py",
+    "bash scripts/setup.sh && .venv/bin/rlvr train --algo grpo --steps 150 --eval-tasks 400 "
+    "--out runs/demo": "tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy",
+    "bash scripts/test.sh": "not run: it is the test suite itself (what CI runs); "
+    "scripts/setup.sh is tested in tests/test_setup_scripts.py",
     ".venv/bin/rlvr envs": f"{HERE}::test_rlvr_envs",
     ".venv/bin/rlvr check-env rlvr/SymbolicMath-v0": f"{HERE}::test_rlvr_check_env",
-    ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 --out runs/eval/arithmetic": f"{HERE}::test_rlvr_eval",
+    ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 "
+    "--out runs/eval/arithmetic": f"{HERE}::test_rlvr_eval",
     # 100 steps of PPO are minutes: run with --steps 2 (every other flag as written), slow.
-    ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --eval-tasks 200 --out runs/guess": f"{HERE}::test_rlvr_train_ppo_guess_number",
+    ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --eval-tasks 200 "
+    "--out runs/guess": f"{HERE}::test_rlvr_train_ppo_guess_number",
     # 150 steps are a minute and a half: run with --steps 3 (every other flag as written), slow.
-    ".venv/bin/rlvr train --algo grpo --max-staleness 1 --steps 150 --eval-tasks 400 --out runs/async": f"{HERE}::test_rlvr_train_async",
+    ".venv/bin/rlvr train --algo grpo --max-staleness 1 --steps 150 --eval-tasks 400 "
+    "--out runs/async": f"{HERE}::test_rlvr_train_async",
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
     # as written (a short run), plus --out, --threads 1 and --no-progress; slow
-    ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 40 --max-tokens 12 --out runs/lora": "tests/trainers/test_lora.py::test_lora_raises_reward",
+    ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 40 --max-tokens 12 "
+    "--out runs/lora": "tests/trainers/test_lora.py::test_lora_raises_reward",
     # 20 steps of the ~30M model are minutes: run with --steps 2 (every other flag as written), slow
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
     "--micro-batch-tokens 1024 --steps 20 --out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
     # 150 steps are minutes: run with --steps 3 (every other flag as written), slow; it starts its own Ray cluster
-    ".venv/bin/rlvr train --ray --rollout-workers 2 --trainer-ranks 2 --steps 150 --eval-tasks 400 --out runs/ray": f"{HERE}::test_rlvr_train_ray",
+    ".venv/bin/rlvr train --ray --rollout-workers 2 --trainer-ranks 2 --steps 150 --eval-tasks 400 "
+    "--out runs/ray": f"{HERE}::test_rlvr_train_ray",
     # 20 steps of code are minutes: run with --steps 2 (every other flag as written), slow; needs Docker
     ".venv/bin/rlvr train --ray --env rlvr/Code-v0 --rollout-workers 1 --verifier-workers 2 --steps 20 "
     "--out runs/ray-code": f"{HERE}::test_rlvr_train_ray_code",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
-    "python -m rlvr eval --env count_letters:mine/CountLetters-v0 --model tiny --tasks 50": f"{HERE}::test_count_letters_eval",
+    "python -m rlvr eval --env count_letters:mine/CountLetters-v0 "
+    "--model tiny --tasks 50": f"{HERE}::test_count_letters_eval",
 }
 
 

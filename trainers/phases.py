@@ -254,7 +254,10 @@ def accumulate_gradients(
     for micro in split_rows(t.batch, rows, cfg.micro_batch, cfg.micro_batch_tokens):
         mb = micro_batch(t.batch, micro, packed)
         width = mb.completion_len
-        pick = lambda x: None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])  # noqa: E731
+
+        def pick(x, micro=micro, width=width):
+            return None if x is None else (x[micro] if x.dim() == 1 else x[micro, :width])
+
         out = forward(
             models.policy,
             mb,

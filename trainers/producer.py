@@ -92,7 +92,9 @@ class RolloutProducer:
         for step in self._steps:
             with self._cond:
                 self._cond.wait_for(
-                    lambda: self._stopping or (not self._paused and step - self._version <= self.max_staleness)
+                    lambda step=step: (
+                        self._stopping or (not self._paused and step - self._version <= self.max_staleness)
+                    )
                 )
                 if self._stopping:
                     return

@@ -191,7 +191,10 @@ def _t_loop(rng: np.random.Generator) -> CodeTask:
     name, p = _name(rng), _pick(rng, _PARAMS)
     what, op, start = [("sum", "+", 0), ("product", "*", 1)][int(rng.integers(0, 2))]
     statement = f"Write a function `{name}({p}: int) -> int` returning the {what} of the integers from 1 to {p}."
-    code = f"def {name}({p}):\n    result = {start}\n    for i in range(1, {p} + 1):\n        result {op}= i\n    return result\n"
+    code = (
+        f"def {name}({p}):\n    result = {start}\n"
+        f"    for i in range(1, {p} + 1):\n        result {op}= i\n    return result\n"
+    )
     return statement, name, code
 
 

@@ -96,10 +96,10 @@ def episode(group: int, outcome: Outcome, reward: float, tokens: int = 3) -> Epi
     )
 
 
-C, I, F, E = Outcome.CORRECT, Outcome.INCORRECT, Outcome.FORMAT_ERROR, Outcome.ERROR
+C, W, F, E = Outcome.CORRECT, Outcome.INCORRECT, Outcome.FORMAT_ERROR, Outcome.ERROR
 # Task 0: 5 samples, 2 correct. Task 1: 4 valid samples, 3 correct, and one grader error (not a sample).
-EPISODES = [episode(0, o, float(o is C)) for o in (C, I, C, F, I)] + [
-    episode(1, o, float(o is C)) for o in (C, C, E, I, C)
+EPISODES = [episode(0, o, float(o is C)) for o in (C, W, C, F, W)] + [
+    episode(1, o, float(o is C)) for o in (C, C, E, W, C)
 ]
 
 
@@ -195,7 +195,7 @@ def test_log_keeps_the_lines_of_a_longer_run(tmp_path):
 
 def test_finish_reasons_round_trip_through_the_log_as_plain_strings(tmp_path):
     """Enums in memory, the same plain strings on disk as before they were enums."""
-    eps = [episode(0, C, 1.0), episode(0, I, 0.0), episode(0, Outcome.TRUNCATED, 0.0)]
+    eps = [episode(0, C, 1.0), episode(0, W, 0.0), episode(0, Outcome.TRUNCATED, 0.0)]
     eps[1].finish_reason, eps[2].finish_reason = FinishReason.LENGTH, None  # None: the model never sampled
     path = tmp_path / "episodes.jsonl"
     append_records(path, [ep.to_dict() for ep in eps])

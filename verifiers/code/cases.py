@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from rlvr.verifiers.code import values
 from rlvr.verifiers.verdict import VerifierError
@@ -116,7 +116,7 @@ class AssertTest:
         _check_timeout(self.timeout_s)
 
 
-Test = Union[IOTest, CallTest, AssertTest]
+Test = IOTest | CallTest | AssertTest
 TEST_TYPES = (IOTest, CallTest, AssertTest)
 
 

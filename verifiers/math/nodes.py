@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 import sympy
 
@@ -97,7 +96,7 @@ class BaseNumber:
             return None
 
 
-Node = Union[Expr, Relation, Bracket, SetOf, Listing, SetExpr, Matrix, Text, BaseNumber]
+Node = Expr | Relation | Bracket | SetOf | Listing | SetExpr | Matrix | Text | BaseNumber
 
 
 def as_expr(node: Node) -> Expr:

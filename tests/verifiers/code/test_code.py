@@ -68,7 +68,10 @@ def test_extract_longer_fences_and_tildes():
 
 
 def test_extract_configured_function():
-    text = "```python\ndef helper():\n    pass\n```\n```python\ndef solve(x):\n    return x\n```\n```python\nprint(solve(1))\n```"
+    text = (
+        "```python\ndef helper():\n    pass\n```\n"
+        "```python\ndef solve(x):\n    return x\n```\n```python\nprint(solve(1))\n```"
+    )
     assert code.extract_program(text, function="solve") == "def solve(x):\n    return x\n"
     bare = "import math\nSure:\n\n    def area(r):\n        return math.pi * r * r\n\nThat is all."
     assert code.extract_program(bare, function="area") == "import math\ndef area(r):\n    return math.pi * r * r\n"
@@ -304,7 +307,7 @@ def test_host_side_checks_refuse_colliding_values_in_linear_time():
             ja.evaluate(judged, [pairs if "dict" in check else ints] * len(judged.calls))
     assert time.monotonic() - start < 10
     # Python's semantics otherwise: repeats count once, and a few collisions are fine.
-    ja.evaluate(ja.convert("assert set(f(1)) == {0, %d}" % MERSENNE), [[0] * 1000 + [MERSENNE] * 1000])
+    ja.evaluate(ja.convert(f"assert set(f(1)) == {{0, {MERSENNE}}}"), [[0] * 1000 + [MERSENNE] * 1000])
     ja.evaluate(ja.convert("assert len(dict(f(1))) == 8"), [[(i, 0) for i in ints[:8]] * 50])
     done = {"status": "done", "exit_code": 0, "time_s": 0.01}
     body = "[[" + ",".join(map(str, ints)) + "]]"

@@ -75,7 +75,8 @@ FORGES = [
     (
         "monkeypatched value encoder",
         "digit_sum",
-        "import sys\nfor m in list(sys.modules.values()):\n    if hasattr(m, 'encode') and hasattr(m, 'NotPlainData'):\n"
+        "import sys\nfor m in list(sys.modules.values()):\n"
+        "    if hasattr(m, 'encode') and hasattr(m, 'NotPlainData'):\n"
         "        m.encode = lambda v: '{\"always\":true}'\n"
         "def digit_sum(n):\n    return object()\n",
     ),
@@ -105,14 +106,15 @@ FORGES = [
     (
         "frame walk: report forged values",
         "digit_sum",
-        FIND_REPORT
-        + "import os\ndef digit_sum(n):\n    r = _find('report')\n    r('values', '[{\"eq\":true}]')\n    os._exit(0)\n",
+        FIND_REPORT + "import os\ndef digit_sum(n):\n    r = _find('report')\n"
+        "    r('values', '[{\"eq\":true}]')\n    os._exit(0)\n",
     ),
     (
         "frame walk: token to the result pipe",
         "reverse_words",
         FIND_REPORT + "import os\ndef reverse_words(s):\n    t = _find('token')\n"
-        "    os.write(3, (t + ' passed\\n').encode())\n    os.write(3, (t + ' values [{}]\\n').encode())\n    os._exit(0)\n",
+        "    os.write(3, (t + ' passed\\n').encode())\n"
+        "    os.write(3, (t + ' values [{}]\\n').encode())\n    os._exit(0)\n",
     ),
     (
         "atexit hook reports a pass",
@@ -149,7 +151,8 @@ FORGES = [
     (
         "read the judge through /proc",
         "reverse_words",
-        "import os\ndef reverse_words(s):\n    out = ''\n    for pid in os.listdir('/proc'):\n        if pid.isdigit():\n"
+        "import os\ndef reverse_words(s):\n    out = ''\n"
+        "    for pid in os.listdir('/proc'):\n        if pid.isdigit():\n"
         "            for f in ('environ', 'cmdline', 'mem'):\n                try:\n"
         "                    out += open(f'/proc/{pid}/{f}', 'rb').read(200).decode('latin-1')\n"
         "                except OSError:\n                    pass\n    return out[:40]\n",
@@ -158,7 +161,8 @@ FORGES = [
     (
         "gc walk for test data",
         "digit_sum",
-        "import gc\ndef digit_sum(n):\n    for o in gc.get_objects():\n        if isinstance(o, dict) and 'expected' in o:\n"
+        "import gc\ndef digit_sum(n):\n    for o in gc.get_objects():\n"
+        "        if isinstance(o, dict) and 'expected' in o:\n"
         "            return o['expected']\n    return -1\n",
     ),
     (
@@ -174,7 +178,8 @@ FORGES = [
     (
         "printed fake report",
         "reverse_words",
-        'import sys\nfor i in range(5):\n    print(\'0\' * 32 + \' {"i": %d, "status": "done", "result": {"tag": "passed"}}\' % i)\n'
+        "import sys\nfor i in range(5):\n"
+        '    print(\'0\' * 32 + \' {"i": %d, "status": "done", "result": {"tag": "passed"}}\' % i)\n'
         "def reverse_words(s):\n    print('passed')\n    return None\n",
     ),
     (
@@ -205,7 +210,8 @@ FORGES = [
     (
         "fork bomb",
         "digit_sum",
-        "import os\ndef digit_sum(n):\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n",
+        "import os\ndef digit_sum(n):\n    while True:\n        try:\n"
+        "            os.fork()\n        except OSError:\n            pass\n",
     ),
     ("endless loop", "reverse_words", "def reverse_words(s):\n    while True:\n        pass\n"),
     (

@@ -53,7 +53,8 @@ SORT = {
     "entry_point": "sort_in_place",
     "prompt": 'def sort_in_place(xs: list) -> None:\n    """Sort xs ascending, in place; return None."""\n',
     "canonical_solution": "    xs.sort()\n",
-    "test": "def check(candidate):\n    for xs in ([3, 1, 2], [], [5, 5, -1], [[2], [1]]):\n        ys = [list(x) if isinstance(x, list) else x "
+    "test": "def check(candidate):\n    for xs in ([3, 1, 2], [], [5, 5, -1], [[2], [1]]):\n"
+    "        ys = [list(x) if isinstance(x, list) else x "
     "for x in xs]\n        assert candidate(ys) is None\n        assert ys == sorted(xs)\n",
 }
 # MBPP shape: a setup helper and a comprehension, and a loop.
@@ -89,7 +90,8 @@ ROOT = {
             "except ValueError:\n    pass\nelse:\n    raise AssertionError('no ValueError for -1')\n"
         }
     ],
-    "reference": "import math\ndef int_root(v):\n    if v < 0:\n        raise ValueError(v)\n    return math.isqrt(v)\n",
+    "reference": "import math\ndef int_root(v):\n    if v < 0:\n        raise ValueError(v)\n"
+    "    return math.isqrt(v)\n",
     "wrong": "def int_root(v):\n    return int(abs(v) ** 0.5)\n",
 }
 RECORDS = [SECRET, SHIFT, SORT, MBPP, APPS, ROOT]
@@ -237,17 +239,20 @@ FORGES = [
     (
         "always-equal object",
         "Judge/secret",
-        "class A:\n    def __eq__(self, o): return True\n    __hash__ = object.__hash__\ndef secret(x):\n    return A()\n",
+        "class A:\n    def __eq__(self, o): return True\n    __hash__ = object.__hash__\n"
+        "def secret(x):\n    return A()\n",
     ),
     (
         "int subclass with patched __eq__",
         "Judge/secret",
-        "class I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\ndef secret(x):\n    return I(0)\n",
+        "class I(int):\n    def __eq__(self, o): return True\n    __hash__ = int.__hash__\n"
+        "def secret(x):\n    return I(0)\n",
     ),
     (
         "str subclass with patched __eq__",
         "Judge/shift",
-        "class S(str):\n    def __eq__(self, o): return True\n    __hash__ = str.__hash__\ndef decode_shift(s):\n    return S('')\n",
+        "class S(str):\n    def __eq__(self, o): return True\n    __hash__ = str.__hash__\n"
+        "def decode_shift(s):\n    return S('')\n",
     ),
     (
         "list subclass with patched __eq__",
@@ -316,8 +321,10 @@ FORGES = [
     (
         "write verdicts to every inherited fd",
         "Judge/secret",
-        "import os\ndef secret(x):\n    for fd in range(256):\n        for line in (b'passed \\n', b'[\"ok\", 104729, null]\\n', b'1\\npassed \\n'):\n"
-        "            try:\n                os.write(fd, line)\n            except OSError:\n                pass\n    return -1\n",
+        "import os\ndef secret(x):\n    for fd in range(256):\n"
+        "        for line in (b'passed \\n', b'[\"ok\", 104729, null]\\n', b'1\\npassed \\n'):\n"
+        "            try:\n                os.write(fd, line)\n"
+        "            except OSError:\n                pass\n    return -1\n",
     ),
     (
         "a forged handshake",
@@ -327,7 +334,8 @@ FORGES = [
     (
         "printed fake report lines",
         "Judge/secret",
-        'for i in range(3):\n    print(\'0\' * 32 + \' {"i": %d, "status": "done", "result": {"tag": "passed"}}\' % i)\n'
+        "for i in range(3):\n"
+        '    print(\'0\' * 32 + \' {"i": %d, "status": "done", "result": {"tag": "passed"}}\' % i)\n'
         "    print('passed')\ndef secret(x):\n    print('passed')\n    return -1\n",
     ),
     ("sys.exit(0) in the function", "Judge/secret", "import sys\ndef secret(x):\n    sys.exit(0)\n"),

@@ -67,7 +67,7 @@ class EvalConfig(CommonSettings):
         "first task seed: the tasks are the reset seeds task_start, "
         "task_start + 1, ... (by default the held-out seeds rlvr train evaluates on)",
     )
-    chunk: int = setting(32, "tasks per rollout call; the unit of resuming")
+    chunk: int = setting(32, "tasks per rollout call: the unit of resuming, fixed for the life of --out")
     max_model_len: int | None = setting(None, "vLLM context length; none: the model's")
 
     @classmethod

@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import math
 import os
+import subprocess
 import sys
 
 import pytest
@@ -28,6 +29,24 @@ def require(condition: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"required component missing under CI: {reason}")
     pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def tmpfs(path, size: str, *options: str, skip: bool = True):
+    """A fresh tmpfs of `size` mounted on `path` (e.g. "1m"; options such as "ro"). Mounting needs root or
+    CAP_SYS_ADMIN: without it the test is skipped, or (`skip=False`) the block gets None instead of the path."""
+    path.mkdir(parents=True, exist_ok=True)
+    opts = ",".join([f"size={size}", *options])
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
+    if mounted.returncode:
+        if skip:
+            pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
+        yield None
+        return
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 FLOAT32_EPS = 2.0**-23

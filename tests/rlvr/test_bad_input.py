@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.trainers import checkpoint as ckpt
-from tests.trainers.test_checkpoint_disk_full import tmpfs
+from tests.conftest import tmpfs
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "trainers" / "assets" / "tiny"

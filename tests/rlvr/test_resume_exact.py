@@ -39,7 +39,7 @@ import torch
 from safetensors.torch import load_file
 
 from rlvr.trainers import checkpoint as ckpt
-from tests.conftest import require
+from tests.conftest import require, tmpfs
 
 ENV = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
 TIMEOUT_S = 300
@@ -58,30 +58,18 @@ EVAL_HF = (
     "--no-progress",
 )  # chunks [0, 3) [3, 6) [6, 8): the last one cut at --tasks
 CHUNK = 3 * 2  # lines of a whole chunk: 3 tasks x 2 samples
-TRAIN_HF = (
-    "train",
-    "--model",
-    "tiny",
-    "--sampler",
-    "hf",
-    "--steps",
-    "8",
-    "--tasks-per-step",
-    "4",
-    "--group-size",
-    "4",
-    "--max-tokens",
-    "10",
-    "--save-every",
-    "2",
-    "--keep-last",
-    "2",
-    "--threads",
-    "1",
-    "--seed",
-    "5",
-    "--no-progress",
-)
+
+
+def train_args(sampler: str, steps: int, keep_last: int) -> tuple[str, ...]:
+    """A short `rlvr train` on the tiny model: a checkpoint every 2 steps."""
+    return (
+        *("train", "--model", "tiny", "--sampler", sampler, "--steps", str(steps), "--tasks-per-step", "4"),
+        *("--group-size", "4", "--max-tokens", "10", "--save-every", "2", "--keep-last", str(keep_last)),
+        *("--threads", "1", "--seed", "5", "--no-progress"),
+    )
+
+
+TRAIN_HF = train_args("hf", steps=8, keep_last=2)
 SUMMARY_TIMINGS = {"seconds", "tokens", "tokens_per_second"}  # this process's sampling alone: not the run's
 
 
@@ -143,30 +131,13 @@ def straight_eval(tmp_path_factory) -> Path:
     return home / "straight"
 
 
-@contextlib.contextmanager
-def small_disk(path: Path, pages: int):
-    """A tmpfs of `pages` pages of 4 KiB on `path`, or None where none can be mounted (not root)."""
-    path.mkdir(parents=True)
-    mounted = (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={pages * 4}k", "tmpfs", str(path)], capture_output=True
-        ).returncode
-        == 0
-    )
-    try:
-        yield path if mounted else None
-    finally:
-        if mounted:
-            subprocess.run(["umount", "-l", str(path)], check=False)
-
-
 def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_path):
     """SIGKILL between chunks, then a full disk inside the next chunk's write, then a resume with
     room: the log and the summary of the uninterrupted run."""
     want = lines(straight_eval / "episodes.jsonl")
     first = len("".join(want[:CHUNK]).encode())
     # run.json, the lock file and the first chunk's lines: no room for the second chunk's
-    with small_disk(tmp_path / "disk", 2 + math.ceil(first / 4096)) as disk:
+    with tmpfs(tmp_path / "disk", f"{(2 + math.ceil(first / 4096)) * 4}k", skip=False) as disk:
         out = (disk or tmp_path) / "run"
         log = out / "episodes.jsonl"
         kill_when(lambda: log.exists() and log.read_text().count("\n") >= CHUNK, *EVAL_HF, "--out", out, cwd=tmp_path)
@@ -317,30 +288,7 @@ def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_
     """The vLLM engine of a resumed run starts from the checkpoint's weights and samples what the
     uninterrupted run's engine, updated in place, sampled."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    args = (
-        "train",
-        "--model",
-        "tiny",
-        "--sampler",
-        "vllm",
-        "--steps",
-        "4",
-        "--tasks-per-step",
-        "4",
-        "--group-size",
-        "4",
-        "--max-tokens",
-        "10",
-        "--save-every",
-        "2",
-        "--keep-last",
-        "3",
-        "--threads",
-        "1",
-        "--seed",
-        "5",
-        "--no-progress",
-    )
+    args = train_args("vllm", steps=4, keep_last=3)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     finished(*args, "--out", straight, cwd=tmp_path)
     shutil.copytree(straight, resumed)

@@ -5,7 +5,6 @@ rlimit (EFBIG; any user, in a subprocess so that the limit does not outlive the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -15,22 +14,9 @@ import pytest
 import torch
 
 from rlvr.trainers import checkpoint as ckpt
+from tests.conftest import tmpfs
 
 MiB = 1 << 20
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str, *options: str):
-    """A fresh tmpfs of `size` mounted on `path` (e.g. "1m"; options such as "ro")."""
-    path.mkdir(parents=True, exist_ok=True)
-    opts = ",".join([f"size={size}", *options])
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def small_model(directory: Path) -> None:

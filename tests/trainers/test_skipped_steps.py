@@ -6,35 +6,19 @@ for the first steps (every group filtered), then learnable ones."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
-from tests.conftest import require
+from tests.trainers.test_train_async import config
 
 pytestmark = pytest.mark.vllm
 
 
 def train(out, **overrides) -> tuple[Trainer, list[dict]]:
-    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    values = dict(
-        model="tiny",
-        sampler="vllm",
-        tasks_per_step=2,
-        group_size=2,
-        max_tokens=12,
-        lr=2e-3,
-        warmup_steps=0,
-        threads=1,
-        progress=False,
-        out=str(out),
-        steps=4,
-        save_every=100,
-    )
-    trainer = Trainer(TrainConfig.from_dict({**values, **overrides}))
+    """A short vLLM run (test_train_async's settings, 2 tasks x 2 samples a step)."""
+    trainer = Trainer(config(out, **{"tasks_per_step": 2, "group_size": 2, **overrides}))
     try:
         trainer.train()
     finally:

@@ -242,6 +242,15 @@ def submit(env, task_id: str, program: str):
     return reward, info["verdict"]
 
 
+def assert_scores_zero(name: str, reward: float, verdict) -> None:
+    """A forged program's verdict: incorrect, 0, its first test failed with a typed reason, every
+    verdict isolated."""
+    statuses = [t["status"] for t in verdict.info["tests"]]
+    assert reward == 0.0 and verdict.outcome is Outcome.INCORRECT, (name, verdict)
+    assert statuses and statuses[0] in FAILED and set(statuses) <= FAILED | {NOT_RUN}, (name, verdict.info["tests"])
+    assert verdict.info["trust"] == "isolated"
+
+
 def test_the_forge_suite_is_large_enough():
     assert len(FORGES) >= 30
     assert len({name for name, _, _ in FORGES}) == len(FORGES)
@@ -250,10 +259,7 @@ def test_the_forge_suite_is_large_enough():
 @pytest.mark.parametrize("name,task_id,program", FORGES, ids=[f[0] for f in FORGES])
 def test_forged_program_scores_zero_with_a_typed_reason(env, name, task_id, program):
     reward, verdict = submit(env, task_id, program)
-    statuses = [t["status"] for t in verdict.info["tests"]]
-    assert reward == 0.0 and verdict.outcome is Outcome.INCORRECT, (name, verdict)
-    assert statuses and statuses[0] in FAILED and set(statuses) <= FAILED | {NOT_RUN}, (name, verdict.info["tests"])
-    assert verdict.info["trust"] == "isolated"
+    assert_scores_zero(name, reward, verdict)
 
 
 def test_every_reference_solution_still_passes_judged_on_the_host(env):

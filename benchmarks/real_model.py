@@ -115,9 +115,7 @@ def run_child(settings_path: str, result_path: str) -> int:
             }
         )
     )
-    close = getattr(trainer.sampler, "close", None)
-    if close is not None:
-        close()
+    trainer.close()
     return 0
 
 

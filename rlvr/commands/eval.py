@@ -252,8 +252,7 @@ def _run_locked(
                 sampled += new
                 _stop_if_only_errors(sampled, log)
     finally:
-        if hasattr(sampler, "close"):
-            sampler.close()
+        sampler.close()  # every backend has close (trainers.samplers.protocol.SamplerBackend)
 
     with _writing(out):
         sort_by_group(log)  # a chunk sampled again after later ones: where the uninterrupted run has it

@@ -37,6 +37,7 @@ from rlvr.trainers.algorithms import AlgoConfig, check_settings, filter_loss_mas
 from rlvr.trainers.batch import collate, is_truncated
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import TrainerRankError
+from rlvr.trainers.flops import flop_meter, row_lengths
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
@@ -122,6 +123,7 @@ class Trainer:
         self.sampler: TrainerSampler = start_sampler(config, self.models, resume_from, self.version)
         # data-parallel ranks 1 .. N-1 (this process is rank 0), holding its weights and optimizer state
         self.ranks = start_trainer_ranks(config, self.algo, self.models, self.optimizer, resume_from)
+        self.flops = flop_meter(self.models, self.algo, config)  # `mfu`, `tflops`: CUDA only (trainers.flops)
         self.producer: RolloutProducer | None = None
         self._saved_step = self.step  # the step of the last checkpoint (resumed from, or saved)
         self.logger: MetricsLogger | None = None
@@ -261,6 +263,8 @@ class Trainer:
             metrics.update(self.update(tensors))
             self.scheduler.step()  # the schedule counts optimizer updates: a skipped step does not advance it
             metrics["time_training"] = time.perf_counter() - t0
+            if self.flops is not None:
+                metrics.update(self.flops.metrics(row_lengths(tensors.batch.attention_mask), metrics["time_training"]))
             self.version += 1
             metrics["time_syncing"] = self.sync(self.version)
         else:  # every group was dropped (errors, or no signal under dynamic sampling)

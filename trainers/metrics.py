@@ -21,6 +21,7 @@ PROGRESS_KEYS = (
     ("len", "response_length", "{:.1f}"),
     ("gap", "logprob_gap_max", "{:.1e}"),
     ("tok/s", "tokens_per_second", "{:.0f}"),
+    ("mfu", "mfu", "{:.1%}"),  # CUDA only (trainers.flops)
     ("eval", "eval_accuracy", "{:.3f}"),
 )
 

@@ -1,16 +1,27 @@
 """The setup scripts on a fresh machine: the Docker check looks for the engine, not the client;
-and two clones on one machine each run their own code, while sharing the cached packages."""
+two clones on one machine each run their own code, while sharing the cached packages; and the pins are one
+consistent set: each machine kind's vLLM pins the torch the project pins (scripts/vllm_torch_pins.toml, read from
+the releases' metadata), `setup.sh --plan` shows what either kind of machine would install, installing nothing."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import platform
+import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "scripts/vllm_torch_pins.toml"
+EXTRAS = {"cpu": "vllm-cpu", "gpu": "vllm-gpu"}  # machine kind -> the extra holding its vLLM pin
 
 
 def plan(path: str) -> list[str]:
@@ -78,3 +89,146 @@ def test_two_clones_each_run_their_own_code(tmp_path):
             [str(clone / ".venv/bin/rlvr"), "envs"], cwd=tmp_path, capture_output=True, text=True, timeout=120
         )
         assert shown.returncode == 0 and "rlvr/Arithmetic-v0" in shown.stdout, shown.stderr[-500:]
+
+
+def project_pins(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Requirement]:
+    """torch, transformers and each machine kind's vLLM, as pyproject.toml pins them (read here on its own, not
+    through scripts/pins.py, which is what is checked)."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    deps = {Requirement(d).name: Requirement(d) for d in project["dependencies"]}
+    pins = {"torch": deps["torch"], "transformers": deps["transformers"]}
+    for kind, extra in EXTRAS.items():
+        (pins[kind],) = [Requirement(r) for r in project["optional-dependencies"][extra]]
+    return pins
+
+
+def exact(req: Requirement) -> str:
+    (spec,) = req.specifier
+    assert spec.operator == "==", req
+    return spec.version
+
+
+def table_row(name: str, version: str) -> dict:
+    rows = [r for r in tomllib.loads(TABLE.read_text())["release"] if (r["name"], r["version"]) == (name, version)]
+    assert len(rows) == 1, f"{name}=={version}: {len(rows)} rows in {TABLE.name} (read its metadata, add one)"
+    return rows[0]
+
+
+def setup(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """`bash scripts/setup.sh ARGS` as a user runs it, its colour codes taken out of stdout."""
+    done = subprocess.run(["bash", "scripts/setup.sh", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    done.stdout = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout)
+    return done
+
+
+def has_gpu() -> bool:
+    """setup.sh's own test: nvidia-smi is there and answers."""
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi"], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["cpu", "gpu"])
+def test_each_kinds_vllm_pins_the_projects_torch_and_fits_its_transformers(kind):
+    pins = project_pins()
+    row = table_row(pins[kind].name, exact(pins[kind]))
+    # vllm-cpu pins the CPU build (2.13.0+cpu): the same torch release as the project's 2.13.0
+    assert Version(row["torch"]).public == exact(pins["torch"]), (row, pins["torch"])
+    assert exact(pins["transformers"]) in SpecifierSet(row["transformers"]), (row, pins["transformers"])
+
+
+def has_dist(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_the_installed_vllm_is_the_pinned_one_and_agrees_with_the_table():
+    installed = [name for name in ("vllm-cpu", "vllm") if has_dist(name)]
+    if not installed:
+        pytest.skip("no vllm or vllm-cpu installed here (bash scripts/setup.sh installs one)")
+    if (platform.system(), platform.machine()) != ("Linux", "x86_64"):
+        pytest.skip("the table holds the releases' linux x86_64 requirements")
+    (name,) = installed
+    dist = importlib.metadata.distribution(name)
+    pinned = project_pins()["cpu" if name == "vllm-cpu" else "gpu"]
+    assert dist.version == exact(pinned), f"installed {name} {dist.version}, pinned {pinned}"
+    row = table_row(name, dist.version)
+    # its own metadata, markers evaluated on this machine, says what the table says
+    reqs = {r.name: r for r in map(Requirement, dist.requires or []) if r.marker is None or r.marker.evaluate()}
+    assert reqs["torch"].specifier == SpecifierSet(f"=={row['torch']}"), (reqs["torch"], row)
+    assert reqs["transformers"].specifier == SpecifierSet(row["transformers"]), (reqs["transformers"], row)
+    # and the torch beside it is that torch
+    assert importlib.metadata.version("torch") in SpecifierSet(f"=={row['torch']}")
+
+
+def planned_base(stdout: str) -> Path:
+    (base,) = re.findall(r"^\[setup\] cached environment (\S+)", stdout, flags=re.M)
+    return Path(base)
+
+
+def test_the_plan_shows_this_machines_install_and_the_other_kinds_and_installs_nothing():
+    kind = "gpu" if has_gpu() else "cpu"
+    other = "cpu" if kind == "gpu" else "gpu"
+    pins = project_pins()
+    before = sorted(p.name for p in (Path.home() / ".cache/rlvr").glob("venv-*"))
+    done = setup("--plan")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "plan only: nothing is installed (" + ("GPU found" if kind == "gpu" else "no GPU") in out, out
+    assert f"this machine ({kind}): {pins['torch']} and {pins[kind]}" in out, out
+    here, there = out.split(f"on a {other.upper()} machine (bash scripts/setup.sh --plan --{other})")
+    for section, k in ((here, kind), (there, other)):
+        if f"cached environment {planned_base(out)} is complete" in section:
+            continue  # this machine's environment is built: nothing to install in it
+        # torch first and pinned, then this kind's vLLM, which pins that torch
+        torch_at = section.index(f"pip install -q {pins['torch']}")
+        assert section.index(f"pip install -q {pins[k]}") > torch_at, section
+        assert f"requires torch=={table_row(pins[k].name, exact(pins[k]))['torch']}" in section, section
+        assert ("uninstall -q -y torchvision" in section) == (k == "cpu"), section  # vllm-cpu's CUDA extras out
+    assert "Docker: apt-get install" in here
+    # it installed nothing: no new cached environment, and the planned one is still as it was
+    assert sorted(p.name for p in (Path.home() / ".cache/rlvr").glob("venv-*")) == before
+
+
+@pytest.mark.parametrize("kind", ["gpu", "cpu"])
+def test_the_plan_takes_the_kind_it_is_given(kind):
+    other = "cpu" if kind == "gpu" else "gpu"
+    pins = project_pins()
+    done = setup("--plan", f"--{kind}", "--no-docker")
+    assert done.returncode == 0, done.stderr
+    assert f"({kind} machine: --{kind} given)" in done.stdout
+    assert f"this machine ({kind}): {pins['torch']} and {pins[kind]}" in done.stdout
+    assert f"on a {other.upper()} machine" in done.stdout and "Docker" not in done.stdout
+    assert planned_base(done.stdout).name.endswith(f"-{kind}")  # one cached environment per kind
+
+
+def test_an_unknown_option_is_refused_in_one_line():
+    done = setup("--plna")
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "setup.sh: unknown option '--plna' (known: --no-docker --plan --gpu --cpu)"
+    ]
+
+
+def test_a_vllm_that_would_replace_the_projects_torch_is_refused_before_installing(tmp_path):
+    # a user bumps the CUDA vllm to 0.33.0, which pins torch 2.14.0: setup stops, naming both torches
+    for name in ("pyproject.toml", "scripts/setup.sh", "scripts/pins.py", "scripts/vllm_torch_pins.toml"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        shutil.copy2(ROOT / name, tmp_path / name)
+    pyproject = tmp_path / "pyproject.toml"
+    gpu = str(project_pins()["gpu"])
+    pyproject.write_text(pyproject.read_text().replace(f'"{gpu}"', '"vllm==0.33.0"'))
+    assert project_pins(pyproject)["gpu"] == Requirement("vllm==0.33.0")
+    done = setup("--plan", cwd=tmp_path)
+    assert done.returncode == 1 and "pip install" not in done.stdout, done.stdout
+    assert done.stderr.strip().splitlines() == [
+        "setup: pins: vllm==0.33.0 (extra vllm-gpu) requires torch==2.14.0, the project pins torch=="
+        f"{exact(project_pins()['torch'])}: pick a vllm whose torch is {exact(project_pins()['torch'])} from "
+        "vllm_torch_pins.toml, or move both"
+    ]
+    # a release the table has not read is refused too
+    pyproject.write_text(pyproject.read_text().replace('"vllm==0.33.0"', '"vllm==0.29.0"'))
+    done = setup("--plan", cwd=tmp_path)
+    assert done.returncode == 1 and "vllm==0.29.0 is not in vllm_torch_pins.toml" in done.stderr, done.stderr

@@ -205,6 +205,26 @@ def test_the_plan_takes_the_kind_it_is_given(kind):
     assert planned_base(done.stdout).name.endswith(f"-{kind}")  # one cached environment per kind
 
 
+@pytest.mark.parametrize("answers", [True, False])
+def test_the_plan_takes_a_machine_whose_nvidia_smi_answers_for_a_gpu_one(tmp_path, answers):
+    # no GPU here: an nvidia-smi that answers as the H100 machine's does, or fails as one without a driver does
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3'\n" if answers else "#!/bin/sh\nexit 9\n")
+    smi.chmod(0o755)
+    path = f"{tmp_path}:{os.environ['PATH']}"
+    done = subprocess.run(
+        ["bash", "scripts/setup.sh", "--plan", "--no-docker"],
+        cwd=ROOT,
+        env={**os.environ, "PATH": path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    kind, why = ("gpu", "GPU found: NVIDIA H100 80GB HBM3") if answers else ("cpu", "no GPU: nvidia-smi fails")
+    assert f"nothing is installed ({why})" in done.stdout and f"this machine ({kind}): " in done.stdout, done.stdout
+
+
 def test_an_unknown_option_is_refused_in_one_line():
     done = setup("--plna")
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [

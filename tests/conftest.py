@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import math
 import os
 import subprocess
 import sys
@@ -49,28 +48,21 @@ def tmpfs(path, size: str, *options: str, skip: bool = True):
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
-FLOAT32_EPS = 2.0**-23
+def train_device() -> str:
+    """The device the suite's training tests follow: "cuda" where torch sees a GPU, else "cpu" (what
+    `--device auto` resolves to). Tests about the CPU say `device="cpu"`; tests that exercise the
+    device take it from here (or the `train_device` fixture), build their models and heads on it and
+    compare after `.cpu()`, so a GPU machine runs them on CUDA and this one on the CPU
+    (tests/test_device_explicit.py checks that every training config states its device)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def float32_bound(terms: int, magnitude: float, layers: int = 1) -> float:
-    """How far two float32 computations of one value may drift apart when their sums run in other
-    orders (kernels choose their blocking by shape and by CPU: AMD EPYC and Intel Xeon differ in the
-    last digits). A sum of `terms` products rounds by about sqrt(terms) ulps of its `magnitude`,
-    compounding over `layers`; x2 for margin. Bugs (a leaked mask, a wrong position) are orders of
-    magnitude above it."""
-    return 2.0 * layers * math.sqrt(terms) * FLOAT32_EPS * max(magnitude, 1.0)
-
-
-def assert_adam_runs_agree(a, b, *, lr: float, steps: int, atol: float = 1e-5, share: float = 1e-3) -> None:
-    """Weights after `steps` Adam steps of two runs whose gradients agree to float32 rounding (the same
-    sums in another order). Adam divides by |g|: where g itself is at rounding noise, a 1e-7 change
-    can move that weight by up to lr a step. So: all within steps x lr, and all but `share` of the
-    weights within `atol`."""
-
-    diff = (a.detach().float() - b.detach().float()).abs()
-    assert float(diff.max()) <= steps * lr, f"max difference {float(diff.max()):.3g} > {steps} x lr"
-    off = float((diff > atol).float().mean())
-    assert off <= share, f"{off:.2%} of the weights differ by more than {atol:g}"
+@pytest.fixture(scope="session", name="train_device")
+def train_device_fixture() -> str:
+    """`train_device()`, as a fixture."""
+    return train_device()
 
 
 @pytest.fixture(scope="module")

@@ -47,12 +47,12 @@ class ValueHead(nn.Module):
 
 class Critic(nn.Module):
     """A separate critic: its own copy of a causal LM (started from the policy's weights) with a
-    value head on its trunk."""
+    value head on its trunk, built where the trunk is (a head left on the CPU would meet a CUDA trunk)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model = model
-        self.head = ValueHead(model.config.hidden_size)
+        self.head = ValueHead(model.config.hidden_size).to(model_device(model))
 
     def forward(self, batch: Batch) -> torch.Tensor:
         # the trunk only: a critic needs no logits (its lm_head is kept so the checkpoint loads as a causal LM)

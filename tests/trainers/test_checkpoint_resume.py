@@ -20,8 +20,10 @@ from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.preflight import check_run
+from tests.conftest import train_device
 
 SMALL = dict(
+    device=train_device(),  # the device the suite follows; checkpoints compared on the CPU
     model="tiny",
     sampler="hf",
     tasks_per_step=4,
@@ -131,6 +133,8 @@ def train_command(out: Path, steps: int, *extra: str) -> list[str]:
         "--no-progress",
         "--seed",
         "5",
+        "--device",
+        train_device(),
         *extra,
     ]
 
@@ -170,6 +174,6 @@ def test_ppo_with_a_critic_resumes(tmp_path):
     trainer = Trainer(config)
     critic = trainer.models.critic
     want = weights(saved / "critic")
-    assert all(torch.equal(p, want[n]) for n, p in critic.model.state_dict().items() if n in want)
-    assert torch.equal(critic.head.linear.weight, ckpt.load_state(saved)["critic_head"]["linear.weight"])
+    assert all(torch.equal(p.cpu(), want[n]) for n, p in critic.model.state_dict().items() if n in want)
+    assert torch.equal(critic.head.linear.weight.cpu(), ckpt.load_state(saved)["critic_head"]["linear.weight"])
     assert trainer.train()["steps"] == 2

@@ -82,11 +82,11 @@ def test_reinforce_with_group_size_one_is_fine():
 
 
 def test_cli_fails_at_start_with_a_clear_message(capsys, tmp_path):
-    rc = main(["train", "--algo", "nope", "--out", str(tmp_path)])
+    rc = main(["train", "--algo", "nope", "--device", "cpu", "--out", str(tmp_path)])
     assert rc == 2
     err = capsys.readouterr().err
     assert "unknown algorithm 'nope'" in err and "grpo" in err
-    rc = main(["train", "--algo", "ppo", "--value-model", "none", "--out", str(tmp_path)])
+    rc = main(["train", "--algo", "ppo", "--value-model", "none", "--device", "cpu", "--out", str(tmp_path)])
     assert rc == 2 and "needs values" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing was started
 

@@ -13,7 +13,8 @@ from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.device import DeviceError, model_device, resolve_device
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.models import load_causal_lm
-from rlvr.trainers.policy import forward
+from rlvr.trainers.policy import Critic, forward
+from tests.conftest import random_qwen2
 from tests.trainers.test_precision import config, shared_prompt_batch
 
 CUDA = torch.cuda.is_available()
@@ -61,6 +62,13 @@ def test_the_trainer_puts_every_model_on_its_device(tmp_path):
         assert all(p.device == torch.device("cpu") for p in model.parameters())
     assert model_device(m.policy) == torch.device("cpu")
     assert model_device(torch.nn.Identity()) == torch.device("cpu")  # no parameters: the CPU
+
+
+def test_a_critic_builds_its_head_where_its_trunk_is():
+    """A critic made from a model on another device (here `meta`, standing in for CUDA) has its value
+    head there too, not on the CPU where `nn.Linear` starts."""
+    critic = Critic(random_qwen2().to("meta"))
+    assert {p.device for p in critic.parameters()} == {torch.device("meta")}
 
 
 # ---- CUDA ------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from rlvr.trainers.algorithms import check_settings, compute_policy_loss, get_al
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.phases import update_is_on_policy
 from rlvr.trainers.preflight import check_run
+from tests.conftest import train_device
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDENT_HEAD_SCALE = 0.5
@@ -56,6 +57,7 @@ def distill_config(tmp_path: Path, student: Path, **settings) -> TrainConfig:
         threads=1,
         progress=False,
         log_every=0,
+        device=train_device(),  # the device the suite follows; weights compared on the CPU
         out=str(tmp_path / "run"),
     )
     return TrainConfig.from_dict({**base, **settings})
@@ -166,8 +168,8 @@ def test_one_step_uses_the_teacher_and_the_students_old_logprobs(tmp_path, stude
 
     trainer = Trainer(distill_config(tmp_path, student_dir))
     teacher = load_causal_lm("tiny")
-    assert torch.equal(trainer.models.reference.lm_head.weight, teacher.lm_head.weight)  # not the student's
-    assert torch.equal(trainer.models.policy.lm_head.weight, STUDENT_HEAD_SCALE * teacher.lm_head.weight)
+    assert torch.equal(trainer.models.reference.lm_head.weight.cpu(), teacher.lm_head.weight)  # not the student's
+    assert torch.equal(trainer.models.policy.lm_head.weight.cpu(), STUDENT_HEAD_SCALE * teacher.lm_head.weight)
     assert not update_is_on_policy(trainer.models, trainer.algo, trainer.config)
     t = trainer.prepare(trainer.rollout(0))
     mask = t.batch.loss_mask > 0
@@ -236,6 +238,8 @@ def test_rlvr_train_distill_runs_from_the_cli(tmp_path, student_dir):
         "--threads",
         "1",
         "--no-progress",
+        "--device",
+        train_device(),
         "--out",
         str(out),
     ]

@@ -12,6 +12,7 @@ from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
 from rlvr.verifiers.verdict import Outcome, Verdict
+from tests.conftest import train_device
 
 ENV_ID = "rlvrtest/FlakyGrader-v0"
 
@@ -44,6 +45,7 @@ def registered():
 
 def trainer(tmp_path, **settings) -> Trainer:
     base = dict(
+        device=train_device(),
         model="tiny",
         sampler="hf",
         env=ENV_ID,

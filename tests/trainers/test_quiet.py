@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import train_device
+
 RLVR = [sys.executable, "-m", "rlvr"]
-SHORT = ["--tasks-per-step", "2", "--group-size", "2", "--eval-tasks", "4"]
+# on the device the suite follows: the CUDA path must be as quiet as the CPU's
+SHORT = ["--tasks-per-step", "2", "--group-size", "2", "--eval-tasks", "4", "--device", train_device()]
 # What `rlvr train` may print on stderr: its header, the progress bar, evaluation lines, a
 # metrics line (--no-progress), and the context warning.
 ALLOWED = re.compile(

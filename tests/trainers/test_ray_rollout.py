@@ -228,6 +228,7 @@ def train(tmp_path, **settings):
     from rlvr.trainers.loop import Trainer
 
     base = dict(
+        device="cpu",  # Ray's workers sample on the CPU; the run without Ray must sample on it too, to compare
         tasks_per_step=4,
         group_size=4,
         max_tokens=12,

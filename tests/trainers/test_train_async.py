@@ -17,7 +17,7 @@ from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.producer import ProducerError
-from tests.conftest import require
+from tests.conftest import require, train_device
 
 pytestmark = pytest.mark.vllm
 
@@ -25,6 +25,7 @@ pytestmark = pytest.mark.vllm
 def config(out, **overrides) -> TrainConfig:
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     values = dict(
+        device=train_device(),
         model="tiny",
         sampler="vllm",
         algo="grpo",

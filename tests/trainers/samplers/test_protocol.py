@@ -20,6 +20,7 @@ from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.hf_sampler import HFCopySampler, HFSampler
 from rlvr.trainers.samplers.local import LocalSampler, local_sampler
 from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerBackend, SamplerSpec, TrainerSampler
+from tests.conftest import train_device
 
 TRAINER_SIDE = [name for name, member in inspect.getmembers(TrainerSampler) if not name.startswith("_")]
 
@@ -89,6 +90,7 @@ def test_the_trainer_reaches_its_sampler_through_the_protocol_only(tmp_path):
 
     cfg = TrainConfig.from_dict(
         dict(
+            device=train_device(),
             sampler="hf",
             tasks_per_step=2,
             group_size=2,
@@ -113,7 +115,7 @@ def test_the_trainer_reaches_its_sampler_through_the_protocol_only(tmp_path):
 def test_overlap_needs_a_backend_that_loads_weights_between_engine_steps(tmp_path):
     from rlvr.trainers.loop import Trainer
 
-    cfg = TrainConfig.from_dict(dict(sampler="hf", steps=1, progress=False, out=str(tmp_path)))
+    cfg = TrainConfig.from_dict(dict(sampler="hf", steps=1, progress=False, out=str(tmp_path), device=train_device()))
     with pytest.raises(ConfigError, match="overlapped sampling needs a sampler that loads weights"):
         Trainer(cfg, overlap=True)
 

@@ -15,7 +15,7 @@ import torch
 
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
-from tests.conftest import require
+from tests.conftest import require, train_device
 
 pytestmark = pytest.mark.vllm
 GAP = 1e-4
@@ -44,6 +44,7 @@ def trainer(tmp_path_factory):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     config = TrainConfig.from_dict(
         dict(
+            device=train_device(),
             model="tiny",
             sampler="vllm",
             algo="grpo",
@@ -93,6 +94,8 @@ def test_resume_puts_the_checkpoint_into_vllm(tmp_path):
         "-m",
         "rlvr",
         "train",
+        "--device",
+        train_device(),
         "--out",
         str(tmp_path),
         "--no-progress",

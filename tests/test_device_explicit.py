@@ -22,9 +22,10 @@ The rules:
    reaches them (validation, `check_settings`, the phase functions given models the test built)
    places nothing and needs no device.
 3. Every `rlvr train` command in tests/ that trains states `--device` (the CLI's default is
-   `auto`), unless it only checks (`--check`), or its module is listed in `COMMAND_EXEMPT` with the
-   reason: the commands that compare numbers (resume, CLI vs in-process runs) must not silently
-   change device with the machine.
+   `auto`), unless it only checks (`--check`), its test expects it to stop before training (it
+   asserts a non-zero exit: bad input fails before anything loads), or its module is listed in
+   `COMMAND_EXEMPT` with the reason: the commands that compare numbers (resume, CLI vs in-process
+   runs) must not silently change device with the machine.
 Models a test loads itself (`load_causal_lm`, `random_qwen2`, `Qwen2ForCausalLM(config)`) take no
 device: they are on the CPU by construction, and a test moves them (`.to(model_device(policy))`).
 """
@@ -32,6 +33,7 @@ device: they are on the CPU by construction, and a test moves them (`.to(model_d
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,6 +221,16 @@ def spelled(items, module: Module) -> set[str]:
     return words
 
 
+# `assert p.returncode == 2`, `assert rc != 0`, `assert main([...]) == 2`: the command is expected to fail
+FAILS = re.compile(r"(returncode|\brc|main\(.*\))\s*(==\s*[1-9]|!=\s*0)")
+
+
+def expects_failure(node: ast.AST, module: Module) -> bool:
+    function = module.enclosing_function(node)
+    asserts = [] if function is None else [n for n in ast.walk(function) if isinstance(n, ast.Assert)]
+    return any(FAILS.search(ast.unparse(a.test)) for a in asserts)
+
+
 def test_every_rlvr_train_command_states_its_device():
     missing = []
     for module in MODULES.values():
@@ -226,7 +238,7 @@ def test_every_rlvr_train_command_states_its_device():
             continue
         for node, items in train_commands(module):
             words = spelled(items, module)
-            if not words & {"--device", "--check"}:
+            if not words & {"--device", "--check"} and not expects_failure(node, module):
                 missing.append(f"{module.name}:{node.lineno}: {ast.unparse(node)[:100]}")
     assert not missing, "`rlvr train` commands without --device (see the docstring):\n" + "\n".join(missing)
 
@@ -251,3 +263,8 @@ def test_the_scan_sees_what_it_checks():
     assert states(trainer.args[0], probe, probe.tree.body[0])
     (command,) = ast.parse("main(['train', '--steps', '2'])").body
     assert not spelled(command.value.args[0].elts, probe) & {"--device", "--check"}
+    for exit_code, fails in (("2", True), ("0", False)):
+        probe.tree = ast.parse(f"def f():\n    p = run(['rlvr', 'train'])\n    assert p.returncode == {exit_code}\n")
+        probe.parents = {c: n for n in ast.walk(probe.tree) for c in ast.iter_child_nodes(n)}
+        ((node, _),) = train_commands(probe)
+        assert expects_failure(node, probe) is fails

@@ -38,6 +38,8 @@ class Settings:
     rlvr_sampler: str = "vllm"
     trl_generation: str = "hf"  # "hf" (model.generate), "cb" (continuous batching) or "vllm" (colocate)
     trl_gradient_checkpointing: bool = False
+    device: str = "auto"  # both sides: "auto" (CUDA when torch sees a GPU), "cpu" or "cuda"
+    dtype: str = "float32"  # both sides: float32, or bfloat16 (on CUDA: autocast over float32 weights)
 
     def __post_init__(self) -> None:
         for name in ("steps", "tasks_per_step", "group_size", "max_tokens"):
@@ -57,6 +59,17 @@ class Settings:
             raise ValueError(f"rlvr_sampler must be vllm or hf, got {self.rlvr_sampler!r}")
         if self.trl_generation not in ("hf", "cb", "vllm"):
             raise ValueError(f"trl_generation must be hf, cb or vllm, got {self.trl_generation!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype must be float32 or bfloat16, got {self.dtype!r}")
+
+    @property
+    def on_cuda(self) -> bool:
+        """Whether both sides train on the GPU: `device` cuda, or auto where torch sees one."""
+        import torch
+
+        return self.device == "cuda" or (self.device == "auto" and torch.cuda.is_available())
 
     @property
     def batch_size(self) -> int:
@@ -150,5 +163,10 @@ def side_main(argv: list[str], side: str, run) -> int:
         return 2
     settings, out_dir = Settings.load(Path(argv[0])), Path(argv[1])
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{side}_result.json").write_text(json.dumps(run(settings, out_dir), indent=2))
+    result = run(settings, out_dir)
+    if settings.on_cuda:  # what this side's tensors took on the GPU at most (not the allocator's reserve)
+        import torch
+
+        result.update(cuda_peak_bytes=torch.cuda.max_memory_allocated(), device_name=torch.cuda.get_device_name())
+    (out_dir / f"{side}_result.json").write_text(json.dumps(result, indent=2))
     return 0

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-SPEEDUP_TARGET = 2.0
+SPEEDUP_TARGET = 2.0  # on the CPU
+CUDA_SPEEDUP_TARGET = 1.5  # on a GPU (issue 30): both sides generate with HF, which dominates a step there
 
 
 def median_after_warmup(seconds: Sequence[float]) -> float:
@@ -54,17 +55,27 @@ def paired_difference(a: dict[int, float], b: dict[int, float], seed: int = 0) -
     return {"estimate": mean, "ci_low": low, "ci_high": high, "tasks": len(tasks)}
 
 
+def on_cuda(trl: dict[str, Any], rlvr: dict[str, Any]) -> bool:
+    """Whether both sides trained on a GPU (each side reports its CUDA peak there)."""
+    return "cuda_peak_bytes" in trl and "cuda_peak_bytes" in rlvr
+
+
 def verdicts(trl: dict[str, Any], rlvr: dict[str, Any], accuracy_diff: dict[str, float] | None) -> dict[str, Any]:
-    """The three targets: at least 2x faster per step (wall time less CPU waits), no more peak
-    memory, and accuracy not below TRL's beyond noise (the paired interval of rlvr - TRL reaches
-    0 or above)."""
+    """The three targets: faster per step (wall time less CPU waits) by at least 2x on the CPU,
+    1.5x on a GPU; no more peak memory (on a GPU: CUDA memory, the one that limits the model);
+    and accuracy not below TRL's beyond noise (the paired interval of rlvr - TRL reaches 0 or
+    above)."""
     t, r = (median_after_warmup(step_seconds_without_waits(x)) for x in (trl, rlvr))
     speedup = t / r
-    memory_ratio = rlvr["peak_rss_bytes"] / trl["peak_rss_bytes"]
+    target = CUDA_SPEEDUP_TARGET if on_cuda(trl, rlvr) else SPEEDUP_TARGET
+    key = "cuda_peak_bytes" if on_cuda(trl, rlvr) else "peak_rss_bytes"
+    memory_ratio = rlvr[key] / trl[key]
     out: dict[str, Any] = {
         "speedup": speedup,
-        "faster": speedup >= SPEEDUP_TARGET,
+        "speedup_target": target,
+        "faster": speedup >= target,
         "memory_ratio": memory_ratio,
+        "memory_measure": key,
         "leaner": memory_ratio <= 1.0,
     }
     if accuracy_diff is not None:
@@ -105,7 +116,7 @@ def table(trl: dict[str, Any], rlvr: dict[str, Any], evals: dict[str, Any], accu
             f"{net[0]:.3f}",
             f"{net[1]:.3f}",
             f"{v['speedup']:.2f}x faster",
-            f">= {SPEEDUP_TARGET:g}x: {_pass(v['faster'])}",
+            f">= {v['speedup_target']:g}x: {_pass(v['faster'])}",
         ),
         ("seconds / step, wall clock", f"{wall[0]:.3f}", f"{wall[1]:.3f}", f"{wall[0] / wall[1]:.2f}x faster", ""),
         ("  of which waiting for a CPU", f"{wait[0]:.3f}", f"{wait[1]:.3f}", "", ""),
@@ -114,8 +125,21 @@ def table(trl: dict[str, Any], rlvr: dict[str, Any], evals: dict[str, Any], accu
             "peak memory (MiB)",
             f"{trl['peak_rss_bytes'] / 2**20:,.0f}",
             f"{rlvr['peak_rss_bytes'] / 2**20:,.0f}",
-            f"{v['memory_ratio']:.2f}x",
-            f"<= 1x: {_pass(v['leaner'])}",
+            f"{rlvr['peak_rss_bytes'] / trl['peak_rss_bytes']:.2f}x",
+            f"<= 1x: {_pass(v['leaner'])}" if v["memory_measure"] == "peak_rss_bytes" else "",
+        ),
+        *(
+            [
+                (
+                    "peak CUDA memory (MiB)",
+                    f"{trl['cuda_peak_bytes'] / 2**20:,.0f}",
+                    f"{rlvr['cuda_peak_bytes'] / 2**20:,.0f}",
+                    f"{v['memory_ratio']:.2f}x",
+                    f"<= 1x: {_pass(v['leaner'])}",
+                )
+            ]
+            if v["memory_measure"] == "cuda_peak_bytes"
+            else []
         ),
         ("train reward, first 3 steps", _mean(trl["train_rewards"][:3]), _mean(rlvr["train_rewards"][:3]), "", ""),
         ("train reward, last 3 steps", _mean(trl["train_rewards"][-3:]), _mean(rlvr["train_rewards"][-3:]), "", ""),

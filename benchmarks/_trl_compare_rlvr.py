@@ -47,6 +47,8 @@ def train_config(settings: Settings, out_dir: Path):
             "weight_decay": 0.0,
             "max_grad_norm": 1.0,
             "sampler": settings.rlvr_sampler,
+            "device": settings.device,
+            "dtype": settings.dtype,
             "seed": settings.seed,
             "out": str(out_dir / "rlvr_run"),
             # only keeps training off the held-out seeds: `train_step` never evaluates

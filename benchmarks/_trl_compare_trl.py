@@ -1,4 +1,5 @@
-"""The TRL side of `trl_compare.py`: `trl.GRPOTrainer` on CPU, run in its own process so that its
+"""The TRL side of `trl_compare.py`: `trl.GRPOTrainer` on the settings' device (CUDA when asked or,
+with "auto", when torch sees a GPU; `use_cpu` only otherwise), run in its own process so that its
 peak memory is its own: `python benchmarks/_trl_compare_trl.py SETTINGS.json OUT_DIR`.
 
 Matched to rlvr's `grpo` preset: group-normalised advantages (sample std), clipped ratio with
@@ -6,7 +7,8 @@ eps 0.2 on both sides, per-sequence token-mean loss (`loss_type="grpo"`), k3 KL 
 coefficient beta against the frozen starting model, without TRL's importance-weighted KL
 (`use_bias_correction_kl=False`: rlvr does not weight it), one optimizer step per batch of
 tasks x G completions, rlvr's learning-rate schedule (linear warm-up, then constant), AdamW
-(0.9, 0.999), no weight decay, gradients clipped at 1.0, float32, dropout off. The tasks are
+(0.9, 0.999), no weight decay, gradients clipped at 1.0, float32 weights (bfloat16: autocast over
+them, `bf16=True`, as rlvr does on CUDA), dropout off. The tasks are
 those rlvr trains on, step for step. Generation is TRL's own `model.generate` unless the
 settings ask for another backend.
 """
@@ -43,13 +45,13 @@ def grpo_config(settings: Settings, out_dir: Path):
     }[settings.trl_generation]
     return GRPOConfig(
         output_dir=str(out_dir / "trl_run"),
-        use_cpu=True,
+        use_cpu=not settings.on_cuda,
         report_to="none",
         save_strategy="no",
         logging_steps=1,
         disable_tqdm=True,
         seed=settings.seed,
-        bf16=False,
+        bf16=settings.dtype == "bfloat16",  # mixed precision: float32 master weights, as rlvr's autocast
         fp16=False,
         gradient_checkpointing=settings.trl_gradient_checkpointing,
         # one optimizer step per generation batch of tasks_per_step x group_size completions

@@ -11,9 +11,11 @@ README's batch (16 tasks x 8 samples, 64 tokens):
 The `300m` model is `trainers.small_model.build` with hidden 1024, MLP 2816, 24 layers, 16 heads,
 8 KV heads (~285M parameters, random weights: it measures speed and memory, not learning), built
 into the cache on first use. Each row runs in its own process (`--in-process`: all in this one,
-for the smoke test), so a row's peak is its own: on CUDA `torch.cuda.max_memory_allocated` (what
-the tensors took, not the allocator's reserve), on the CPU the process tree's peak resident set
-(`_peak_memory.py`; none in-process). Seconds are medians over the steps after the first
+which saves each row's start-up: `scripts/gpu_check.sh` and the smoke test use it), so a row's peak
+is its own: on CUDA `torch.cuda.max_memory_allocated` (what the tensors took, not the allocator's
+reserve) less what was allocated when the row started (in-process: what earlier rows left, 0 when
+they freed everything; reported as `cuda_base_bytes`), on the CPU the process tree's peak resident
+set (`_peak_memory.py`; none in-process). Seconds are medians over the steps after the first
 (warm-up): sampling (`time_sampling`), training (`time_training`: old/reference logprobs, values,
 the update). Tokens/s: generated tokens over the sampling seconds, and over the whole step. MFU
 and TFLOP/s: `trainers.flops` (CUDA only). A row that fails is reported as such; the others run.
@@ -92,6 +94,7 @@ def run_row(settings: dict) -> dict:
         gc.collect()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()  # in-process: what earlier rows left (none in a row's own process)
     trainer = Trainer(TrainConfig.from_dict(settings))
     try:
         per_step = []
@@ -107,7 +110,8 @@ def run_row(settings: dict) -> dict:
         }
         if cuda:
             torch.cuda.synchronize()
-            row["cuda_peak_bytes"] = torch.cuda.max_memory_allocated()
+            row["cuda_peak_bytes"] = torch.cuda.max_memory_allocated() - base
+            row["cuda_base_bytes"] = base
             row["device_name"] = torch.cuda.get_device_name()
     finally:
         trainer.close()

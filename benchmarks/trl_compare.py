@@ -3,6 +3,12 @@ tasks and settings, in one run; prints seconds per step, peak memory and held-ou
 
     python benchmarks/trl_compare.py                  # tiny model, 20 steps of 16 tasks x 8 samples
     python benchmarks/trl_compare.py --steps 50 --eval-tasks 500 --out runs/trl_compare
+    python benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --steps 4 --eval-tasks 0   # on a GPU
+
+Both sides run on `--device` (default auto: CUDA where torch sees a GPU, else the CPU; TRL's
+`use_cpu` only then) in `--dtype` (float32, or bfloat16: autocast over float32 weights on CUDA).
+On CUDA each side's peak is also `torch.cuda.max_memory_allocated` (its tensors on the GPU), and
+that is the memory the verdict compares; the target there is rlvr at least 1.5x faster per step.
 
 Each side trains in its own process (`_trl_compare_trl.py`, `_trl_compare_rlvr.py`), so each
 peak memory is that side's alone (the process's resident set plus its helpers'). Seconds per
@@ -46,8 +52,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--model",
         default="tiny",
-        help="model directory, 'tiny' (default) or 'small' (~30M random "
-        "parameters: speed and memory at a size where the model dominates; accuracy means nothing)",
+        help="model directory, 'tiny' (default), 'small' (~30M random "
+        "parameters: speed and memory at a size where the model dominates; accuracy means nothing) or "
+        "'300m' (~285M random parameters, benchmarks/gpu_table.py's: the GPU comparison)",
     )
     p.add_argument(
         "--env-arg",
@@ -90,6 +97,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="torch threads on both sides (default: torch's; 1 is steadier on a busy machine)",
     )
     p.add_argument("--rlvr-sampler", choices=["vllm", "hf"], default="vllm", help="rlvr's sampler (default vllm)")
+    p.add_argument(
+        "--device",
+        choices=["auto", "cpu", "cuda"],
+        default="auto",
+        help="both sides' device (default auto: CUDA where torch sees a GPU)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16"],
+        default="float32",
+        help="both sides' training dtype (default float32)",
+    )
     p.add_argument(
         "--trl-generation",
         choices=["hf", "cb", "vllm"],
@@ -137,6 +156,8 @@ def settings_from(args: argparse.Namespace, model_dir: Path) -> Settings:
         rlvr_sampler=args.rlvr_sampler,
         trl_generation=args.trl_generation,
         trl_gradient_checkpointing=args.trl_gradient_checkpointing,
+        device=args.device,
+        dtype=args.dtype,
     )
 
 
@@ -219,7 +240,8 @@ def header(settings: Settings, args: argparse.Namespace, env: dict[str, str]) ->
         f"max {settings.max_tokens} tokens, temperature {settings.temperature:g}, lr {settings.lr:g} "
         f"({settings.warmup_steps} warm-up steps, then constant), "
         f"beta {settings.beta:g}, eps {settings.epsilon:g}, seed {settings.seed}, "
-        f"torch threads {settings.threads or 'default'}\n"
+        f"torch threads {settings.threads or 'default'}, device {settings.device}"
+        f"{' (CUDA)' if settings.on_cuda else ' (CPU)'}, {settings.dtype}\n"
         f"TRL generation: {settings.trl_generation}; rlvr sampler: {settings.rlvr_sampler} "
         f"(KV cache: {env.get('VLLM_CPU_KVCACHE_SPACE', 'sized to the batch')}"
         f"{' GiB' if 'VLLM_CPU_KVCACHE_SPACE' in env else ''}); held-out accuracy: "
@@ -243,7 +265,17 @@ def main(argv: list[str] | None = None) -> int:
     try:  # bad settings fail here, in a second, before anything trains
         if args.eval_tasks < 0 or args.eval_samples < 1 or args.kv_cache_gib < 0 or args.timeout <= 0:
             raise ValueError("need --eval-tasks >= 0, --eval-samples >= 1, --kv-cache-gib >= 0, --timeout > 0")
-        model_dir = resolve_model(args.model)
+        if args.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ValueError(f"--device cuda: torch sees no CUDA GPU here (torch {torch.__version__})")
+        if args.model == "300m":
+            from gpu_table import model_dir as table_model_dir
+
+            model_dir = table_model_dir("300m")  # built into the cache on first use
+        else:
+            model_dir = resolve_model(args.model)
         settings = settings_from(args, model_dir)
         make(settings.env, **settings.env_args).close()
     except (ValueError, ModelError, EnvError) as exc:

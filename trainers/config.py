@@ -3,7 +3,8 @@
 checks that look up the algorithm, the environment, the model and the device live in
 `trainers.preflight`, so that this module imports no other module of rlvr's but leaves (each of those
 imports `ConfigError` from here: the arrows go one way). The sampler backends' names come from their
-registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once."""
+registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once;
+the trackers' names likewise (`trainers.trackers.names`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import yaml
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.errors import RlvrError
 from rlvr.trainers.samplers.registry import OVERLAPPING_BACKENDS, TRAINING_BACKENDS
+from rlvr.trainers.trackers import names as tracker_names
 
 
 class ConfigError(RlvrError, ValueError):
@@ -205,6 +207,16 @@ class TrainConfig(CommonSettings):
     log_every: int = setting(
         10, "without the progress line (--no-progress): a plain metrics line on stderr every N steps; 0: none"
     )
+    sample_every: int = setting(
+        10,
+        "every N steps show the best and the worst completion of one group (reward, outcome) on stderr, "
+        "append them to OUT/samples.jsonl and log them to the trackers as a table; 0: none",
+    )
+    report_to: str = setting(
+        "tensorboard",
+        "where metrics, the config and sample tables go besides the JSONL files: tensorboard, wandb, "
+        "trackio (each needs its package), a comma-separated list, or none",
+    )
 
     @property
     def batch_size(self) -> int:
@@ -279,7 +291,11 @@ class TrainConfig(CommonSettings):
             "weight_decay",
             "seed",
             "eval_seed_start",
+            "sample_every",
         )
+        report_problem = tracker_names.problem(self.report_to)
+        if report_problem is not None:
+            raise ConfigError(report_problem)
         for f in dataclasses.fields(self):
             if "choices" in f.metadata:
                 _one_of(self, f.name, f.metadata["choices"])

@@ -51,6 +51,7 @@ from rlvr.trainers.samplers.protocol import RolloutRequest, TrainerSampler
 from rlvr.trainers.samplers.registry import backend
 from rlvr.trainers.samplers.sizing import max_model_len
 from rlvr.trainers.samplers.training import start_sampler
+from rlvr.trainers.samples import samples_of, special_token_stripper
 from rlvr.trainers.update import run_update
 from rlvr.verifiers.verdict import Outcome
 
@@ -134,7 +135,14 @@ class Trainer:
         """Run steps until `config.steps`; returns a summary (held-out accuracy before/after if asked)."""
         cfg = self.config
         self.logger = MetricsLogger(
-            self.out, cfg.steps, start_step=self.step, progress=cfg.progress, log_every=cfg.log_every
+            self.out,
+            cfg.steps,
+            start_step=self.step,
+            progress=cfg.progress,
+            log_every=cfg.log_every,
+            report_to=cfg.report_to,
+            config=cfg.to_dict(),
+            verbose=cfg.verbose,
         )
         summary: dict[str, Any] = {"start_step": self.step}
         streak = ErrorStreak(cfg.max_error_steps)  # steps in a row whose every episode was an error
@@ -149,6 +157,7 @@ class Trainer:
             if self.overlap:
                 self._start_producer()
             while self.step < cfg.steps:
+                sampled_by = self.version  # the policy the sampler holds for this step (synchronous sampling)
                 metrics, episodes = self._train_step_saving_on_failure()
                 self.step += 1
                 out_of_time = cfg.time_limit is not None and time.monotonic() - started > cfg.time_limit
@@ -158,6 +167,8 @@ class Trainer:
                         metrics["eval_accuracy"] = self.evaluate_and_log(self.step)["accuracy"]
                 metrics["time_elapsed"] = time.monotonic() - started
                 self.logger.log(self.step, metrics)
+                if cfg.sample_every and self.step % cfg.sample_every == 0:
+                    self._log_samples(episodes, sampled_by)
                 self._note_errors(streak, episodes)  # stops the run at max_error_steps steps of errors alone
                 if self.step % cfg.save_every == 0 or last:
                     self.save()
@@ -222,6 +233,13 @@ class Trainer:
             if self.version and self._saved_step != self.step:
                 self.save()
             raise
+
+    def _log_samples(self, episodes: list, version: int) -> None:
+        """The step's best and worst completion of one group (`trainers.samples`): to samples.jsonl,
+        the trackers and the console."""
+        tokenizer = self.models.tokenizer
+        chosen = samples_of(self.step, episodes, tokenizer.decode, version)
+        self.logger.log_samples(self.step, chosen, special_token_stripper(tokenizer))
 
     def _warn(self, text: str | None) -> None:
         if text is None:

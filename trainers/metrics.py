@@ -1,14 +1,22 @@
 """Where a run's numbers go: `metrics.jsonl` (one line per step), `eval.jsonl` (held-out
-evaluations), TensorBoard events, `reward.png` (the reward curve) and a live progress line."""
+evaluations), `samples.jsonl` (sample completions every `sample_every` steps, `trainers.samples`),
+the trackers of `--report-to` (TensorBoard events by default; `trainers.trackers`), `reward.png`
+(the reward curve) and a live progress line.
+
+Each JSONL line is written whole, with its newline, in one call, so a crash leaves at most a torn
+last line, which the readers skip. A resumed run (`start_step` > 0) first drops the lines of the
+steps after its checkpoint, which it redoes: each step is in each file once."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from rlvr.trainers.samples import COLUMNS, Sample, console_lines
 
 # The progress line shows these, in this order, when present.
 PROGRESS_KEYS = (
@@ -48,6 +56,11 @@ def _keep_until(path: Path, step: int) -> None:
     tmp.replace(path)
 
 
+def _numbers(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The plain numbers of a record (what a tracker plots): no flags, texts or lists."""
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
 def progress_line(metrics: Mapping[str, Any]) -> str:
     parts = []
     for label, key, fmt in PROGRESS_KEYS:
@@ -61,27 +74,38 @@ class MetricsLogger:
     """Writes every step's metrics to JSONL and TensorBoard and shows the progress bar.
     `start_step` > 0 (a resume) drops records of later steps, which the run will redo. Without
     the bar (`progress=False`), a plain metrics line goes to stderr every `log_every` steps (and
-    at the last step); 0: none."""
+    at the last step); 0: none. `report_to` names the trackers (`trainers.trackers`), given
+    `config` once."""
 
     def __init__(
-        self, out_dir: str | Path, total_steps: int, start_step: int = 0, progress: bool = True, log_every: int = 0
+        self,
+        out_dir: str | Path,
+        total_steps: int,
+        start_step: int = 0,
+        progress: bool = True,
+        log_every: int = 0,
+        report_to: str = "tensorboard",
+        config: Mapping[str, Any] | None = None,
+        verbose: bool = False,
     ):
-        from torch.utils.tensorboard import SummaryWriter
         from tqdm.auto import tqdm
+
+        from rlvr.trainers.trackers.registry import open_trackers
 
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.eval_path = self.out_dir / "eval.jsonl"
-        for path in (self.metrics_path, self.eval_path):
+        self.samples_path = self.out_dir / "samples.jsonl"
+        for path in (self.metrics_path, self.eval_path, self.samples_path):
             if start_step > 0:
                 _keep_until(path, start_step)
             else:
                 path.write_text("")
-        # purge_step hides TensorBoard events of steps after the checkpoint we resumed from
-        self.writer = SummaryWriter(
-            str(self.out_dir / "tensorboard"), purge_step=start_step + 1 if start_step else None
-        )
+        self.trackers = open_trackers(report_to, self.out_dir, start_step, verbose)
+        if config is not None:
+            for tracker in self.trackers:
+                tracker.log_config(config)
         self.total_steps, self.progress, self.log_every = total_steps, progress, log_every
         self.bar = tqdm(
             total=total_steps,
@@ -97,9 +121,8 @@ class MetricsLogger:
         record = {"step": step, **metrics}
         with self.metrics_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
-        for key, value in metrics.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self.writer.add_scalar(f"train/{key}", value, step)
+        for tracker in self.trackers:
+            tracker.log_metrics(step, _numbers(metrics), "train")
         self.bar.set_postfix_str(progress_line(metrics), refresh=False)
         self.bar.update(1)
         if not self.progress and self.log_every > 0 and (step % self.log_every == 0 or step == self.total_steps):
@@ -108,10 +131,21 @@ class MetricsLogger:
     def log_eval(self, step: int, results: Mapping[str, Any]) -> None:
         with self.eval_path.open("a") as f:
             f.write(json.dumps({"step": step, **results}) + "\n")
-        for key, value in results.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self.writer.add_scalar(f"eval/{key}", value, step)
-        self.writer.flush()
+        for tracker in self.trackers:
+            tracker.log_metrics(step, _numbers(results), "eval")
+
+    def log_samples(self, step: int, samples: Sequence[Sample], strip: Callable[[str], str] = str) -> None:
+        """A step's sample completions (`trainers.samples`): their lines appended to
+        `samples.jsonl` in one write, a table to each tracker, and shown on the console (between
+        the progress lines); `strip` drops special tokens from the console's text."""
+        if not samples:
+            return
+        with self.samples_path.open("a") as f:
+            f.write("".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n" for s in samples))
+        for tracker in self.trackers:
+            tracker.log_table(step, "samples", COLUMNS, [s.row() for s in samples])
+        for line in console_lines(samples, strip):
+            self.write(line)
 
     def first_eval(self) -> dict[str, Any] | None:
         """The run's evaluation before training (step 0) as logged, e.g. for a resumed run."""
@@ -125,7 +159,8 @@ class MetricsLogger:
         return plot_reward(read_jsonl(self.metrics_path), read_jsonl(self.eval_path), self.out_dir / "reward.png")
 
     def close(self) -> None:
-        self.writer.close()
+        for tracker in self.trackers:
+            tracker.close()
         self.bar.close()
 
 

@@ -176,6 +176,12 @@ class TrainConfig(CommonSettings):
         "asynchronous RL: sample the next steps while training, from weights at "
         "most this many updates older than those trained; 0: sample, then train",
     )
+    sync_gap_bound: float | None = setting(
+        None,
+        "stop the run (WeightSyncError) when the sampler's logprobs of a step's tokens differ from the "
+        "trainer's by more than this, mean per token (trainers/weight_sync.py); none: 1e-3 for float32, "
+        "1e-1 for bfloat16; 0: no check",
+    )
     value_model: str = setting(
         "auto",
         "PPO's values: auto (a value head when the algorithm needs values), none, head or critic",
@@ -314,6 +320,8 @@ class TrainConfig(CommonSettings):
                 f"max_staleness > 0 needs the vllm sampler (weights loaded between engine steps), "
                 f"got sampler {self.sampler!r}"
             )
+        if self.sync_gap_bound is not None and not self.sync_gap_bound >= 0:
+            raise ConfigError(f"sync_gap_bound must be >= 0 (0: no check), got {self.sync_gap_bound!r}")
         if not self.tis_cap >= 1:
             raise ConfigError(f"tis_cap must be >= 1 (masking keeps [1/tis_cap, tis_cap]), got {self.tis_cap!r}")
         if self.time_limit is not None and not self.time_limit > 0:

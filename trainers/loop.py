@@ -3,6 +3,10 @@
     rollout -> filter -> old/reference logprobs (+ the sampler/trainer gap) -> values
       -> advantages -> update (epochs x minibatches x micro-batches) -> sync -> log -> checkpoint
 
+Before any optimizer step, the step's tokens show that the sampler held the trained weights (their
+policy versions, and the sampler/trainer logprob gap under its bound), or the run stops with
+`WeightSyncError` (`trainers.weight_sync`): a sync that failed silently is never trained on.
+
 With `max_staleness` K > 0 (asynchronous RL) the rollout phase runs ahead in a producer thread
 (`trainers.producer`), at most K updates ahead, and the sync stages the weights for it to load
 between two engine steps; the loss then corrects for the stale samples (decoupled PPO).
@@ -38,6 +42,7 @@ from rlvr.trainers.batch import collate, is_truncated
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import TrainerRankError
 from rlvr.trainers.flops import flop_meter, row_lengths
+from rlvr.trainers.memory_estimate import memory_safe
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
@@ -53,6 +58,7 @@ from rlvr.trainers.samplers.sizing import max_model_len
 from rlvr.trainers.samplers.training import start_sampler
 from rlvr.trainers.samples import samples_of, special_token_stripper
 from rlvr.trainers.update import run_update
+from rlvr.trainers.weight_sync import SyncCheck, sync_gap
 from rlvr.verifiers.verdict import Outcome
 
 
@@ -98,6 +104,8 @@ class Trainer:
         self.overlap = config.max_staleness > 0 if overlap is None else overlap
         self.algo = resolve(algo if algo is not None else check_run(config), config.max_tokens)
         check_settings(self.algo, config)
+        # on CUDA, micro-batches bounded by tokens unless the config sizes them (trainers.memory_estimate)
+        config = self.config = memory_safe(config, self.algo)
         if config.threads:
             torch.set_num_threads(config.threads)
         self.out = Path(config.out)
@@ -110,6 +118,8 @@ class Trainer:
             _seed_everything(config.seed)
         self.models: Models = build_models(config, self.algo.needs_reference, self.algo.needs_value_head, resume_from)
         self.policy = self.models.policy
+        # every step shows that the sampler holds the trained weights, or the run stops (trainers.weight_sync)
+        self.sync_check = SyncCheck.from_config(config, self.models.lora)
         self.optimizer = build_optimizer(config, self.models)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         if resume_from is not None:
@@ -351,6 +361,7 @@ class Trainer:
             turn_rewards=turn_rewards_BT,
             loss_mask=filter_loss_mask(self.algo, collated.loss_mask, collated.truncated),
         )
+        self.sync_check.check_versions(batch.versions, batch.loss_mask, self.version, step=self.step + 1)
         stats = (
             {}
             if batch.versions is None
@@ -359,6 +370,9 @@ class Trainer:
         if self.algo.overlong_buffer_frac > 0:
             stats["overlong_penalty_mean"] = float((rewards_B - collated.rewards).mean())
         t = old_and_ref_logprobs(self.models, self.algo, self.config, batch).with_stats(stats)  # and values
+        if t.old_logprobs_BT is not None:  # else the update's own forward measures it, before its optimizer step
+            gap = sync_gap(t.old_logprobs_BT, batch.sampler_logprobs, batch.loss_mask, batch.versions, self.version)
+            self.sync_check.check_gap(gap, self.version, step=self.step + 1)
         if self.models.critic is not None:
             (values_BT,) = per_micro_batch(
                 t.batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),), self.config.micro_batch_tokens
@@ -371,11 +385,12 @@ class Trainer:
         accumulated over micro-batches whose loss denominators are the minibatch's (global);
         with data-parallel ranks, each backwards its share (`trainers.update`)."""
         seed = _mix(self.config.seed, self.step, 1)  # reproducible on resume
+        check = self.sync_check.before_optimizer_step(self.version, step=self.step + 1)
         if self.ranks is None:
-            return run_update(self.models, self.optimizer, self.algo, self.config, t, seed)
+            return run_update(self.models, self.optimizer, self.algo, self.config, t, seed, before_step=check)
         pending = self.ranks.launch(t, seed, [g["lr"] for g in self.optimizer.param_groups])
         try:
-            stats = run_update(self.models, self.optimizer, self.algo, self.config, t, seed, self.ranks.group)
+            stats = run_update(self.models, self.optimizer, self.algo, self.config, t, seed, self.ranks.group, check)
         except TrainerRankError as exc:
             raise self.ranks.failure(pending, exc) from None
         self.ranks.finish(pending)

@@ -9,6 +9,8 @@ rank then takes the same optimizer step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
@@ -36,9 +38,11 @@ def run_update(
     t: StepTensors,
     shuffle_seed: int,
     group: RankGroup | None = None,
+    before_step: Callable[[UpdateSums], None] | None = None,
 ) -> dict[str, float]:
     """Epochs over minibatches shuffled by `shuffle_seed`; returns the update's metrics, summed
-    over every rank's share when `group` is given."""
+    over every rank's share when `group` is given. `before_step(sums)` runs before each optimizer
+    step, its gradients accumulated: it may stop the update there (`trainers.weight_sync`)."""
     epochs = cfg.epochs or algo.ppo_epochs
     n = len(t.batch)
     gen = torch.Generator().manual_seed(shuffle_seed)
@@ -47,7 +51,7 @@ def run_update(
     for _ in range(epochs):
         order = torch.randperm(n, generator=gen)
         for rows in torch.tensor_split(order, min(cfg.num_minibatches, n)):
-            grad_norms.append(optimizer_step(models, optimizer, algo, cfg, t, rows, sums, group))
+            grad_norms.append(optimizer_step(models, optimizer, algo, cfg, t, rows, sums, group, before_step))
     if group is not None:
         group.sum_update_sums(sums)
     tokens, updates = max(sums.tokens, 1.0), max(len(grad_norms), 1)
@@ -74,6 +78,7 @@ def optimizer_step(
     rows: torch.Tensor,
     sums: UpdateSums,
     group: RankGroup | None = None,
+    before_step: Callable[[UpdateSums], None] | None = None,
 ) -> float:
     """One optimizer step on minibatch `rows` (this rank's share of it, with the whole minibatch's
     denominators); returns the gradient norm before clipping."""
@@ -81,6 +86,8 @@ def optimizer_step(
     share = rows if group is None else group.share(rows)
     if len(share):  # a minibatch smaller than the ranks leaves some without rows
         accumulate_gradients(models, algo, cfg, t, share, sums, denominator_rows=rows)
+    if before_step is not None:
+        before_step(sums)
     if group is not None:
         group.sum_gradients(trainable_parameters(models))
     grad_norm = torch.nn.utils.clip_grad_norm_(models.policy_parameters(), cfg.max_grad_norm)

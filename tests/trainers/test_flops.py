@@ -135,3 +135,24 @@ def test_a_cuda_run_logs_mfu(tmp_path):
     assert metrics["tflops"] > 0
     if peak_flops(torch.cuda.get_device_name(), "bf16") is not None:
         assert 0 < metrics["mfu"] < 1
+
+
+def test_the_meter_of_lora_and_of_ppo_with_a_critic():
+    """LoRA (rank 4, every linear of the 4 layers): only the adapter's 41,984 weights need weight
+    gradients, the reference is the policy with its adapter off. PPO with a critic: 4 epochs, the
+    old-logprob forward, a reference, and a critic whose trunk (no LM head) is N - 1024 x 128."""
+    import tempfile
+
+    lora = Trainer(config(tempfile.mkdtemp(), device="cpu", lora_rank=4))
+    m = flop_meter(lora.models, lora.algo, lora.config, device_name="NVIDIA H100 80GB HBM3")
+    assert (
+        m.policy.trainable_matmul_parameters
+        == 41_984
+        == sum(p.numel() for p in lora.policy.parameters() if p.requires_grad)
+    )
+    assert m.policy.matmul_parameters == 1_017_984 + 41_984 and m.reference.trainable_matmul_parameters == 0
+    ppo = Trainer(config(tempfile.mkdtemp(), device="cpu", algo="ppo", value_model="critic"))
+    m = flop_meter(ppo.models, ppo.algo, ppo.config, device_name="NVIDIA H100 80GB HBM3")
+    assert (m.epochs, m.old_logprobs_forward) == (4, True)
+    assert m.critic == ModelFlops(1_017_984 - 131_072, 1_017_984 - 131_072, 4, 128)
+    assert m.reference == ModelFlops(1_017_984, 0, 4, 128)

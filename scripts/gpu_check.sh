@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# The GPU check of issue 30: one script, under 8 minutes on one bare H100 machine (its image has
+# PyTorch and transformers; small wheels travel in .whl/, see scripts/gpu_wheels.sh).
+#
+#   bash scripts/gpu_check.sh            # every part, results under $OUT (or ./gpu_check_out)
+#   bash scripts/gpu_check.sh --plan     # the parts and their budgets, nothing run
+#   bash scripts/gpu_check.sh --only table --only readme   # some parts
+#   bash scripts/gpu_check.sh --only table --cpu-smoke     # the table's CPU smoke run (tiny model)
+#
+# Parts, each bounded by its own `timeout` so that one slow part cannot eat the others' time:
+#   env       install the carried wheels into /tmp/site, print torch, CUDA and the device
+#   device    tests/trainers/test_device.py and test_flops.py (the CUDA tests)
+#   table     benchmarks/gpu_table.py: the ~300M table (fp32, bf16, LoRA, packing, checkpointing, critic)
+#   readme    the README's main job on CUDA with the HF sampler
+#   trl       benchmarks/trl_compare.py on the ~300M model, both sides on CUDA with HF generation (if trl imports)
+#   training  the suite's training tests, tests/trainers without slow/docker ones (a pytest stopped at its
+#             budget by SIGINT still prints its summary of what ran)
+#   vllm      the README's main job with the vLLM sampler, 20 steps (if vllm imports)
+# Each part writes OUT/PART.log; OUT/summary.txt has one line per part: ok, FAILED (exit code), TIMED OUT
+# or skipped (why). The exit code is 0 when no part failed or timed out.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+PARTS=(env device table readme trl training vllm)
+declare -A BUDGET=([env]=30 [device]=60 [table]=150 [readme]=75 [trl]=100 [training]=60 [vllm]=45)
+declare -A WHAT=(
+  [env]="install .whl/ wheels into /tmp/site; torch, CUDA, device"
+  [device]="pytest tests/trainers/test_device.py tests/trainers/test_flops.py"
+  [table]="benchmarks/gpu_table.py --model 300m --steps 2 --in-process"
+  [readme]="rlvr train --algo grpo --steps 150 --eval-tasks 400 --sampler hf --device cuda"
+  [trl]="benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --steps 3 --eval-tasks 0 (if trl imports)"
+  [training]="pytest tests/trainers -m 'not slow and not docker'"
+  [vllm]="rlvr train --algo grpo --steps 20 --sampler vllm --device cuda (if vllm imports)"
+)
+
+plan=0 smoke=0 only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --plan) plan=1 ;;
+    --cpu-smoke) smoke=1 ;;
+    --only)
+      shift
+      [ -n "${BUDGET[${1:-}]+x}" ] || { echo "gpu_check: error: --only takes one of: ${PARTS[*]}" >&2; exit 2; }
+      only+=("$1") ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_check: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+selected=()
+for p in "${PARTS[@]}"; do
+  if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" $p "* ]]; then selected+=("$p"); fi
+done
+
+if [ $plan -eq 1 ]; then
+  total=0
+  for p in "${selected[@]}"; do
+    printf '%-9s %4ss  %s\n' "$p" "${BUDGET[$p]}" "${WHAT[$p]}"
+    total=$((total + BUDGET[$p]))
+  done
+  printf '%-9s %4ss  (at most; the trl and vllm parts only where they import)\n' total "$total"
+  exit 0
+fi
+
+OUT=${OUT:-$ROOT/gpu_check_out}
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+: > "$SUMMARY"
+# The image's python where no project venv is here (the GPU machine); this checkout's venv otherwise.
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
+elif [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"
+else PY=python3
+fi
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY smoke
+BASE_PYTHONPATH=${PYTHONPATH:-}
+
+setup_imports() {
+  # Carried wheels first, then this checkout under its one import name `rlvr` (pyproject maps envs/,
+  # verifiers/, sandbox/ and trainers/ into it): where this checkout is not what `rlvr` imports (not
+  # installed, the GPU machine), a folder of links to it gives the same layout.
+  local site=/tmp/site shim=/tmp/rlvr_shim
+  export PYTHONPATH="$site:$ROOT${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}"
+  if ! "$PY" -c "import os, sys, rlvr.trainers as t
+sys.exit(not os.path.realpath(t.__file__).startswith(os.path.realpath(sys.argv[1]) + os.sep))" "$ROOT" 2>/dev/null; then
+    rm -rf "$shim" && mkdir -p "$shim/rlvr"
+    for f in "$ROOT"/rlvr/*; do ln -s "$f" "$shim/rlvr/"; done
+    for d in envs verifiers sandbox trainers; do ln -s "$ROOT/$d" "$shim/rlvr/$d"; done
+    export PYTHONPATH="$site:$shim:$ROOT${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}"
+  fi
+}
+
+install_wheels() {
+  # Each carried wheel whose distribution the image lacks or has at another version (pandas: kept
+  # where the image has one, its build matches the image's numpy), in one pip call.
+  local todo=()
+  compgen -G "$ROOT/.whl/*.whl" > /dev/null || { echo "no .whl/ here: nothing to install (scripts/gpu_wheels.sh)"; return 0; }
+  mapfile -t todo < <("$PY" - "$ROOT"/.whl/*.whl <<'EOF'
+import importlib.metadata as m, os, sys
+for whl in sys.argv[1:]:
+    name, version = os.path.basename(whl).split("-")[:2]
+    try:
+        have = m.version(name)
+    except m.PackageNotFoundError:
+        have = None
+    if have == version or (name == "pandas" and have):
+        print(f"have {name} {have}", file=sys.stderr)
+    else:
+        print(f"install {name} {version} (image: {have or 'none'})", file=sys.stderr)
+        print(whl)
+EOF
+)
+  [ ${#todo[@]} -eq 0 ] || "$PY" -m pip install -q --no-index --no-deps --upgrade --target /tmp/site "${todo[@]}"
+}
+
+part_env() {
+  install_wheels || return 1
+  setup_imports
+  echo "PYTHONPATH=$PYTHONPATH"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "nvidia-smi: none"
+  "$PY" - <<'EOF'
+import importlib.metadata, platform, torch
+print(f"python {platform.python_version()}, torch {torch.__version__}, CUDA build {torch.version.cuda}, "
+      f"cuda available {torch.cuda.is_available()}")
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print(f"device 0: {torch.cuda.get_device_name(0)}, {p.total_memory / 2**30:.1f} GiB, capability {p.major}.{p.minor}")
+for name in ("transformers", "tokenizers", "peft", "accelerate", "gymnasium", "docker", "trl", "datasets", "vllm"):
+    try:  # the installed version, without the seconds of importing each (the parts import what they use)
+        print(f"{name} {importlib.metadata.version(name)}")
+    except importlib.metadata.PackageNotFoundError:
+        print(f"{name}: not installed")
+import rlvr.trainers.flops as f
+print("rlvr imports from", f.__file__)
+EOF
+}
+
+part_device() {
+  "$PY" -m pytest -q -p no:cacheprovider -rfs tests/trainers/test_device.py tests/trainers/test_flops.py
+}
+
+part_table() {
+  if [ $smoke -eq 1 ]; then
+    "$PY" benchmarks/gpu_table.py --model tiny --steps 2 --tasks-per-step 2 --group-size 2 --max-tokens 6 \
+      --device cpu --threads 1 --in-process --only bf16+lora16 --out "$OUT/table"
+  else
+    "$PY" benchmarks/gpu_table.py --model 300m --steps 2 --in-process --out "$OUT/table"
+  fi
+}
+
+part_readme() {
+  "$PY" -m rlvr train --algo grpo --steps 150 --eval-tasks 400 --out "$OUT/demo" --sampler hf --device cuda \
+    --no-progress
+}
+
+part_trl() {
+  if ! "$PY" -c "import trl, datasets" 2>/dev/null; then echo "SKIP: trl or datasets does not import"; return 3; fi
+  "$PY" benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --device cuda --steps 3 --eval-tasks 0 \
+    --timeout 45 --out "$OUT/trl"
+}
+
+part_training() {
+  "$PY" -m pytest -q -p no:cacheprovider -rfE --timeout 60 -m "not slow and not docker" tests/trainers
+}
+
+part_vllm() {
+  if ! "$PY" -c "import vllm" 2>/dev/null; then echo "SKIP: vllm does not import"; return 3; fi
+  "$PY" -m rlvr train --algo grpo --steps 20 --eval-tasks 100 --out "$OUT/vllm" --sampler vllm --device cuda \
+    --no-progress
+}
+
+export -f setup_imports install_wheels part_env part_device part_table part_readme part_trl part_training part_vllm
+failed=0
+started=$SECONDS
+setup_imports
+for p in "${selected[@]}"; do
+  echo "=== $p (budget ${BUDGET[$p]} s): ${WHAT[$p]}"
+  t0=$SECONDS
+  # Stopped at its budget: `timeout` signals the part's whole process group, SIGINT first (pytest then
+  # prints the summary of what ran, a benchmark its traceback), SIGKILL 10 s later.
+  timeout -s INT -k 10 "${BUDGET[$p]}" bash -c "part_$p" > "$OUT/$p.log" 2>&1
+  rc=$?
+  took=$((SECONDS - t0))
+  if [ $rc -eq 0 ]; then status="ok"
+  elif [ $rc -eq 3 ] && grep -q '^SKIP: ' "$OUT/$p.log"; then status="skipped ($(grep -m1 '^SKIP: ' "$OUT/$p.log" | cut -c7-))"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status="TIMED OUT (exit $rc)"; failed=1
+  else status="FAILED (exit $rc)"; failed=1
+  fi
+  tail -n 25 "$OUT/$p.log"
+  printf '%-9s %-40s %4d s of %d\n' "$p" "$status" "$took" "${BUDGET[$p]}" | tee -a "$SUMMARY"
+  [ "$p" = env ] && setup_imports  # the wheels it installed are importable from here on
+done
+echo "=== summary ($((SECONDS - started)) s; logs in $OUT)"
+cat "$SUMMARY"
+exit $failed

@@ -122,11 +122,13 @@ class TimedEngine:
     def poll(self) -> list[tuple[str, list[Sample]]]:
         """One engine step: a wait of `step_s`, then one token for every unfinished sample. A sleep
         ends late (by a millisecond or more on a loaded machine): each step makes up the lateness
-        carried so far, so that n steps take n x `step_s`, as the stand-in's duration says."""
+        carried so far, so that n steps take n x `step_s`, as the stand-in's duration says. At most
+        one step's worth is carried: a stall of the whole machine is not paid back by the steps
+        after it (they would be shorter than said)."""
         wait = max(0.0, self.step_s - self._late)
         t0 = time.perf_counter()
         time.sleep(wait)
-        self._late = max(0.0, self._late + time.perf_counter() - t0 - self.step_s)
+        self._late = min(self.step_s, max(0.0, self._late + time.perf_counter() - t0 - self.step_s))
         done = []
         for key, run in list(self._running.items()):
             for length, versions in zip(run.lengths, run.tokens):
@@ -226,7 +228,7 @@ def run(
 
     try:
         sampler.update_weights(weights(0), 0)
-        produce(0)  # warm: the environment's module, the chat template
+        produce(0)  # warm: the environment's module, the chat template, the pool's threads
         started = time.monotonic()
         producer = RolloutProducer(produce, 0, case.steps, k, version=0) if overlap else None
         if producer is not None:
@@ -308,8 +310,23 @@ def cases(quick: bool, steps: int | None = None) -> list[Case]:
     ]
 
 
+def warm_up(tokenizer: Any, max_tokens: int = 64) -> None:
+    """Load, outside the timing, what the rollouts load on first use and `run`'s own warm-up
+    rollout may not reach: the verifier's heavier paths (rlvr/Arithmetic-v0 imports sympy for the
+    first answer of over 30 digits: 8-15 s on a loaded 2-core machine, which would land in the
+    first long-tailed run). One rollout with answers of every length from 1 to `max_tokens`."""
+    engine = TimedEngine(tokenizer, 0.0, lambda seed, index: 1 + ((seed or 0) + index) % max_tokens)
+    sampler = local_sampler(engine)
+    try:
+        sampling = SamplingSettings(max_tokens=max_tokens, seed=0)
+        sampler.rollout(RolloutRequest(ENV, {}, tuple(range(max_tokens // 2)), 2, sampling))
+    finally:
+        sampler.close()
+
+
 def measure(todo: list[Case], repeats: int, tokenizer: Any) -> dict[tuple[str, str], list[Run]]:
     """Every case's modes, alternating within each repeat: (case, mode) -> its runs."""
+    warm_up(tokenizer)
     runs: dict[tuple[str, str], list[Run]] = {(c.name, m): [] for c in todo for m in c.modes}
     for r in range(repeats):
         for c in todo:

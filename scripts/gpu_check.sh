@@ -13,8 +13,9 @@
 #   table     benchmarks/gpu_table.py: the ~300M table (fp32, bf16, LoRA, packing, checkpointing, critic)
 #   readme    the README's main job on CUDA with the HF sampler
 #   trl       benchmarks/trl_compare.py on the ~300M model, both sides on CUDA with HF generation (if trl imports)
-#   training  the suite's training tests, tests/trainers without slow/docker ones (a pytest stopped at its
-#             budget by SIGINT still prints its summary of what ran)
+#   training  the suite's training tests, tests/trainers without slow/docker ones, first the 12 that
+#             failed on CUDA at 8c5c807 (issue 30); a pytest stopped at its budget by SIGINT still prints
+#             its summary of what ran
 #   vllm      the README's main job with the vLLM sampler, 20 steps (if vllm imports)
 # Each part writes OUT/PART.log; OUT/summary.txt has one line per part: ok, FAILED (exit code), TIMED OUT
 # or skipped (why). The exit code is 0 when no part failed or timed out.
@@ -24,14 +25,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 PARTS=(env device table readme trl training vllm)
-declare -A BUDGET=([env]=30 [device]=60 [table]=150 [readme]=75 [trl]=100 [training]=60 [vllm]=45)
+declare -A BUDGET=([env]=25 [device]=55 [table]=140 [readme]=70 [trl]=110 [training]=70 [vllm]=45)
 declare -A WHAT=(
   [env]="install .whl/ wheels into /tmp/site; torch, CUDA, device"
   [device]="pytest tests/trainers/test_device.py tests/trainers/test_flops.py"
   [table]="benchmarks/gpu_table.py --model 300m --steps 2 --in-process"
   [readme]="rlvr train --algo grpo --steps 150 --eval-tasks 400 --sampler hf --device cuda"
-  [trl]="benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --steps 3 --eval-tasks 0 (if trl imports)"
-  [training]="pytest tests/trainers -m 'not slow and not docker'"
+  [trl]="benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --max-tokens 64 --steps 3 (if trl imports)"
+  [training]="pytest tests/trainers -m 'not slow and not docker', the 12 that failed on CUDA at 8c5c807 first"
   [vllm]="rlvr train --algo grpo --steps 20 --sampler vllm --device cuda (if vllm imports)"
 )
 
@@ -74,7 +75,7 @@ if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
 elif [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"
 else PY=python3
 fi
-export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY smoke
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY smoke CUDA_FAILURES
 BASE_PYTHONPATH=${PYTHONPATH:-}
 
 setup_imports() {
@@ -157,12 +158,23 @@ part_readme() {
 
 part_trl() {
   if ! "$PY" -c "import trl, datasets" 2>/dev/null; then echo "SKIP: trl or datasets does not import"; return 3; fi
-  "$PY" benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --device cuda --steps 3 --eval-tasks 0 \
-    --timeout 45 --out "$OUT/trl"
+  "$PY" benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --device cuda --max-tokens 64 --steps 3 \
+    --eval-tasks 0 --timeout 50 --out "$OUT/trl"
 }
 
+CUDA_FAILURES="test_bf16_training_step_on_cpu or test_bf16_run_saves_and_resumes or test_only_the_adapter_trains \
+or test_reference_is_the_base_with_the_adapter_off or test_packed_forward_equals_padded \
+or test_critic_values_packed_equal_padded or test_packed_gradients_equal_padded \
+or test_one_step_uses_the_teacher_and_the_students_old_logprobs or test_ppo_with_a_critic_resumes"
 part_training() {
-  "$PY" -m pytest -q -p no:cacheprovider -rfE --timeout 60 -m "not slow and not docker" tests/trainers
+  local rc=0
+  echo "--- the tests that failed on CUDA at 8c5c807 (issue 30)"
+  "$PY" -m pytest -q -p no:cacheprovider -rfE --timeout 60 -m "not slow and not docker" -k "$CUDA_FAILURES" \
+    tests/trainers || rc=$?
+  echo "--- the rest of tests/trainers"
+  "$PY" -m pytest -q -p no:cacheprovider -rfE --timeout 60 -m "not slow and not docker" -k "not ($CUDA_FAILURES)" \
+    tests/trainers || rc=$?
+  return $rc
 }
 
 part_vllm() {

@@ -136,10 +136,10 @@ class TimedEngine:
                     versions.append(self.version)
             if all(len(v) == length for v, length in zip(run.tokens, run.lengths)):
                 del self._running[key]
-                done.append((key, [self._sample(v, length) for v, length in zip(run.tokens, run.lengths)]))
+                done.append((key, [self._sample(v) for v in run.tokens]))
         return done
 
-    def _sample(self, versions: list[int], max_tokens: int) -> Sample:
+    def _sample(self, versions: list[int]) -> Sample:
         tags = versions if self.track_versions else [self.version] * len(versions)
         return Sample((self.token_id,) * len(versions), (-1.0,) * len(versions), "stop", tuple(tags))
 

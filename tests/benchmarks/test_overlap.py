@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.envs.sampler import RequestSampler
+from rlvr.trainers.samplers.local import local_sampler
+from rlvr.trainers.samplers.protocol import SamplerBackend, TrainerSampler
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import overlap  # noqa: E402
 
@@ -70,8 +74,11 @@ def test_a_sync_that_never_reaches_the_engine_stops_the_run(tokenizer, mode):
         overlap.run(case, mode, tokenizer, engine_class=DroppingEngine)
 
 
-def test_the_engine_checks_the_weights_it_loads(tokenizer):
+def test_the_stand_in_meets_the_sampler_protocols_and_checks_the_weights_it_loads(tokenizer):
     engine = overlap.TimedEngine(tokenizer, 0.001, overlap.fixed_lengths(1))
+    assert isinstance(engine, SamplerBackend) and isinstance(engine, RequestSampler)
+    sampler = local_sampler(engine)
+    assert isinstance(sampler, TrainerSampler) and isinstance(sampler, RequestSampler)
     engine.update_weights(overlap.weights(3), 3)
     assert engine.version == 3
     with pytest.raises(RuntimeError, match="version 3 tagged as version 4"):

@@ -15,6 +15,7 @@ import torch
 
 from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.loop import Trainer
+from rlvr.trainers.weight_sync import WeightSyncError
 from tests.conftest import require, train_device
 
 pytestmark = pytest.mark.vllm
@@ -78,10 +79,11 @@ def test_the_gap_catches_a_stale_sampler(trainer):
     with torch.no_grad():  # change the policy behind the sampler's back (no sync)
         for p in trainer.policy.parameters():
             p.add_(0.02 * torch.randn_like(p))
-    metrics = trainer.train_step()
-    assert metrics["logprob_gap_max"] > 100 * GAP
-    trainer.step += 1
-    assert trainer.train_step()["logprob_gap_max"] < GAP  # that step's sync put it right
+    with pytest.raises(WeightSyncError) as caught:  # the step stops before its optimizer step
+        trainer.train_step()
+    assert caught.value.gap > 100 * GAP
+    trainer.sync(trainer.version)  # a sync puts it right
+    assert trainer.train_step()["logprob_gap_max"] < GAP
 
 
 def test_resume_puts_the_checkpoint_into_vllm(tmp_path):

@@ -8,7 +8,7 @@
 #   bash scripts/gpu_check.sh --only table --cpu-smoke     # the table's CPU smoke run (tiny model)
 #
 # Parts, each bounded by its own `timeout` so that one slow part cannot eat the others' time:
-#   env       install the carried wheels into /tmp/site, print torch, CUDA and the device
+#   env       install the carried wheels into /tmp/site (GPU_CHECK_SITE), print torch, CUDA and the device
 #   device    tests/trainers/test_device.py and test_flops.py (the CUDA tests)
 #   table     benchmarks/gpu_table.py: the ~300M table (fp32, bf16, LoRA, packing, checkpointing, critic)
 #   readme    the README's main job on CUDA with the HF sampler
@@ -75,21 +75,56 @@ if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
 elif [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"
 else PY=python3
 fi
-export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY smoke CUDA_FAILURES
+SITE=${GPU_CHECK_SITE:-/tmp/site}  # where the carried wheels go
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY SITE smoke CUDA_FAILURES
 BASE_PYTHONPATH=${PYTHONPATH:-}
 
 setup_imports() {
-  # Carried wheels first, then this checkout under its one import name `rlvr` (pyproject maps envs/,
-  # verifiers/, sandbox/ and trainers/ into it): where this checkout is not what `rlvr` imports (not
-  # installed, the GPU machine), a folder of links to it gives the same layout.
-  local site=/tmp/site shim=/tmp/rlvr_shim
-  export PYTHONPATH="$site:$ROOT${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}"
-  if ! "$PY" -c "import os, sys, rlvr.trainers as t
-sys.exit(not os.path.realpath(t.__file__).startswith(os.path.realpath(sys.argv[1]) + os.sep))" "$ROOT" 2>/dev/null; then
-    rm -rf "$shim" && mkdir -p "$shim/rlvr"
-    for f in "$ROOT"/rlvr/*; do ln -s "$f" "$shim/rlvr/"; done
-    for d in envs verifiers sandbox trainers; do ln -s "$ROOT/$d" "$shim/rlvr/$d"; done
-    export PYTHONPATH="$site:$shim:$ROOT${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}"
+  # Carried wheels first (SITE), then this checkout under its one import name `rlvr`: pyproject maps
+  # envs/, verifiers/, sandbox/ and trainers/ into it, which an install (editable here) provides. Where
+  # this checkout is not what `rlvr` imports (the GPU machine: nothing installed), a finder in SITE's
+  # sitecustomize.py gives the same mapping; it runs at interpreter start-up, before the working
+  # directory or pytest's rootdir (which hold the bare rlvr/ folder) come first on sys.path.
+  export PYTHONPATH="$SITE:$ROOT${BASE_PYTHONPATH:+:$BASE_PYTHONPATH}"
+  mkdir -p "$SITE"
+  if [ "${GPU_CHECK_FINDER:-0}" = 1 ] || ! (cd "$ROOT" && "$PY" -c "import os, sys, rlvr.trainers as t
+sys.exit(not os.path.realpath(t.__file__).startswith(os.path.realpath(sys.argv[1]) + os.sep))" "$ROOT" 2>/dev/null); then
+    sed "s|@ROOT@|$ROOT|" > "$SITE/sitecustomize.py" <<'EOF'
+"""Written by scripts/gpu_check.sh: import rlvr.envs, .verifiers, .sandbox and .trainers from the
+checkout's top-level folders, as the project's install does; then the image's own sitecustomize."""
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+ROOT = "@ROOT@"
+FOLDERS = {f"rlvr.{name}": os.path.join(ROOT, name) for name in ("envs", "verifiers", "sandbox", "trainers")}
+
+
+class RlvrFolders:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        folder = FOLDERS.get(name)
+        if folder is None:
+            return None
+        init = os.path.join(folder, "__init__.py")
+        return importlib.util.spec_from_file_location(name, init, submodule_search_locations=[folder])
+
+
+# right after the path finder (which finds `rlvr` itself, and nothing under rlvr/ for these names)
+sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder) + 1, RlvrFolders)
+here = os.path.dirname(os.path.abspath(__file__))
+for entry in sys.path:
+    other = os.path.join(os.path.abspath(entry or "."), "sitecustomize.py")
+    if os.path.dirname(other) != here and os.path.isfile(other):
+        try:
+            exec(compile(open(other).read(), other, "exec"), {"__name__": "sitecustomize", "__file__": other})
+        except Exception as exc:
+            print(f"gpu_check: the image's {other} failed: {exc}", file=sys.stderr)
+        break
+EOF
+  else
+    rm -f "$SITE/sitecustomize.py"
   fi
 }
 
@@ -113,7 +148,7 @@ for whl in sys.argv[1:]:
         print(whl)
 EOF
 )
-  [ ${#todo[@]} -eq 0 ] || "$PY" -m pip install -q --no-index --no-deps --upgrade --target /tmp/site "${todo[@]}"
+  [ ${#todo[@]} -eq 0 ] || "$PY" -m pip install -q --no-index --no-deps --upgrade --target "$SITE" "${todo[@]}"
 }
 
 part_env() {
@@ -122,7 +157,7 @@ part_env() {
   echo "PYTHONPATH=$PYTHONPATH"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null || echo "nvidia-smi: none"
   "$PY" - <<'EOF'
-import importlib.metadata, platform, torch
+import importlib.metadata, platform, sys, torch
 print(f"python {platform.python_version()}, torch {torch.__version__}, CUDA build {torch.version.cuda}, "
       f"cuda available {torch.cuda.is_available()}")
 if torch.cuda.is_available():
@@ -134,7 +169,8 @@ for name in ("transformers", "tokenizers", "peft", "accelerate", "gymnasium", "d
     except importlib.metadata.PackageNotFoundError:
         print(f"{name}: not installed")
 import rlvr.trainers.flops as f
-print("rlvr imports from", f.__file__)
+mapped = hasattr(sys.modules.get("sitecustomize"), "RlvrFolders")
+print("rlvr imports from", f.__file__, "(mapped by gpu_check's sitecustomize.py)" if mapped else "(installed)")
 EOF
 }
 

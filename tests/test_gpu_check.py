@@ -52,10 +52,12 @@ def test_the_carried_wheels_are_at_the_projects_pins():
 
 
 def test_the_env_part_runs_here_and_writes_its_summary(tmp_path):
-    """The first part for real (on this CPU machine): the environment, and `rlvr` imported from this checkout."""
-    r = run("scripts/gpu_check.sh", "--only", "env", env={"OUT": str(tmp_path)}, timeout=240)
+    """The first part for real (on this CPU machine): the environment, and `rlvr.trainers` imported
+    from this checkout by the mapping the GPU machine needs (nothing installed there), forced here."""
+    env = {"OUT": str(tmp_path), "GPU_CHECK_SITE": str(tmp_path / "site"), "GPU_CHECK_FINDER": "1"}
+    r = run("scripts/gpu_check.sh", "--only", "env", env=env, timeout=240)
     log = (tmp_path / "env.log").read_text()
     assert r.returncode == 0, r.stdout + log
     assert re.search(r"torch \S+, CUDA build", log)
-    assert f"rlvr imports from {ROOT}/trainers/flops.py" in log
+    assert f"rlvr imports from {ROOT}/trainers/flops.py (mapped by gpu_check's sitecustomize.py)" in log
     assert re.fullmatch(r"env\s+ok\s+\d+ s of \d+", (tmp_path / "summary.txt").read_text().strip())

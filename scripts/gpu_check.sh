@@ -76,7 +76,10 @@ elif [ -x "$ROOT/.venv/bin/python" ]; then PY="$ROOT/.venv/bin/python"
 else PY=python3
 fi
 SITE=${GPU_CHECK_SITE:-/tmp/site}  # where the carried wheels go
-export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY SITE smoke CUDA_FAILURES
+WORK=${GPU_CHECK_WORK:-/tmp/gpu_check_work}  # runs' checkpoints and trained models; their small files go to OUT
+rm -rf "$WORK/demo" "$WORK/trl" "$WORK/vllm"  # each run starts fresh (`rlvr train` would resume)
+mkdir -p "$WORK"
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY SITE WORK smoke CUDA_FAILURES
 BASE_PYTHONPATH=${PYTHONPATH:-}
 
 setup_imports() {
@@ -187,15 +190,30 @@ part_table() {
   fi
 }
 
+keep_small() {
+  # A run's small files (metrics, evaluations, plot, results) from WORK into OUT: checkpoints and the
+  # trained ~300M models (GBs) stay in WORK, so what comes back from the machine stays small.
+  mkdir -p "$2"
+  find "$1" -maxdepth 1 -type f \( -name '*.json' -o -name '*.jsonl' -o -name '*.png' -o -name '*.md' \) \
+    -size -5M -exec cp {} "$2"/ \; 2>/dev/null
+  return 0
+}
+
 part_readme() {
-  "$PY" -m rlvr train --algo grpo --steps 150 --eval-tasks 400 --out "$OUT/demo" --sampler hf --device cuda \
-    --no-progress
+  local rc=0
+  "$PY" -m rlvr train --algo grpo --steps 150 --eval-tasks 400 --out "$WORK/demo" --sampler hf --device cuda \
+    --no-progress --log-every 25 || rc=$?
+  keep_small "$WORK/demo" "$OUT/demo"
+  return $rc
 }
 
 part_trl() {
   if ! "$PY" -c "import trl, datasets" 2>/dev/null; then echo "SKIP: trl or datasets does not import"; return 3; fi
+  local rc=0
   "$PY" benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --device cuda --max-tokens 64 --steps 3 \
-    --eval-tasks 0 --timeout 50 --out "$OUT/trl"
+    --eval-tasks 0 --timeout 50 --out "$WORK/trl" || rc=$?
+  keep_small "$WORK/trl" "$OUT/trl"
+  return $rc
 }
 
 CUDA_FAILURES="test_bf16_training_step_on_cpu or test_bf16_run_saves_and_resumes or test_only_the_adapter_trains \
@@ -215,11 +233,14 @@ part_training() {
 
 part_vllm() {
   if ! "$PY" -c "import vllm" 2>/dev/null; then echo "SKIP: vllm does not import"; return 3; fi
-  "$PY" -m rlvr train --algo grpo --steps 20 --eval-tasks 100 --out "$OUT/vllm" --sampler vllm --device cuda \
-    --no-progress
+  local rc=0
+  "$PY" -m rlvr train --algo grpo --steps 20 --eval-tasks 100 --out "$WORK/vllm" --sampler vllm --device cuda \
+    --no-progress --log-every 5 || rc=$?
+  keep_small "$WORK/vllm" "$OUT/vllm"
+  return $rc
 }
 
-export -f setup_imports install_wheels part_env part_device part_table part_readme part_trl part_training part_vllm
+export -f keep_small setup_imports install_wheels part_env part_device part_table part_readme part_trl part_training part_vllm
 failed=0
 started=$SECONDS
 setup_imports

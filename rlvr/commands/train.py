@@ -58,6 +58,22 @@ def native_precision(config: TrainConfig) -> TrainConfig:
     return dataclasses.replace(config, dtype="float32")
 
 
+def check_memory(config: TrainConfig, algo) -> dict | None:
+    """`--check`'s memory estimate (`trainers.memory_estimate`, from config.json: nothing loads):
+    a table on stderr, and the numbers for the JSON on stdout (None when the model's config.json
+    has no shape the estimate reads: a warning then, not an error; the run itself may well work)."""
+    from rlvr.trainers.memory_estimate import MemoryEstimateError, device_label, estimate, run_inputs
+
+    try:
+        inputs, free = run_inputs(config, algo)
+    except MemoryEstimateError as exc:
+        print(f"warning: no memory estimate: {exc}", file=sys.stderr)
+        return None
+    result = estimate(inputs)
+    print(result.table(device_label(inputs, free)), file=sys.stderr)
+    return {**result.as_dict(), "prompt_tokens": inputs.prompt_tokens, "completion_tokens": inputs.completion_tokens}
+
+
 def run(args: argparse.Namespace) -> int:
     # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
     config = TrainConfig.load(args.config, overrides_from_args(args))
@@ -73,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         algo = check_run(config)
         config = native_precision(config)
         if args.check:
-            print(json.dumps({"config": config.to_dict(), "algorithm": algo.name}, indent=2))
+            memory = check_memory(config, algo)
+            print(json.dumps({"config": config.to_dict(), "algorithm": algo.name, "memory": memory}, indent=2))
             return 0
         from rlvr.trainers.loop import Trainer
 

@@ -83,9 +83,13 @@ def h100_rows() -> list[tuple[str, float, float]]:
     return [(name, estimate(replace(base, **kw)).total / GIB, peak) for name, (kw, peak) in H100_PEAKS.items()]
 
 
-def qwen_1_5b(completion_tokens: int = 64, prompt_tokens: int = 128, device_gib: float = 80e9 / GIB):
+H100_BYTES = 81559 * 2**20  # an H100 80GB's total as CUDA reports it (79.6 GiB)
+
+
+def qwen_1_5b(completion_tokens: int = 64, prompt_tokens: int = 128, device_bytes: int = H100_BYTES):
     """(inputs with the CUDA default bound, the estimate) of Qwen2-1.5B's shape at the README's batch
-    and default settings (float32, GRPO with its KL reference, vLLM taking 0.3 of the device)."""
+    and default settings (float32, GRPO with its KL reference, vLLM taking 0.3 of the device), the
+    whole device free; prompts of 128 tokens (a chat template's system turn and a task)."""
     from rlvr.trainers.memory_estimate import MemoryInputs, ModelShape, cuda_micro_batch_tokens, estimate
 
     inputs = MemoryInputs(
@@ -98,7 +102,7 @@ def qwen_1_5b(completion_tokens: int = 64, prompt_tokens: int = 128, device_gib:
         completion_tokens=completion_tokens,
         sampler="vllm",
         vllm_gpu_memory=0.3,
-        device_bytes=int(device_gib * GIB),
+        device_bytes=device_bytes,
     )
     bounded = replace(inputs, micro_batch_tokens=cuda_micro_batch_tokens(inputs, inputs.device_bytes))
     return bounded, estimate(bounded)
@@ -225,7 +229,7 @@ def main() -> None:
     for tokens in (32, 64):
         inputs, est = qwen_1_5b(tokens)
         print(
-            f"| Qwen2-1.5B shape, 16 x 8 x {tokens} tokens, defaults, 80 GB, micro_batch_tokens "
+            f"| Qwen2-1.5B shape, 16 x 8 x {tokens} tokens, defaults, H100 80GB, micro_batch_tokens "
             f"{inputs.micro_batch_tokens} | {est.total / GIB:.1f} | - | - |"
         )
 

@@ -349,6 +349,11 @@ def cuda_micro_batch_tokens(inputs: MemoryInputs, free_bytes: int, margin: float
     return min(max(tokens, p + c), inputs.episodes * (p + c))
 
 
+def fits(inputs: MemoryInputs, free_bytes: int, margin: float = CUDA_MARGIN) -> bool:
+    """Whether the estimate's total fits in `free_bytes` x (1 - margin)."""
+    return estimate(inputs).total <= free_bytes * (1 - margin)
+
+
 def inputs_for(config: Any, algo: Any, shape: ModelShape, prompt_tokens: int, **extra: Any) -> MemoryInputs:
     """`MemoryInputs` of a `TrainConfig` and its resolved algorithm (`needs_reference`,
     `needs_value_head`, the one-pass update that computes the entropy in its graph)."""
@@ -453,10 +458,11 @@ def device_label(inputs: MemoryInputs, free: int | None) -> str:
 
 
 def memory_safe(config: Any, algo: Any) -> Any:
-    """The CUDA default: where the models train on CUDA and neither `micro_batch_size` nor
-    `micro_batch_tokens` is set, the config with `micro_batch_tokens` chosen so that a step's
-    activations fit the device's free memory (`cuda_micro_batch_tokens`), and a line saying so;
-    otherwise `config` itself (the CPU's defaults and results do not change)."""
+    """The CUDA default: where the models train on CUDA, neither `micro_batch_size` nor
+    `micro_batch_tokens` is set and the whole (mini)batch would not fit in one micro-batch (`fits`),
+    the config with `micro_batch_tokens` chosen so that a step's activations fit the device's free
+    memory (`cuda_micro_batch_tokens`), and a line saying so; otherwise `config` itself (the CPU's
+    defaults and results do not change, nor a run that fits as it is)."""
     if config.micro_batch_size is not None or config.micro_batch_tokens is not None:
         return config
     from rlvr.trainers.device import resolve_device
@@ -470,6 +476,8 @@ def memory_safe(config: Any, algo: Any) -> Any:
         inputs, free = run_inputs(config, algo)
     except MemoryEstimateError as exc:
         print(f"warning: no memory estimate ({exc}): micro-batches are not bounded by tokens", file=sys.stderr)
+        return config
+    if fits(inputs, free):  # the whole (mini)batch at once fits: the micro-batches stay as they are
         return config
     tokens = cuda_micro_batch_tokens(inputs, free)
     bounded = estimate(replace(inputs, micro_batch_tokens=tokens))

@@ -25,6 +25,7 @@ from rlvr.trainers.memory_estimate import (
     activation_bytes_per_token,
     cuda_micro_batch_tokens,
     estimate,
+    fits,
     inputs_for,
     memory_safe,
 )
@@ -175,6 +176,7 @@ def test_cuda_token_bound_worked():
     assert cuda_micro_batch_tokens(run, 2 * 2**20) == 16  # nothing fits: one episode, the least a forward holds
     assert cuda_micro_batch_tokens(replace(run, episodes=8), 10 * 2**20) == 128  # the whole batch fits
     bounded = estimate(replace(run, micro_batch_tokens=640))
+    assert fits(replace(run, episodes=8), 10 * 2**20) and not fits(run, 10 * 2**20)
     step = lambda e: e.fixed + e.activations + e.logits  # noqa: E731  (the HF sampler is not alive with them)
     assert step(bounded) <= 0.85 * 10 * 2**20 < step(estimate(replace(run, micro_batch_tokens=704)))
 

@@ -7,6 +7,8 @@ same trackio run."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import uuid
 from collections.abc import Mapping, Sequence
@@ -34,13 +36,19 @@ class TrackioTracker:
         self.run = None  # opened by log_config: trackio takes the config at init
 
     def _open(self, config: Mapping[str, Any] | None) -> None:
-        self.run = self.trackio.init(
-            project=os.environ.get("TRACKIO_PROJECT") or "rlvr",
-            name=self.run_name,
-            config=dict(config) if config is not None else None,
-            resume="allow" if self.start_step else "never",
-            embed=False,
-        )
+        with self._quiet():
+            self.run = self.trackio.init(
+                project=os.environ.get("TRACKIO_PROJECT") or "rlvr",
+                name=self.run_name,
+                config=dict(config) if config is not None else None,
+                resume="allow" if self.start_step else "never",
+                embed=False,
+            )
+
+    def _quiet(self):
+        """trackio prints its banner (where the run goes, how to see it) on stdout: only with --verbose,
+        stdout being the summary's (issue 32: a run prints its own lines)."""
+        return contextlib.nullcontext() if self.verbose else contextlib.redirect_stdout(io.StringIO())
 
     def log_config(self, config: Mapping[str, Any]) -> None:
         if self.run is None:
@@ -59,4 +67,5 @@ class TrackioTracker:
 
     def close(self) -> None:
         if self.run is not None:
-            self.trackio.finish()
+            with self._quiet():
+                self.trackio.finish()

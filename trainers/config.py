@@ -431,6 +431,8 @@ def _coerce(f: dataclasses.Field, value: Any) -> Any:
         return (float(value[0]), float(value[1]))
     if value is None:
         return None
+    if f.name == "report_to" and isinstance(value, (list, tuple)):  # YAML's list: [tensorboard, wandb]
+        return ",".join(map(str, value))
     expected = {int: int, float: float, bool: bool, str: str}
     kind = f.type if isinstance(f.type, type) else _base_type(str(f.type))
     if kind in (int, float) and isinstance(value, bool):

@@ -42,6 +42,8 @@ def log_a_run(out: Path, report_to: str, start_step: int = 0, steps=(1, 2, 3), o
 
 def test_report_to_is_checked_with_the_settings():
     assert split("tensorboard, wandb,tensorboard") == ("tensorboard", "wandb") and split("none") == ()
+    assert TrainConfig.from_dict({"report_to": ["tensorboard", "wandb"]}).report_to == "tensorboard,wandb"  # YAML list
+    assert TrainConfig().report_to == "tensorboard" and TrainConfig().sample_every == 10
     for bad, says in (("tb", r"unknown tracker\(s\) tb"), ("none,wandb", "cannot be combined"), ("", "must name")):
         with pytest.raises(ConfigError, match=says):
             TrainConfig.from_dict({"report_to": bad})

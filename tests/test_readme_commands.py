@@ -27,10 +27,10 @@ HERE = "tests/test_readme_commands.py"
 # "not run: REASON". Keys are the commands as extracted (trailing `# comment` removed).
 COVERAGE: dict[str, str] = {
     # The main job. Its first half is what CI's own setup runs (scripts/test.sh starts with
-    # scripts/setup.sh); the training run itself, at 100 instead of 150 steps, is the grpo case of
-    # tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy (slow), which goes
-    # through `rlvr train` with the same algorithm, default model and 400 held-out tasks and
-    # asserts the rise in held-out accuracy; tests/trainers/test_config.py pins the defaults to the main job.
+    # scripts/setup.sh); the training run itself, at 30 instead of 150 steps (5 warm-up steps instead
+    # of 30), is the grpo case of tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy
+    # (slow), which goes through `rlvr train` with the same algorithm, default model and 400 held-out
+    # tasks and asserts the rise in held-out accuracy; tests/trainers/test_config.py pins the defaults to the main job.
     "bash scripts/setup.sh && .venv/bin/rlvr train --algo grpo --steps 150 --eval-tasks 400 "
     "--out runs/demo": "tests/trainers/test_learning.py::test_algorithm_raises_held_out_accuracy",
     "bash scripts/test.sh": "not run: it is the test suite itself (what CI runs); "
@@ -47,11 +47,12 @@ COVERAGE: dict[str, str] = {
     "--out runs/async": f"{HERE}::test_rlvr_train_async",
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
     # as written (a short run), plus --out, --threads 1 and --no-progress; slow
-    ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 40 --max-tokens 12 "
+    ".venv/bin/rlvr train --lora-rank 8 --lr 1e-3 --warmup-steps 5 --steps 25 --max-tokens 12 "
     "--out runs/lora": "tests/trainers/test_lora.py::test_lora_raises_reward",
     # 20 steps of the ~30M model are minutes: run with --steps 2 (every other flag as written), slow
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
-    "--micro-batch-tokens 1024 --steps 20 --out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
+    "--micro-batch-tokens 1024 --tasks-per-step 4 --max-tokens 16 --steps 20 "
+    "--out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
     # 150 steps are minutes: run with --steps 3 (every other flag as written), slow; it starts its own Ray cluster
     ".venv/bin/rlvr train --ray --rollout-workers 2 --trainer-ranks 2 --steps 150 --eval-tasks 400 "
     "--out runs/ray": f"{HERE}::test_rlvr_train_ray",

@@ -90,7 +90,7 @@ class MetricsLogger:
     ):
         from tqdm.auto import tqdm
 
-        from rlvr.trainers.trackers.registry import open_trackers
+        from rlvr.trainers.trackers import open_trackers
 
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,8 @@
-"""The trackers of `--report-to` (trainers/trackers/): each logs the same per-step metrics, the
-config once and the sample tables, read back from the files it wrote with its own reader
-(TensorBoard's EventAccumulator; wandb's offline run log through wandb's own protobuf records);
-`none` writes no tracker files; a tracker that is not installed is one line before anything loads."""
+"""The trackers of `--report-to` (trainers/trackers.py and the trainers/tracker_*.py it opens): each
+logs the same per-step metrics, the config once and the sample tables, read back from the files it
+wrote with its own reader (TensorBoard's EventAccumulator; wandb's offline run log through wandb's
+own protobuf records; trackio's store); `none` writes no tracker files; a tracker that is not
+installed is one line before anything loads."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ import pytest
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.samples import COLUMNS, Sample
-from rlvr.trainers.trackers.names import split
-from rlvr.trainers.trackers.tensorboard_tracker import markdown_table
+from rlvr.trainers.tracker_names import split
+from rlvr.trainers.tracker_tensorboard import markdown_table
 
 CONFIG = {"lr": 0.001, "env": "rlvr/Arithmetic-v0", "steps": 3}
 SAMPLES = [

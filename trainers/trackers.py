@@ -1,0 +1,82 @@
+"""Experiment trackers (`--report-to`, as TRL names it): where a run's per-step metrics, its config
+(once) and its sample tables go besides `metrics.jsonl` and `samples.jsonl`.
+
+One module per tracker, each one class with one job: `tracker_tensorboard` (the default; torch's
+SummaryWriter), `tracker_wandb` and `tracker_trackio` (optional packages). Each meets the `Tracker`
+protocol below. Their names live in `tracker_names` (a leaf, so that `trainers.config` validates
+the setting without loading torch or a tracker). Here: the check that the chosen trackers are
+installed, run before anything loads (`trainers.preflight`), and opening them. A tracker that is not
+installed is one line naming the package to install (`TrackerMissing`, exit 2), never a traceback
+mid-run."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from rlvr.trainers.config import ConfigError
+from rlvr.trainers.tracker_names import PACKAGES, split
+
+
+class Tracker(Protocol):
+    """What a tracker does: log a run's config once, each step's numbers, and now and then a table
+    (the sample completions). `start_step` > 0 (a resumed run) is given when the tracker opens: the
+    steps after it are logged again, and a tracker that can drops what it held of them."""
+
+    name: str
+
+    def log_config(self, config: Mapping[str, Any]) -> None:
+        """The run's settings (`TrainConfig.to_dict()`), once, at the start."""
+
+    def log_metrics(self, step: int, metrics: Mapping[str, float], section: str) -> None:
+        """Numbers of `step` under `section` (`train`, `eval`): `section/key`."""
+
+    def log_table(self, step: int, name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """A table of `step` (rows of plain values: str, int, float)."""
+
+    def close(self) -> None:
+        """Flush and release (a tracker's files complete on disk)."""
+
+
+class TrackerMissing(ConfigError):
+    """A tracker named by --report-to whose package is not installed."""
+
+
+def check_installed(report_to: str) -> None:
+    """Raise `TrackerMissing` for the first tracker of `report_to` whose package is absent.
+    `find_spec` looks without importing (wandb's import alone takes seconds)."""
+    for name in split(report_to):
+        if importlib.util.find_spec(PACKAGES[name]) is None:
+            raise TrackerMissing(f"--report-to {name} needs `pip install {PACKAGES[name]}`")
+
+
+def open_trackers(report_to: str, out_dir: str | Path, start_step: int = 0, verbose: bool = False) -> list[Tracker]:
+    """The trackers of `report_to`, opened, in its order (none for `none`)."""
+    check_installed(report_to)
+    trackers: list[Tracker] = []
+    try:
+        for name in split(report_to):
+            trackers.append(_open(name, out_dir, start_step, verbose))
+    except BaseException:  # one that fails to open: the others opened before it are closed, not leaked
+        for tracker in trackers:
+            tracker.close()
+        raise
+    return trackers
+
+
+def _open(name: str, out_dir: str | Path, start_step: int, verbose: bool) -> Tracker:
+    if name == "tensorboard":
+        from rlvr.trainers.tracker_tensorboard import TensorBoardTracker
+
+        return TensorBoardTracker(out_dir, start_step)
+    if name == "wandb":
+        from rlvr.trainers.tracker_wandb import WandbTracker
+
+        return WandbTracker(out_dir, start_step, verbose)
+    if name == "trackio":
+        from rlvr.trainers.tracker_trackio import TrackioTracker
+
+        return TrackioTracker(out_dir, start_step, verbose)
+    raise ConfigError(f"unknown tracker {name!r}")  # tracker_names.problem refused it already

@@ -39,8 +39,8 @@ h hidden size, kv = kv heads x head dim, i intermediate size, V vocabulary.
   with the training activations: the total counts the larger of the two.
 
 The total is the sum (an upper bound: gradients grow while the activations are freed in the
-backward). Unknown: an environment's reply tokens between turns (multi-turn; the caller passes
-the context length as the episode length) and the allocator's fragmentation.
+backward). Not known before a run: the length of an environment's replies between turns
+(`episode_tokens` counts each as long as the opening prompt) and the allocator's fragmentation.
 """
 
 from __future__ import annotations
@@ -391,21 +391,25 @@ def inputs_for(config: Any, algo: Any, shape: ModelShape, prompt_tokens: int, **
 
 
 # ---- the run's world: the one part of this module that reads more than numbers ----------------------------------
-def longest_prompt(config: Any, tokenizer: Any, context: int) -> int:
-    """Tokens of the longest opening prompt of the environment's first tasks (single-step); a
-    multi-turn environment's episode grows turn by turn, up to the `context` length: that, less
-    the completion, is counted as its prompt."""
+def episode_tokens(config: Any, tokenizer: Any, context: int) -> tuple[int, int]:
+    """(prompt, completion) tokens of the longest episode: the longest opening prompt of the
+    environment's first tasks, and the generation budget. A multi-turn episode's completion holds
+    every model turn and the environment's replies between them: max_turns x (max_tokens + a
+    reply), a reply counted as long as the opening prompt (environments' replies are short
+    messages), the whole at most the `context` length."""
     from rlvr.envs import make
     from rlvr.envs.chat_template import template_ids
     from rlvr.trainers.samplers.sizing import PROBE_TASKS
 
     env = make(config.env, disable_env_checker=True, **config.env_args)
     try:
-        if getattr(env.unwrapped, "kind", None) != "single-step":
-            return max(1, context - config.max_tokens)
-        return max(
+        prompt = max(
             len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True)) for s in range(PROBE_TASKS)
         )
+        if getattr(env.unwrapped, "kind", None) == "single-step":
+            return prompt, config.max_tokens
+        turns = int(getattr(env.unwrapped, "max_turns", 1) or 1)
+        return prompt, max(config.max_tokens, min(context - prompt, turns * (config.max_tokens + prompt)))
     finally:
         env.close()
 
@@ -422,7 +426,7 @@ def run_inputs(config: Any, algo: Any) -> tuple[MemoryInputs, int | None]:
     teacher = ModelShape.read(resolve_model(config.teacher)) if config.teacher else None
     raw = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
     context = min(int((raw.get("text_config") or raw).get("max_position_embeddings", 4096)), 4096)
-    prompt = longest_prompt(config, load_tokenizer(path), context)
+    prompt, completion = episode_tokens(config, load_tokenizer(path), context)
     device = resolve_device(config.device)
     free = total = None
     vllm_kv = None
@@ -448,7 +452,7 @@ def run_inputs(config: Any, algo: Any) -> tuple[MemoryInputs, int | None]:
     inputs = inputs_for(
         config, algo, shape, prompt, teacher=teacher, device=device.type, device_bytes=total, vllm_kv_bytes=vllm_kv
     )
-    return inputs, free
+    return replace(inputs, completion_tokens=completion), free
 
 
 def device_label(inputs: MemoryInputs, free: int | None) -> str:

@@ -31,7 +31,7 @@ K=0 is the synchronous loop (`Trainer` without a producer), the baseline of ever
 "sim" is the ratio a zero-overhead pipeline would reach on the same steps (pipeline fill
 included): the measured ratio over it is the pipeline's efficiency.
 
-    python benchmarks/overlap.py                 # 5 repeats, S and T about 0.2 s (about 12 minutes)
+    python benchmarks/overlap.py                 # 5 repeats, S and T about 0.2 s (about 15 minutes)
     python benchmarks/overlap.py --quick         # 1 repeat, 20 ms steps, a few seconds: checks only
 """
 

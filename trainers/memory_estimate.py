@@ -15,14 +15,14 @@ h hidden size, kv = kv heads x head dim, i intermediate size, V vocabulary.
 - reference: a frozen copy, N x w, when the algorithm needs one (KL on, or a teacher: the
   teacher's own N); 0 with LoRA, whose reference is the base with the adapter off.
 - critic: `--value-model critic` is a second causal LM that trains: N x (2w + 8 [+ 4]) like the
-  policy's weights, gradients and optimizer; a value head is (h + 1) x 16 bytes.
+  policy's weights, gradients and optimizer (+ 2N of autocast's copies); a value head is (h + 1) x 16 bytes.
 - activations: what autograd keeps for the backward of the largest micro-batch, per token per
   decoder layer `A = 8h + 2kv + 4i` elements (counted with saved-tensor hooks on a Qwen2 layer:
   the RMSNorms' inputs and normalised values, the attention's q, k, v and output, the MLP's gate,
   SiLU, up and product), at 4 bytes; on the CPU with bf16 weights 2 bytes plus 4h (the RMSNorms
   keep a float32 copy of their input). On CUDA the count is at 4 bytes also with `--dtype
   bfloat16`: measured on an H100, the ~285M model's bf16 peak (autocast) was the float32 one
-  (23.8 and 23.0 GiB, `FACTS-gpu.md`). Plus 3h per token for the final norm. The tokens: a
+  (23.8 and 23.0 GiB, `FACTS-gpu.md`). Plus 3h x 4 bytes a token for the final norm. The tokens: a
   packed micro-batch's `micro_batch_tokens`; a padded one of m episodes runs each group's prompt
   once (`trainers.policy`, prompt sharing: m/G prompts of P tokens and m completions of C) and
   gives each row its prompt's keys and values (m P 2kv per layer); with gradient checkpointing
@@ -298,7 +298,7 @@ def estimate(inputs: MemoryInputs) -> MemoryEstimate:
     tokens, completion, extra = _micro_tokens(inputs)
     activations = _trunk_activations(inputs, tokens, extra)
     if inputs.value_model == "critic":
-        critic = n * (2 * w + 8 + (4 if w == 2 else 0)) + (shape.hidden + 1) * 16
+        critic = n * (2 * w + 8 + (4 if w == 2 else 0) + (2 if autocast else 0)) + (shape.hidden + 1) * 16
         p, c = inputs.prompt_tokens, inputs.completion_tokens
         m = min(inputs.micro_batch or inputs.episodes, inputs.episodes)
         critic_tokens = tokens if inputs.micro_batch_tokens is not None else m * (p + c)

@@ -244,6 +244,10 @@ export -f keep_small setup_imports install_wheels part_env part_device part_tabl
 failed=0
 started=$SECONDS
 setup_imports
+# The carried wheels before any part (so that `--only PART` works on a fresh machine); `env` shows what happened.
+if [[ " ${selected[*]} " != *" env "* ]]; then
+  install_wheels > "$OUT/wheels.log" 2>&1 || echo "gpu_check: installing the carried wheels failed, see $OUT/wheels.log"
+fi
 for p in "${selected[@]}"; do
   echo "=== $p (budget ${BUDGET[$p]} s): ${WHAT[$p]}"
   t0=$SECONDS

@@ -211,7 +211,7 @@ part_trl() {
   if ! "$PY" -c "import trl, datasets" 2>/dev/null; then echo "SKIP: trl or datasets does not import"; return 3; fi
   local rc=0
   "$PY" benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --device cuda --max-tokens 64 --steps 3 \
-    --eval-tasks 0 --timeout 50 --out "$WORK/trl" || rc=$?
+    --eval-tasks 0 --timeout 52 --out "$WORK/trl" || rc=$?
   keep_small "$WORK/trl" "$OUT/trl"
   return $rc
 }

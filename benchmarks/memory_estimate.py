@@ -133,7 +133,7 @@ def measure(
         argv = [sys.executable, __file__, "--child", tmp, str(tasks), str(group), str(max_tokens), str(steps), *models]
         env = allocator_env({**os.environ, "PYTHONPATH": str(ROOT)}, malloc)
         with open(Path(tmp) / "log.txt", "w") as log:
-            measured = run_measured(argv, env=env, cwd=str(ROOT), output=log, timeout=1200)
+            measured = run_measured(argv, env=env, cwd=str(ROOT), output=log, timeout=1100)
         if measured.returncode != 0:
             raise RuntimeError(f"the measured child failed: {(Path(tmp) / 'log.txt').read_text()[-3000:]}")
         records = json.loads((Path(tmp) / "child.json").read_text())

@@ -58,7 +58,7 @@ from rlvr.trainers.samplers.sizing import max_model_len
 from rlvr.trainers.samplers.training import start_sampler
 from rlvr.trainers.samples import samples_of, special_token_stripper
 from rlvr.trainers.update import run_update
-from rlvr.trainers.weight_sync import SyncCheck, sync_gap
+from rlvr.trainers.weight_sync import SyncCheck, WeightSyncError, sync_gap
 from rlvr.verifiers.verdict import Outcome
 
 
@@ -260,11 +260,12 @@ class Trainer:
             print(text, file=sys.stderr)
 
     def _train_step_saving_on_failure(self) -> tuple[dict[str, Any], list]:
-        """`train_step` and every episode it sampled; when the producer failed, first save the last
+        """`train_step` and every episode it sampled; when the producer failed, or the sampler was
+        found not to hold the trained weights (before this step trained), first save the last
         finished step, to resume from."""
         try:
             return self.step_with_episodes()
-        except ProducerError:
+        except (ProducerError, WeightSyncError):
             if self.step and self._saved_step != self.step:
                 self.save()
             raise

@@ -139,7 +139,7 @@ class SyncCheck:
                 f"step {step}: the sampler ({self.sampler}) sampled tokens with policy version {oldest}, "
                 f"{version - oldest} update(s) behind the trainer's version {version} (max_staleness "
                 f"{self.max_staleness}): it did not load the weights it was sent. Nothing was trained "
-                f"on this step; the last checkpoint stands",
+                f"on this step; the steps before it are saved, to resume from",
                 step,
             )
 
@@ -151,8 +151,8 @@ class SyncCheck:
             f"step {step}: the sampler/trainer logprob gap is {gap.mean:.3g} (mean |difference| over "
             f"{gap.tokens} tokens of policy version {version}), above the bound {self.bound:g} for "
             f"{self.dtype}: the sampler ({self.sampler}) is not sampling with the trainer's weights (the "
-            f"new weights did not reach it). Nothing was trained on this step; the last checkpoint "
-            f"stands (--sync-gap-bound sets the bound, 0: no check)",
+            f"new weights did not reach it). Nothing was trained on this step; the steps before it are "
+            f"saved, to resume from (--sync-gap-bound sets the bound, 0: no check)",
             step,
             gap.mean,
             self.bound,

@@ -21,6 +21,7 @@ from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.samples import COLUMNS, Sample
 from rlvr.trainers.tracker_names import split
 from rlvr.trainers.tracker_tensorboard import markdown_table
+from tests.conftest import require
 
 CONFIG = {"lr": 0.001, "env": "rlvr/Arithmetic-v0", "steps": 3}
 SAMPLES = [
@@ -120,8 +121,7 @@ def wandb_records(path: Path) -> list:
 
 
 def test_wandb_offline_run_holds_metrics_config_and_samples(tmp_path, monkeypatch):
-    if importlib.util.find_spec("wandb") is None:
-        pytest.skip("wandb is not installed (pip install wandb)")
+    require(importlib.util.find_spec("wandb") is not None, "wandb is not installed (the dev extra pins it)")
     monkeypatch.setenv("WANDB_MODE", "offline")  # nothing leaves this machine
     monkeypatch.setenv("WANDB_PROJECT", "rlvr-test")
     log_a_run(tmp_path, "tensorboard,wandb")  # a list: both trackers

@@ -59,6 +59,11 @@ COVERAGE: dict[str, str] = {
     # 20 steps of code are minutes: run with --steps 2 (every other flag as written), slow; needs Docker
     ".venv/bin/rlvr train --ray --env rlvr/Code-v0 --rollout-workers 1 --verifier-workers 2 --steps 20 "
     "--out runs/ray-code": f"{HERE}::test_rlvr_train_ray_code",
+    ".venv/bin/rlvr train --model small --gradient-checkpointing --check": f"{HERE}::test_rlvr_train_check_memory",
+    "bash scripts/setup.sh --plan": "tests/test_setup_scripts.py::"
+    "test_the_plan_shows_this_machines_install_and_the_other_kinds_and_installs_nothing",
+    "bash scripts/gpu_check.sh --plan": "tests/test_gpu_check.py::"
+    "test_the_plan_lists_every_part_and_its_budget_without_running_it",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 "
@@ -173,6 +178,16 @@ def run_shortened(root: Path, command: str, steps: int, short: int) -> tuple[lis
     out_dir = root / command.split("--out ")[1].split()[0]
     read = lambda name: [json.loads(line) for line in (out_dir / name).read_text().splitlines()]  # noqa: E731
     return read("metrics.jsonl"), read("eval.jsonl")
+
+
+def test_rlvr_train_check_memory(root):
+    """The memory estimate, as the README runs it: a table on stderr and `memory` in the JSON, before
+    any model loads (the `small` model's config is all it reads)."""
+    done = run(readme_command("rlvr train", "--check"), root)
+    memory = json.loads(done.stdout)["memory"]
+    assert memory["total_gib"] > memory["gib"]["weights"] > 0.05  # ~30M float32 parameters: ~0.11 GiB
+    assert "estimated peak memory on" in done.stderr and "activations" in done.stderr
+    assert not (root / "runs").exists()  # --check writes nothing
 
 
 @pytest.mark.slow

@@ -45,7 +45,8 @@ DEVICE_READERS = {
     "trainers/preflight.py": "the check before a run: a GPU this machine lacks is a typed error",
     "rlvr/commands/train.py": "`--dtype bfloat16` on a CPU without bf16 instructions: float32, said in one line",
     "trainers/config.py": "validate(): the spelling of the setting",
-    "trainers/memory_estimate.py": "the peak-memory estimate before loading: which device's memory; places nothing",
+    "trainers/memory_estimate.py": "the peak-memory arithmetic: the device's kind sets bytes per value; places nothing",
+    "trainers/memory_plan.py": "the peak-memory estimate before loading: which device's memory; places nothing",
 }
 # Modules whose `rlvr train` commands may leave `--device` to `auto`, and why (rule 3).
 COMMAND_EXEMPT = {

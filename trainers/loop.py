@@ -42,7 +42,7 @@ from rlvr.trainers.batch import collate, is_truncated
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import TrainerRankError
 from rlvr.trainers.flops import flop_meter, row_lengths
-from rlvr.trainers.memory_estimate import memory_safe
+from rlvr.trainers.memory_plan import memory_safe
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer

@@ -1,5 +1,6 @@
 """Peak memory of a training run, estimated from the model's config.json before anything loads
-(`rlvr train ... --check`), and the CUDA default micro-batch token bound chosen from it.
+(`rlvr train ... --check`), and the CUDA default micro-batch token bound chosen from it
+(`trainers.memory_plan` feeds it the run's files and device and applies that default).
 
 Pure arithmetic: a `ModelShape` (read from config.json: nothing is loaded, torch is not imported)
 and the run's settings (`MemoryInputs`) give a `MemoryEstimate`, in bytes per term. Notation: N
@@ -40,7 +41,7 @@ h hidden size, kv = kv heads x head dim, i intermediate size, V vocabulary.
 
 The total is the sum (an upper bound: gradients grow while the activations are freed in the
 backward). Not known before a run: the length of an environment's replies between turns
-(`episode_tokens` counts each as long as the opening prompt) and the allocator's fragmentation.
+(`trainers.memory_plan.episode_tokens` counts each as long as the opening prompt) and the allocator's fragmentation.
 """
 
 from __future__ import annotations
@@ -388,107 +389,3 @@ def inputs_for(config: Any, algo: Any, shape: ModelShape, prompt_tokens: int, **
         vllm_gpu_memory=config.vllm_gpu_memory,
         **{k: v for k, v in extra.items() if k in known},
     )
-
-
-# ---- the run's world: the one part of this module that reads more than numbers ----------------------------------
-def episode_tokens(config: Any, tokenizer: Any, context: int) -> tuple[int, int]:
-    """(prompt, completion) tokens of the longest episode: the longest opening prompt of the
-    environment's first tasks, and the generation budget. A multi-turn episode's completion holds
-    every model turn and the environment's replies between them: max_turns x (max_tokens + a
-    reply), a reply counted as long as the opening prompt (environments' replies are short
-    messages), the whole at most the `context` length."""
-    from rlvr.envs import make
-    from rlvr.envs.chat_template import template_ids
-    from rlvr.trainers.samplers.sizing import PROBE_TASKS
-
-    env = make(config.env, disable_env_checker=True, **config.env_args)
-    try:
-        prompt = max(
-            len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True)) for s in range(PROBE_TASKS)
-        )
-        if getattr(env.unwrapped, "kind", None) == "single-step":
-            return prompt, config.max_tokens
-        turns = int(getattr(env.unwrapped, "max_turns", 1) or 1)
-        return prompt, max(config.max_tokens, min(context - prompt, turns * (config.max_tokens + prompt)))
-    finally:
-        env.close()
-
-
-def run_inputs(config: Any, algo: Any) -> tuple[MemoryInputs, int | None]:
-    """The `MemoryInputs` of a checked `TrainConfig` (its model's config.json, the tokenizer's
-    prompt lengths, the device's memory), and the device's free bytes (None on the CPU). Loads no
-    model: config.json and the tokenizer only."""
-    from rlvr.trainers.device import resolve_device
-    from rlvr.trainers.models import load_tokenizer, resolve_model
-
-    path = resolve_model(config.model)
-    shape = ModelShape.read(path)
-    teacher = ModelShape.read(resolve_model(config.teacher)) if config.teacher else None
-    raw = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-    context = min(int((raw.get("text_config") or raw).get("max_position_embeddings", 4096)), 4096)
-    prompt, completion = episode_tokens(config, load_tokenizer(path), context)
-    device = resolve_device(config.device)
-    free = total = None
-    vllm_kv = None
-    if device.type == "cuda":
-        import torch
-
-        free, total = torch.cuda.mem_get_info(device)
-    elif config.sampler == "vllm":
-        from types import SimpleNamespace
-
-        from rlvr.trainers.samplers.vllm_sampler import kv_cache_bytes
-
-        hf = SimpleNamespace(
-            num_attention_heads=shape.heads,
-            head_dim=shape.head_dim,
-            hidden_size=shape.hidden,
-            num_key_value_heads=shape.kv_heads,
-            num_hidden_layers=shape.layers,
-        )
-        vllm_kv = kv_cache_bytes(
-            hf, context, config.batch_size, config.dtype, seq_tokens=2 * prompt + config.max_tokens
-        )
-    inputs = inputs_for(
-        config, algo, shape, prompt, teacher=teacher, device=device.type, device_bytes=total, vllm_kv_bytes=vllm_kv
-    )
-    return replace(inputs, completion_tokens=completion), free
-
-
-def device_label(inputs: MemoryInputs, free: int | None) -> str:
-    if free is None or inputs.device_bytes is None:
-        return inputs.device
-    return f"{inputs.device} ({free / GIB:.1f} GiB free of {inputs.device_bytes / GIB:.1f})"
-
-
-def memory_safe(config: Any, algo: Any) -> Any:
-    """The CUDA default: where the models train on CUDA, neither `micro_batch_size` nor
-    `micro_batch_tokens` is set and the whole (mini)batch would not fit in one micro-batch (`fits`),
-    the config with `micro_batch_tokens` chosen so that a step's activations fit the device's free
-    memory (`cuda_micro_batch_tokens`), and a line saying so; otherwise `config` itself (the CPU's
-    defaults and results do not change, nor a run that fits as it is)."""
-    if config.micro_batch_size is not None or config.micro_batch_tokens is not None:
-        return config
-    from rlvr.trainers.device import resolve_device
-
-    if resolve_device(config.device).type != "cuda":
-        return config
-    import dataclasses
-    import sys
-
-    try:
-        inputs, free = run_inputs(config, algo)
-    except MemoryEstimateError as exc:
-        print(f"warning: no memory estimate ({exc}): micro-batches are not bounded by tokens", file=sys.stderr)
-        return config
-    if fits(inputs, free):  # the whole (mini)batch at once fits: the micro-batches stay as they are
-        return config
-    tokens = cuda_micro_batch_tokens(inputs, free)
-    bounded = estimate(replace(inputs, micro_batch_tokens=tokens))
-    print(
-        f"micro-batches of at most {tokens} tokens (packed), chosen to fit {free / GIB:.1f} GiB free on "
-        f"{config.device}: estimated peak {bounded.total / GIB:.1f} GiB (set micro_batch_tokens or "
-        f"micro_batch_size to choose)",
-        file=sys.stderr,
-    )
-    return dataclasses.replace(config, micro_batch_tokens=tokens)

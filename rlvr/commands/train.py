@@ -59,10 +59,11 @@ def native_precision(config: TrainConfig) -> TrainConfig:
 
 
 def check_memory(config: TrainConfig, algo) -> dict | None:
-    """`--check`'s memory estimate (`trainers.memory_estimate`, from config.json: nothing loads):
+    """`--check`'s memory estimate (`trainers.memory_plan`, from config.json: nothing loads):
     a table on stderr, and the numbers for the JSON on stdout (None when the model's config.json
     has no shape the estimate reads: a warning then, not an error; the run itself may well work)."""
-    from rlvr.trainers.memory_estimate import MemoryEstimateError, device_label, estimate, run_inputs
+    from rlvr.trainers.memory_estimate import MemoryEstimateError, estimate
+    from rlvr.trainers.memory_plan import device_label, run_inputs
 
     try:
         inputs, free = run_inputs(config, algo)

@@ -27,8 +27,8 @@ from rlvr.trainers.memory_estimate import (
     estimate,
     fits,
     inputs_for,
-    memory_safe,
 )
+from rlvr.trainers.memory_plan import memory_safe
 from rlvr.trainers.model_names import TINY_DIR
 from rlvr.trainers.small_model import SmallSpec, parameter_count
 

@@ -104,7 +104,7 @@ class Trainer:
         self.overlap = config.max_staleness > 0 if overlap is None else overlap
         self.algo = resolve(algo if algo is not None else check_run(config), config.max_tokens)
         check_settings(self.algo, config)
-        # on CUDA, micro-batches bounded by tokens unless the config sizes them (trainers.memory_estimate)
+        # on CUDA, micro-batches bounded by tokens unless the config sizes them (trainers.memory_plan)
         config = self.config = memory_safe(config, self.algo)
         if config.threads:
             torch.set_num_threads(config.threads)

@@ -1,8 +1,9 @@
 """`rlvr eval`: sample a model on an environment's tasks and report pass@k.
 
 Writes DIR/episodes.jsonl as it goes (one line per episode) and DIR/summary.json at the end,
-and prints the summary as a table. Run it again with the same arguments to resume an
-interrupted run: it ends as the uninterrupted run would have, episode for episode. Tasks are
+and prints the summary as a table. Run it again with the same arguments (--resume is the default,
+spelled as for rlvr train) to resume an interrupted run: it ends as the uninterrupted run would have,
+episode for episode. A finished run prints its saved table at once, without loading the model. Tasks are
 sampled in chunks of --chunk, fixed from the start; a resumed run keeps the chunks written whole
 and samples the others again whole (one cut short by the stop, or holding an `error` episode: the
 grader failed, e.g. the sandbox was down; their old lines are replaced).
@@ -203,14 +204,8 @@ def _run_locked(
     """The evaluation proper, holding the lock on `out`."""
     from tqdm.auto import tqdm
 
-    from rlvr.envs.episode_log import (
-        append_records,
-        chunk_bounds,
-        episode_from_record,
-        load_whole_chunks,
-        sort_by_group,
-    )
-    from rlvr.envs.evaluate import format_table, summarize
+    from rlvr.envs.episode_log import append_records, chunk_bounds, load_whole_chunks, sort_by_group
+    from rlvr.envs.evaluate import format_table
     from rlvr.envs.rollout import rollout
 
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
@@ -222,10 +217,14 @@ def _run_locked(
         "seed": args.seed,
         "task_start": args.task_start,
     }
+    if not args.resume and (out / "run.json").exists():
+        raise UsageError(f"{out} already holds an evaluation: drop --no-resume to continue it, or pass a new --out")
     with _writing(out):
         _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size, args.chunk))
         # Resume by whole chunks, each sampled again as the uninterrupted run samples it (the module's docstring)
         records, todo = load_whole_chunks(log, chunk_bounds(args.tasks, args.chunk), group_size)
+    if not todo:  # every task is in the log already: the summary needs no model (no engine start-up)
+        return _finished(args, out, log, records, ks, group_size, env_args, kind, model, sampling_dict)
     with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
         sampler, tokenizer = build_sampler(args)
 
@@ -256,25 +255,65 @@ def _run_locked(
 
     with _writing(out):
         sort_by_group(log)  # a chunk sampled again after later ones: where the uninterrupted run has it
-    # In task order, as the uninterrupted run has them: the bootstrap's intervals follow the order.
+    summary = _summary(args, records, ks, group_size, env_args, kind, model, sampling_dict, seconds, tokens)
+    with _writing(out):
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(format_table(summary))
+    print(f"results in {out}/summary.json, episodes in {log}")
+    return 0
+
+
+# What only the run that sampled the episodes knows: its speed. A rerun keeps the saved figures.
+_SPEED = ("tokens", "seconds", "tokens_per_second")
+
+
+def _summary(args, records, ks, group_size, env_args, kind, model, sampling_dict, seconds=None, tokens=None) -> dict:
+    """summary.json of these records, in task order as the uninterrupted run has them (the
+    bootstrap's intervals follow the order); the speed only when this run sampled something."""
+    from rlvr.envs.episode_log import episode_from_record
+    from rlvr.envs.evaluate import summarize
+
     episodes = [episode_from_record(r) for r in sorted(records, key=lambda r: int(r["group_id"]))]
-    summary = summarize(
+    return summarize(
         episodes,
         ks,
         env_id=args.env,
         env_args=env_args,
         model=model,
-        seconds=seconds if todo else None,
-        tokens=tokens if todo else None,
+        seconds=seconds,
+        tokens=tokens,
         seed=args.seed,
         sampler=kind,
         samples_per_task=group_size,
         sampling=sampling_dict,
     )
-    with _writing(out):
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+
+
+def _finished(args, out: Path, log: Path, records, ks, group_size, env_args, kind, model, sampling_dict) -> int:
+    """Every chunk of the run is in the log whole: print the summary without building the sampler.
+    The saved summary.json when it is this summary (then with the speed of the run that sampled);
+    otherwise (e.g. other --k, or fewer --tasks than the log holds) the summary of these episodes,
+    written, without a speed."""
+    from rlvr.envs.evaluate import format_table
+
+    summary = json.loads(json.dumps(_summary(args, records, ks, group_size, env_args, kind, model, sampling_dict)))
+    saved_file = out / "summary.json"
+    try:
+        saved = json.loads(saved_file.read_text())
+    except (OSError, ValueError):
+        saved = None
+    same = isinstance(saved, dict) and {k: v for k, v in saved.items() if k not in _SPEED} == {
+        k: v for k, v in summary.items() if k not in _SPEED
+    }
+    if same:
+        print(f"this evaluation is complete: its saved result ({saved_file}), no model loaded", flush=True)
+        summary = saved
+    else:
+        print(f"every task is in {log} already: its summary, no model loaded", flush=True)
+        with _writing(out):
+            saved_file.write_text(json.dumps(summary, indent=2))
     print(format_table(summary))
-    print(f"results in {out}/summary.json, episodes in {log}")
+    print(f"results in {saved_file}, episodes in {log}")
     return 0
 
 

@@ -5,7 +5,11 @@ same name, default and description, so the two commands cannot drift apart.
 
 Differences from `rlvr train`, each on purpose: `sampler` adds `openai` (a served model) and has no
 fixed default (vllm, or openai with --base-url); `temperature` may be 0 (greedy evaluation);
-`out` has no default folder (a new, dated one: `rlvr.commands.eval.default_out`). A bad value is a
+`out` has no default folder (a new, dated one: `rlvr.commands.eval.default_out`); `resume` is on by
+default: an evaluation's episodes are its whole state, so rerunning the command continues it (a
+finished one only prints its table) with no flag to forget, and `--resume` is accepted as the
+spelling users know from `rlvr train`; `--no-resume` asks for a fresh run and refuses an --out that
+holds episodes (train's default refusal, where a second run would overwrite checkpoints). A bad value is a
 `UsageError` naming the flag: one line and exit code 2."""
 
 from __future__ import annotations
@@ -61,6 +65,12 @@ class EvalConfig(CommonSettings):
     )
     out: str | None = setting(
         None, "output directory; run again with the same --out to resume; none: a new runs/eval/<env>-<YYYYmmdd-HHMMSS>"
+    )
+    resume: bool = setting(
+        True,
+        "continue the run that --out holds (the chunks it holds whole are kept; a finished run prints its "
+        "table at once); an --out holding no run starts fresh, as with rlvr train --resume. "
+        "--no-resume: refuse an --out that already holds episodes",
     )
     task_start: int = setting(
         HELD_OUT_SEED_START,

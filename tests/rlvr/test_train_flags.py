@@ -260,7 +260,7 @@ def eval_config(*argv: str):
 
 def test_eval_flags_keep_their_names_defaults_and_values():
     assert len(OLD_EVAL_FLAGS) == len(OLD_EVAL_DEFAULTS) == 21
-    assert dataclasses.asdict(eval_config()) == OLD_EVAL_DEFAULTS
+    assert dataclasses.asdict(eval_config()) == {**OLD_EVAL_DEFAULTS, "resume": True}  # --resume: new in issue 32
     for argv, field, value in OLD_EVAL_FLAGS:
         assert getattr(eval_config(*argv), field) == value, argv
     args = build_parser().parse_args(["eval"])  # a flag not given holds its default in the namespace
@@ -289,9 +289,9 @@ def test_eval_shares_trains_fields_rather_than_retyping_them():
         for name, f in common.items():
             assert (fields[name].default, fields[name].metadata) == (f.default, f.metadata), (cls, name)
     own = {f.name for f in dataclasses.fields(EvalConfig)} - set(common)
-    # the two that differ on purpose (rlvr/commands/eval_config.py): eval's sampler adds openai and has no fixed
-    # default, its out no default folder; any other name in both commands must be a shared field
-    assert own & {f.name for f in FIELDS} == {"sampler", "out"}
+    # the three that differ on purpose (rlvr/commands/eval_config.py): eval's sampler adds openai and has no fixed
+    # default, its out no default folder, its resume is on by default; any other name in both must be a shared field
+    assert own & {f.name for f in FIELDS} == {"sampler", "out", "resume"}
 
 
 def test_eval_help_shows_every_default(capsys, monkeypatch):

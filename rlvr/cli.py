@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # `rlvr train`'s says what it saved and how to continue (trainers.interrupt)
+        print(str(exc) or "interrupted", file=sys.stderr)
         return 130
     except RlvrError as exc:
         print(f"rlvr {args.command}: error: {one_line(exc)}", file=sys.stderr)

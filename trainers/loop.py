@@ -42,6 +42,7 @@ from rlvr.trainers.batch import collate, is_truncated
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import TrainerRankError
 from rlvr.trainers.flops import flop_meter, row_lengths
+from rlvr.trainers.interrupt import Aborted, InterruptGuard, TrainingInterrupted, interrupted_line
 from rlvr.trainers.memory_plan import memory_safe
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.model_set import Models, build_models
@@ -59,6 +60,7 @@ from rlvr.trainers.samplers.training import start_sampler
 from rlvr.trainers.samples import samples_of, special_token_stripper
 from rlvr.trainers.update import run_update
 from rlvr.trainers.weight_sync import SyncCheck, WeightSyncError, sync_gap
+from rlvr.trainers.zero_signal import SignalStreak, no_signal
 from rlvr.verifiers.verdict import Outcome
 
 
@@ -139,6 +141,7 @@ class Trainer:
         self._saved_step = self.step  # the step of the last checkpoint (resumed from, or saved)
         self.logger: MetricsLogger | None = None
         self._warned_context = False  # the context-cut warning is given once per run
+        self.interrupts = InterruptGuard()  # Ctrl-C waits while a step changes the weights (trainers.interrupt)
 
     # ---- the run ---------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
@@ -156,6 +159,7 @@ class Trainer:
         )
         summary: dict[str, Any] = {"start_step": self.step}
         streak = ErrorStreak(cfg.max_error_steps)  # steps in a row whose every episode was an error
+        flat = SignalStreak()  # steps in a row without reward variance: one warning per streak (trainers.zero_signal)
         try:
             if cfg.eval_tasks and self.step == 0:
                 summary["eval_before"] = self.evaluate_and_log(step=0)
@@ -180,10 +184,12 @@ class Trainer:
                 if cfg.sample_every and self.step % cfg.sample_every == 0:
                     self._log_samples(episodes, sampled_by)
                 self._note_errors(streak, episodes)  # stops the run at max_error_steps steps of errors alone
+                self._warn(flat.observe(self.step, bool(metrics["zero_signal"])))
                 if self.step % cfg.save_every == 0 or last:
                     self.save()
                 if self.producer is not None:
                     self.producer.advance(self.step)  # the producer may now sample step + max_staleness
+                self.interrupts.release()  # the step is whole (logged, saved if due): a Ctrl-C held stops here
                 if out_of_time:
                     summary["stopped"] = f"time limit of {cfg.time_limit:g} s reached"
                     break
@@ -192,7 +198,10 @@ class Trainer:
             if cfg.eval_tasks:
                 summary["eval_after"] = self.evaluate_and_log(self.step)
             summary["reward_png"] = str(self.logger.plot())
+        except KeyboardInterrupt as exc:
+            raise self._interrupted(exc) from None
         finally:
+            self.interrupts.release(raise_pending=False)
             self._stop_producer()
             self.logger.close()
         summary["steps"] = self.step
@@ -233,6 +242,19 @@ class Trainer:
         """A context in which this thread may drive the engine (the producer is paused)."""
         return self.producer.paused() if self.producer is not None else contextlib.nullcontext()
 
+    def _interrupted(self, exc: KeyboardInterrupt) -> TrainingInterrupted:
+        """Ctrl-C: save the last finished step (unless a second Ctrl-C aborted a half-done one), and
+        the line naming how to continue. A Ctrl-C during this save aborts it (the save is atomic)."""
+        self.interrupts.release(raise_pending=False)  # a second Ctrl-C now interrupts the save
+        self._stop_producer()
+        aborted = isinstance(exc, Aborted)
+        saved = None
+        if not aborted and self.step and self._saved_step != self.step:
+            saved = self.save()
+        elif self.step or self.config.resume:
+            saved = ckpt.latest_checkpoint(self.out)
+        return TrainingInterrupted(interrupted_line(self.step, saved, aborted))
+
     def _note_errors(self, streak: ErrorStreak, episodes: list) -> None:
         """Count the steps in a row whose every episode was an error (`trainers.outage`): warn when
         such an outage ends, stop the run at `max_error_steps` of them, first saving what was
@@ -272,7 +294,9 @@ class Trainer:
 
     def train_step(self) -> dict[str, Any]:
         """One step: its metrics."""
-        return self.step_with_episodes()[0]
+        metrics = self.step_with_episodes()[0]
+        self.interrupts.release()  # a Ctrl-C held during the update is raised now, the step done
+        return metrics
 
     def step_with_episodes(self) -> tuple[dict[str, Any], list]:
         """One step: its metrics, and every episode it sampled (errors included)."""
@@ -285,10 +309,18 @@ class Trainer:
             rollout = self.rollout(self.step)
             metrics = self.rollout_metrics(rollout)
         self._warn_context_cuts(rollout.all_episodes)
+        tensors = None
         if rollout.episodes:
             t0 = time.perf_counter()
             tensors = self.prepare(rollout)
             metrics.update(tensors.stats)
+            b = tensors.batch
+            if no_signal(self.algo, b.rewards, b.group_ids, tensors.advantages, b.loss_mask):
+                tensors = None  # no optimizer step: Adam would turn the float-noise gradient into a full step
+        # every episode an error: not a lack of signal (trainers.outage says so); else nothing left to learn from
+        metrics["zero_signal"] = int(tensors is None and rollout.errors < len(rollout.all_episodes))
+        if tensors is not None:
+            self.interrupts.hold()  # the weights change from here: Ctrl-C waits for the step's end (train)
             metrics.update(self.update(tensors))
             self.scheduler.step()  # the schedule counts optimizer updates: a skipped step does not advance it
             metrics["time_training"] = time.perf_counter() - t0
@@ -296,7 +328,7 @@ class Trainer:
                 metrics.update(self.flops.metrics(row_lengths(tensors.batch.attention_mask), metrics["time_training"]))
             self.version += 1
             metrics["time_syncing"] = self.sync(self.version)
-        else:  # every group was dropped (errors, or no signal under dynamic sampling)
+        else:  # every group was dropped (errors, or no signal under dynamic sampling), or no signal
             metrics.update(skipped=1, time_training=0.0, time_syncing=0.0)
         elapsed = time.perf_counter() - started
         metrics["time_step"] = elapsed

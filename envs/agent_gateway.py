@@ -1,0 +1,355 @@
+"""The agent gateway: an OpenAI-compatible HTTP server, served by a sampler, that records every call.
+
+Where it lives, and why. The gateway is a consumer of the `Sampler` protocol (`envs.sampler`), as
+`envs.rollout` is: it turns requests into prompt ids with the chat template (`envs.chat_template`),
+asks `sampler.generate` for completions, and records what was served (`envs.agent_calls.Call`).
+It needs no trainer code and no torch: the trainer hands it the sampler it trains with (its
+`LocalSampler`, a vLLM or HF backend), as it hands one to the rollout, so the arrows stay
+trainers -> envs. fastapi and uvicorn are imported only when a gateway is built.
+
+How an agent becomes an environment (the plan for `AgentEnv`, not yet built). An `AgentEnv` is a
+`MultiTurnEnv` (a Gymnasium env, `gymnasium.make`-able, check_env-able) that also says it plays its
+own episodes: the user's `async def run(client, task) -> float | Verdict` drives the calls, not the
+rollout's turn loop. `envs.rollout` gets one branch: an episode of such an env is played in the
+rollout's step pool by `env.play(gateway, episode_id)`: the agent runs with an `openai` client whose
+`base_url` is the episode's route, bounded by a timeout (a hung agent is an `error` outcome, as an
+exception in it is, never a 0 reward), and the episode's calls become `segments` (`envs.agent_calls`)
+credited with the run's reward. The first segment is the group's `Episode` as any other; later
+segments (a rewritten history) are `Episode`s of the same group with `metadata["segment"]` >= 1,
+which group statistics (the baseline, the group's mean) must then count once per episode, not per
+segment: that is the only change the advantages need, and no algorithm changes otherwise. The
+sampler the gateway serves is the rollout's own (the `LocalSampler` that loads staged weights
+between engine calls: `--max-staleness K` works, and each call records the version it got; a Ray
+rollout worker starts a gateway of its own beside its sampler). Rejected: making the env a proxy
+that the rollout's turn loop samples for (reset returns the agent's first call's messages, step
+hands back the text): it keeps the rollout unchanged, but loses each call's own settings (`n`,
+`max_tokens`, `stop`, `tools`), cannot express a rewritten history, and needs every agent to open
+each group's copies with identical messages.
+
+The server. `AgentGateway(sampler, tokenizer).start()` serves on 127.0.0.1, a free port, in a
+thread of its own (uvicorn). Each episode has its own route: `open_episode()` returns an id, and
+`base_url(id)` = `http://127.0.0.1:PORT/episodes/ID/v1`, the `openai` client's `base_url`: calls of
+concurrent episodes never mix, and a call to an unknown or closed episode is a 404. Routes:
+- `POST .../v1/chat/completions`: `messages` (and `tools`, passed to the chat template) -> prompt
+  ids; `n`, `temperature`, `top_p`, `max_tokens` (or `max_completion_tokens`), `stop`, `seed`.
+  The answer's `message.content` is the completion decoded without special tokens, cut before a
+  stop string (OpenAI's convention).
+- `POST .../v1/completions`: `prompt`, a string (tokenized without special tokens) or a list of
+  token ids (taken as they are); the same settings.
+- `GET .../v1/models`: the one model, `model_name` (any `model` a request names is accepted).
+Streaming, tool-call parsing into `tool_calls` and `logprobs` in the answer are not served yet.
+
+Prompt ids, token-exact. A chat call whose messages are an earlier call's messages, then that
+call's answer as an assistant message (content unchanged, no tool calls), then new messages, with
+the same tools, gets that call's prompt ids + completion ids + the template's tokens for the new
+messages (`envs.chat_template.reply_ids`: the end of the model's turn when it did not emit eos, the
+new messages, the generation prompt), exactly as `envs.rollout` builds a multi-turn episode; the
+model's text is never re-tokenized. So a call that continues a conversation extends its prompt
+ids by construction, and the recording rule joins them. Any other call (the first, a rewritten
+history, a template without the prefix property) is rendered whole by the chat template.
+
+Engine calls are serialised (one `generate` at a time, off the event loop): the samplers are not
+thread-safe. Concurrent episodes still interleave call by call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from rlvr.envs.agent_calls import Call
+from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
+from rlvr.envs.core import EnvError
+from rlvr.envs.sampler import Sample, Sampler, SamplingSettings, Tokenizer
+
+DEFAULT_MAX_TOKENS = 256  # OpenAI's endpoints leave it to the server: this one's default
+START_TIMEOUT_S = 30.0
+
+
+class GatewayError(EnvError, RuntimeError):
+    """The gateway could not start, or an episode id is unknown."""
+
+
+class _BadRequest(Exception):
+    """A request the gateway answers with 400 (its message is the answer's error)."""
+
+
+class AgentGateway:
+    """An OpenAI-compatible server over `sampler` (with its `tokenizer`), recording each episode's calls.
+    Use as a context manager, or `start()` and `close()`."""
+
+    def __init__(
+        self,
+        sampler: Sampler,
+        tokenizer: Tokenizer,
+        *,
+        model_name: str = "rlvr-policy",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    ):
+        self.sampler, self.tokenizer = sampler, tokenizer
+        self.model_name, self.host, self.port = model_name, host, port
+        self.default_max_tokens = default_max_tokens
+        self._episodes: dict[str, list[Call]] = {}
+        self._lock = threading.Lock()  # guards `_episodes`
+        self._engine = threading.Lock()  # one `generate` at a time
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    # ---- life --------------------------------------------------------------------------------
+    def start(self) -> AgentGateway:
+        import uvicorn
+
+        config = uvicorn.Config(self._app(), host=self.host, port=self.port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="rlvr-agent-gateway", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise GatewayError(f"the agent gateway did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]  # port 0: the one the OS chose
+        return self
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+            self._server = self._thread = None
+
+    def __enter__(self) -> AgentGateway:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---- episodes ----------------------------------------------------------------------------
+    def open_episode(self) -> str:
+        """A new episode's id; its calls go to `base_url(id)`."""
+        episode_id = uuid.uuid4().hex
+        with self._lock:
+            self._episodes[episode_id] = []
+        return episode_id
+
+    def base_url(self, episode_id: str) -> str:
+        """The `openai` client's `base_url` for this episode."""
+        if self._server is None:
+            raise GatewayError("the agent gateway is not started")
+        return f"http://{self.host}:{self.port}/episodes/{episode_id}/v1"
+
+    def calls(self, episode_id: str) -> list[Call]:
+        """The episode's calls so far, in the order they were answered."""
+        with self._lock:
+            return list(self._known(episode_id))
+
+    def close_episode(self, episode_id: str) -> list[Call]:
+        """The episode's calls; later calls to its route are refused (404)."""
+        with self._lock:
+            calls = list(self._known(episode_id))
+            del self._episodes[episode_id]
+        return calls
+
+    def _known(self, episode_id: str) -> list[Call]:
+        if episode_id not in self._episodes:
+            raise GatewayError(f"no open agent episode {episode_id!r}")
+        return self._episodes[episode_id]
+
+    # ---- serving -----------------------------------------------------------------------------
+    def _app(self) -> Any:
+        from fastapi import Body, FastAPI
+        from fastapi.responses import JSONResponse
+
+        app = FastAPI(title="rlvr agent gateway")
+
+        def error(status: int, message: str, kind: str) -> JSONResponse:
+            return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+        async def serve(episode_id: str, body: dict[str, Any], chat: bool) -> JSONResponse:
+            try:
+                self.calls(episode_id)
+            except GatewayError as e:
+                return error(404, str(e), "not_found_error")
+            try:
+                answer = await asyncio.to_thread(self._answer, episode_id, body, chat)
+            except (_BadRequest, TemplateError, ValueError) as e:
+                return error(400, str(e), "invalid_request_error")
+            except GatewayError as e:  # closed while it was generating
+                return error(404, str(e), "not_found_error")
+            return JSONResponse(answer)
+
+        # The handlers' annotations are strings (`from __future__ import annotations`) that FastAPI
+        # resolves in this module's globals: builtins and `Any` only, since fastapi is imported here.
+        @app.post("/episodes/{episode_id}/v1/chat/completions")
+        async def chat_completions(episode_id: str, body: dict[str, Any] = Body(...)):
+            return await serve(episode_id, body, chat=True)
+
+        @app.post("/episodes/{episode_id}/v1/completions")
+        async def completions(episode_id: str, body: dict[str, Any] = Body(...)):
+            return await serve(episode_id, body, chat=False)
+
+        @app.get("/episodes/{episode_id}/v1/models")
+        async def models(episode_id: str):
+            return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "rlvr"}]}
+
+        return app
+
+    def _answer(self, episode_id: str, body: dict[str, Any], chat: bool) -> dict[str, Any]:
+        """One request, answered and recorded (in a worker thread)."""
+        n = 1 if body.get("n") is None else body["n"]
+        if not isinstance(n, int) or n < 1:
+            raise _BadRequest(f"n must be a positive integer, got {n!r}")
+        sampling = _sampling(body, self.default_max_tokens)
+        messages = tools = None
+        if chat:
+            messages, tools = _chat_request(body)
+            prompt_ids = self._chat_prompt(episode_id, messages, tools)
+        else:
+            prompt_ids = self._completion_prompt(body.get("prompt"))
+        limit = getattr(self.sampler, "max_model_len", None)
+        if limit is not None and len(prompt_ids) + sampling.max_tokens > limit:
+            raise _BadRequest(
+                f"the prompt ({len(prompt_ids)} tokens) plus max_tokens ({sampling.max_tokens}) "
+                f"exceeds the model's context ({limit})"
+            )
+        with self._engine:
+            version = getattr(self.sampler, "version", None)
+            (samples,) = self.sampler.generate([prompt_ids], n, sampling)
+        if len(samples) != n:
+            raise RuntimeError(f"the sampler returned {len(samples)} samples for n={n}")
+        calls = [self._call(prompt_ids, s, version, sampling.stop, messages, tools) for s in samples]
+        with self._lock:
+            self._known(episode_id).extend(calls)
+        return _response(calls, self.model_name, chat)
+
+    def _call(
+        self,
+        prompt_ids: list[int],
+        sample: Sample,
+        version: int | None,
+        stop: Sequence[str],
+        messages: list[dict] | None,
+        tools: list[dict] | None,
+    ) -> Call:
+        text = self.tokenizer.decode(list(sample.token_ids), skip_special_tokens=True)
+        cuts = [text.find(s) for s in stop if s and s in text]
+        text = text[: min(cuts)] if cuts else text  # OpenAI's answer leaves the stop string out
+        return Call(
+            prompt_ids=tuple(prompt_ids),
+            completion_ids=tuple(sample.token_ids),
+            logprobs=tuple(float(x) for x in sample.logprobs),
+            finish_reason=sample.finish_reason,
+            version=version,
+            versions=tuple(sample.versions),
+            text=text,
+            messages=None if messages is None else tuple(messages),
+            tools=None if tools is None else tuple(tools),
+        )
+
+    def _chat_prompt(self, episode_id: str, messages: list[dict], tools: list[dict] | None) -> list[int]:
+        """Prompt ids for a chat call: an earlier call's ids extended when the messages continue it
+        (module docstring), else the chat template's rendering of the whole conversation."""
+        for call in reversed(self.calls(episode_id)):
+            if (
+                call.messages is None
+                or (call.tools is None) != (tools is None)
+                or (tools and list(call.tools) != tools)
+            ):
+                continue
+            k = len(call.messages)
+            if len(messages) <= k + 1 or list(call.messages) != messages[:k] or not _is_answer(messages[k], call.text):
+                continue
+            answered = list(call.messages) + [{"role": "assistant", "content": call.text}]
+            ended = bool(call.completion_ids) and call.completion_ids[-1] == self.tokenizer.eos_token_id
+            try:
+                extra = reply_ids(self.tokenizer, answered, messages[k + 1 :], ended, tools)
+            except TemplateError:
+                break  # no prefix property: render whole
+            return list(call.prompt_ids) + list(call.completion_ids) + extra
+        return template_ids(self.tokenizer, messages, True, tools)
+
+    def _completion_prompt(self, prompt: Any) -> list[int]:
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+            prompt = prompt[0]  # a batch of one (the openai client's list form)
+        if isinstance(prompt, str) and prompt:
+            return [int(t) for t in self.tokenizer.encode(prompt, add_special_tokens=False)]
+        if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            return list(prompt)
+        raise _BadRequest("prompt must be one non-empty string or one non-empty list of token ids")
+
+
+def _is_answer(message: Any, text: str) -> bool:
+    """Whether `message` is the assistant's answer `text`, unchanged and without tool calls."""
+    return (
+        isinstance(message, dict)
+        and message.get("role") == "assistant"
+        and message.get("content") == text
+        and not message.get("tool_calls")
+    )
+
+
+def _chat_request(body: dict[str, Any]) -> tuple[list[dict], list[dict] | None]:
+    messages, tools = body.get("messages"), body.get("tools")
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) and "role" in m for m in messages):
+        raise _BadRequest("messages must be a non-empty list of objects with a role")
+    # The openai client sends the fields a message object has, some as null: the template sees what
+    # was given, less the nulls (a template tests `'tool_calls' in message`, not its value).
+    messages = [{k: v for k, v in m.items() if v is not None} for m in messages]
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        raise _BadRequest("tools must be a list of objects")
+    return messages, (tools or None)
+
+
+def _sampling(body: dict[str, Any], default_max_tokens: int) -> SamplingSettings:
+    stop = body.get("stop")
+    stop = () if stop is None else (stop,) if isinstance(stop, str) else tuple(stop)
+    if not all(isinstance(s, str) for s in stop):
+        raise _BadRequest("stop must be a string or a list of strings")
+    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default_max_tokens
+    temperature, top_p = body.get("temperature"), body.get("top_p")
+    try:
+        return SamplingSettings(
+            temperature=1.0 if temperature is None else float(temperature),
+            top_p=1.0 if top_p is None else float(top_p),
+            max_tokens=int(max_tokens),
+            stop=stop,
+            seed=body.get("seed"),
+        )
+    except (TypeError, ValueError) as e:
+        raise _BadRequest(str(e)) from None
+
+
+def _response(calls: list[Call], model: str, chat: bool) -> dict[str, Any]:
+    prompt_tokens = len(calls[0].prompt_ids)
+    completion_tokens = sum(len(c.completion_ids) for c in calls)
+    choices = []
+    for i, c in enumerate(calls):
+        if chat:
+            choices.append(
+                {
+                    "index": i,
+                    "message": {"role": "assistant", "content": c.text},
+                    "finish_reason": str(c.finish_reason),
+                    "logprobs": None,
+                }
+            )
+        else:
+            choices.append({"index": i, "text": c.text, "finish_reason": str(c.finish_reason), "logprobs": None})
+    return {
+        "id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
+        "object": "chat.completion" if chat else "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }

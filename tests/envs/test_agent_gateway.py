@@ -1,0 +1,160 @@
+"""The agent gateway (`envs.agent_gateway`): real HTTP, the real `openai` client, the tiny model."""
+
+from __future__ import annotations
+
+import asyncio
+
+import gymnasium as gym
+import openai
+import pytest
+
+from rlvr.envs.agent_calls import segments
+from rlvr.envs.agent_gateway import AgentGateway, GatewayError
+from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.chat_template import template_ids
+from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, TurnResult
+from rlvr.envs.rollout import TURN_SEED_STRIDE, rollout
+from rlvr.envs.sampler import SamplingSettings
+from rlvr.trainers.models import load_causal_lm
+from rlvr.trainers.samplers import HFSampler
+from rlvr.verifiers.verdict import Outcome, Verdict
+
+FOLLOW_UP = {"role": "user", "content": "Now give only the final answer, in \\boxed{}."}
+SEED, MAX_TOKENS = 7, 12
+
+
+class PlanThenAnswerEnv(ProceduralTasks, MultiTurnEnv):
+    """The hand-built episode of the same agent: Arithmetic's task; turn 1 (the plan) is answered by
+    the follow-up message, turn 2 is verified."""
+
+    def __init__(self):
+        super().__init__(max_turns=2)
+        self.arithmetic = ArithmeticEnv()
+
+    def make_task(self, seed: int):
+        return self.arithmetic.make_task(seed)
+
+    def respond(self, action: str) -> TurnResult:
+        if self.turns == 1:
+            return TurnResult([dict(FOLLOW_UP)], 0.0, False, Verdict(0.0, Outcome.INCORRECT, "plan"))
+        verdict = self.arithmetic.verify(self.task, action)
+        return TurnResult([], verdict.score, True, verdict)
+
+
+gym.register("rlvr-test/PlanThenAnswer-v0", entry_point=PlanThenAnswerEnv)
+
+
+@pytest.fixture(scope="module")
+def hf_sampler(model_dir, tokenizer):
+    return HFSampler(load_causal_lm(model_dir), tokenizer)
+
+
+@pytest.fixture(scope="module")
+def gateway(hf_sampler, tokenizer):
+    with AgentGateway(hf_sampler, tokenizer) as g:
+        yield g
+
+
+async def plan_then_answer(client: openai.AsyncOpenAI, messages: list[dict]) -> str:
+    """A two-call agent, written with the plain client, seeded as the rollout seeds its turns."""
+    plan = await client.chat.completions.create(
+        model="rlvr-policy", messages=messages, max_tokens=MAX_TOKENS, temperature=1.0, seed=SEED
+    )
+    messages = messages + [{"role": "assistant", "content": plan.choices[0].message.content}, FOLLOW_UP]
+    answer = await client.chat.completions.create(
+        model="rlvr-policy", messages=messages, max_tokens=MAX_TOKENS, temperature=1.0, seed=SEED + TURN_SEED_STRIDE
+    )
+    return answer.choices[0].message.content
+
+
+def run_agent(gateway, agent, *args):
+    episode = gateway.open_episode()
+    client = openai.AsyncOpenAI(base_url=gateway.base_url(episode), api_key="unused", max_retries=0)
+
+    async def go():
+        async with client:
+            return await agent(client, *args)
+
+    return episode, asyncio.run(go())
+
+
+def test_a_two_call_agent_is_token_exact_and_equals_the_hand_built_episode(gateway, hf_sampler, tokenizer):
+    task_id = "3"
+    messages = ArithmeticEnv().make_task(int(task_id)).prompt
+    episode, answer = run_agent(gateway, plan_then_answer, messages)
+    calls = gateway.close_episode(episode)
+    assert len(calls) == 2 and calls[1].text == answer
+    # each call token-exact: the prompt the template gives, the engine's ids, the text they decode to
+    assert list(calls[0].prompt_ids) == template_ids(tokenizer, messages, True)
+    for c in calls:
+        assert c.text == tokenizer.decode(list(c.completion_ids), skip_special_tokens=True)
+        assert len(c.logprobs) == len(c.completion_ids) > 0 and all(lp <= 0 for lp in c.logprobs)
+    # one segment, equal to the episode the rollout builds for the same conversation, same seeds
+    (seg,) = segments(calls)
+    (group,) = rollout(
+        "rlvr-test/PlanThenAnswer-v0",
+        {},
+        hf_sampler,
+        tokenizer,
+        task_ids=[task_id],
+        group_size=1,
+        sampling=SamplingSettings(temperature=1.0, max_tokens=MAX_TOKENS, seed=SEED),
+        progress=False,
+    )
+    (ep,) = group.episodes
+    assert ep.metadata["turns"] == 2
+    assert list(seg.prompt_ids) == ep.prompt_ids
+    assert list(seg.completion_ids) == ep.completion_ids
+    assert list(seg.loss_mask) == ep.loss_mask
+    assert list(seg.logprobs) == pytest.approx(ep.logprobs, abs=1e-6)
+    assert ep.messages[-1]["content"] == answer
+
+
+async def rewrite_history(client: openai.AsyncOpenAI, messages: list[dict]) -> None:
+    """An agent that asks twice, the second time with its history rewritten (no first answer)."""
+    await client.chat.completions.create(model="m", messages=messages, max_tokens=4, seed=1)
+    await client.chat.completions.create(model="m", messages=[FOLLOW_UP] + messages, max_tokens=4, seed=2)
+
+
+def test_a_rewritten_history_starts_a_new_segment(gateway):
+    messages = ArithmeticEnv().make_task(5).prompt
+    episode, _ = run_agent(gateway, rewrite_history, messages)
+    first, second = segments(gateway.close_episode(episode))
+    assert first.calls == (0,) and second.calls == (1,)
+    assert set(first.loss_mask) == set(second.loss_mask) == {1}
+
+
+async def settings_and_completions(client: openai.AsyncOpenAI, messages: list[dict]):
+    chat = await client.chat.completions.create(model="m", messages=messages, n=3, max_tokens=5, temperature=0.0)
+    text = await client.completions.create(model="m", prompt="1 + 1 =", max_tokens=3, temperature=0.0)
+    return chat, text
+
+
+def test_n_max_tokens_greedy_and_the_completions_route(gateway, tokenizer):
+    messages = ArithmeticEnv().make_task(1).prompt
+    episode, (chat, text) = run_agent(gateway, settings_and_completions, messages)
+    calls = gateway.close_episode(episode)
+    assert len(chat.choices) == 3 and len(calls) == 4
+    assert len({c.message.content for c in chat.choices}) == 1  # greedy: three equal choices
+    assert all(len(c.completion_ids) <= 5 for c in calls[:3])
+    assert chat.usage.prompt_tokens == len(calls[0].prompt_ids)
+    assert list(calls[3].prompt_ids) == tokenizer.encode("1 + 1 =", add_special_tokens=False)
+    assert text.choices[0].text == calls[3].text and len(calls[3].completion_ids) <= 3
+
+
+def test_episodes_are_apart_and_bad_requests_are_one_clear_error(gateway):
+    a, b = gateway.open_episode(), gateway.open_episode()
+    assert gateway.base_url(a) != gateway.base_url(b)
+    messages = ArithmeticEnv().make_task(2).prompt
+    client = openai.OpenAI(base_url=gateway.base_url(a), api_key="unused", max_retries=0)
+    client.chat.completions.create(model="m", messages=messages, max_tokens=2)
+    assert len(gateway.calls(a)) == 1 and gateway.calls(b) == []
+    with pytest.raises(openai.BadRequestError, match="n must be"):
+        client.chat.completions.create(model="m", messages=messages, n=0)
+    with pytest.raises(openai.BadRequestError, match="exceeds the model's context"):
+        client.chat.completions.create(model="m", messages=messages, max_tokens=10**6)
+    gateway.close_episode(a)
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="m", messages=messages, max_tokens=2)
+    with pytest.raises(GatewayError):
+        gateway.calls(a)

@@ -20,6 +20,10 @@ Each line is one task; its shape is recognised by its keys:
   ({"language": [...], "solution": [...]}; Python 3 is language 3).
 Ids come from `id`, `task_id`, `problem_id` or `name`, else the line number. Records without a
 known-bad solution use a program that fails every test as the checker's wrong answer.
+
+Instead of `path`, `dataset` takes a Hugging Face `datasets` name (with `config` and `split`, e.g.
+`dataset="google-research-datasets/mbpp", config="full", split="test"`) or a `datasets.Dataset`
+object; its rows are records in the shapes above (see `envs.dataset_sources` for its rules and errors).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr.envs import dataset_sources
 from rlvr.envs.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
 from rlvr.envs.core import SingleTurnEnv, Task
 from rlvr.verifiers.verdict import Verdict
@@ -213,12 +218,17 @@ def load_dataset(path: str | Path, **options: Any) -> list[Task]:
         raise FileNotFoundError(f"no such dataset file: {path}")
     with path.open(encoding="utf-8") as f:
         records = read_jsonl(f, str(path))
+    return tasks_from_records(records, str(path), **options)
+
+
+def tasks_from_records(records: Sequence[Mapping[str, Any]], origin: str, **options: Any) -> list[Task]:
+    """Every record as a task (numbered from 1); a malformed one raises `TaskRecordError` naming it."""
     tasks = []
     for line, record in enumerate(records, 1):
         try:
             tasks.append(task_from_record(normalise_record(record, line, **options)))
         except (KeyError, TypeError, TaskRecordError) as exc:
-            raise TaskRecordError(f"{path} task {line}: {type(exc).__name__}: {exc}") from None
+            raise TaskRecordError(f"{origin} task {line}: {type(exc).__name__}: {exc}") from None
     return tasks
 
 
@@ -229,7 +239,7 @@ class CodeDatasetEnv(CodeTaskSource, SingleTurnEnv):
 
     def __init__(
         self,
-        path: str,
+        path: str | None = None,
         scoring: str = "all_or_nothing",
         max_tests: int | None = None,
         challenge_tests: bool = False,
@@ -237,14 +247,28 @@ class CodeDatasetEnv(CodeTaskSource, SingleTurnEnv):
         timeout_s: float = 4.0,
         sandbox: Any = None,
         render_mode: str | None = None,
+        dataset: Any = None,
+        config: str | None = None,
+        split: str | None = None,
     ):
         super().__init__(render_mode=render_mode)
         if max_tests is not None and max_tests < 1:
             raise ValueError(f"max_tests must be >= 1 or None, got {max_tests!r}")
-        self.path = str(path)
-        tasks = load_dataset(
-            path, challenge_tests=challenge_tests, generated_tests=generated_tests, max_tests=max_tests
-        )
+        if (path is None) == (dataset is None):
+            raise TaskRecordError(
+                "pass exactly one of path= (a local JSONL file) and dataset= (a `datasets` name or object)"
+            )
+        options = {"challenge_tests": challenge_tests, "generated_tests": generated_tests, "max_tests": max_tests}
+        if dataset is not None:
+            ds, self.path = dataset_sources.resolve(dataset, config, split)
+            tasks = tasks_from_records(dataset_sources.rows(ds, self.path), self.path, **options)
+        else:
+            if config is not None or split is not None:
+                raise TaskRecordError(
+                    "config= and split= pick from a `datasets` name: pass them with dataset=, not path="
+                )
+            self.path = str(path)
+            tasks = load_dataset(path, **options)
         self._init_tasks(tasks, sandbox, scoring, timeout_s)
 
     def verify(self, task: Task, response: str) -> Verdict:

@@ -8,16 +8,22 @@ the files in it whose names start with the split, as in Hugging Face downloads s
 last `\\boxed{...}` of a worked solution, as in MATH), `limit` (keep the first N rows) and
 `prompt_template` (with a `{question}` placeholder). Task ids are row indices: stable for a file.
 Every row is read and validated up front; errors name the file and the row.
+
+Instead of `path`, `dataset` takes a Hugging Face `datasets` name (with `config`, e.g.
+`dataset="openai/gsm8k", config="main", split="test"`) or a `datasets.Dataset` object, read the same
+way (same keys, formats, `limit`, row-index ids); see `envs.dataset_sources` for its rules and errors.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from rlvr.envs import dataset_sources
 from rlvr.envs.core import EnvError, SingleTurnEnv, Task, TaskNotFoundError
 from rlvr.verifiers import math as math_verifier
 from rlvr.verifiers.verdict import Verdict
@@ -121,20 +127,47 @@ def load_problems(
     files: list[Path], question_key: str, answer_key: str, answer_format: str, limit: int | None
 ) -> list[tuple[str, str]]:
     """(question, gold answer) pairs from the files, in order, at most `limit`."""
+
+    def all_rows():
+        for path in files:
+            yield from _jsonl_rows(path) if path.suffix == ".jsonl" else _parquet_rows(path, [question_key, answer_key])
+
+    return problems_from_rows(all_rows(), question_key, answer_key, answer_format, limit)
+
+
+def problems_from_rows(
+    rows: Iterable[tuple[str, dict]], question_key: str, answer_key: str, answer_format: str, limit: int | None
+) -> list[tuple[str, str]]:
+    """(question, gold answer) pairs from (where, row) pairs, in order, at most `limit`; `where` names a bad row."""
     out: list[tuple[str, str]] = []
-    for path in files:
-        rows = _jsonl_rows(path) if path.suffix == ".jsonl" else _parquet_rows(path, [question_key, answer_key])
-        for where, obj in rows:
-            if limit is not None and len(out) >= limit:
-                return out
-            for key in (question_key, answer_key):
-                if key not in obj:
-                    raise DatasetError(f"{where}: no {key!r} key; keys are {sorted(obj)}")
-            question = obj[question_key]
-            if not isinstance(question, str) or not question.strip():
-                raise DatasetError(f"{where}: {question_key!r} must be a non-empty string")
-            out.append((question, parse_answer(obj[answer_key], answer_format, where)))
+    for where, obj in rows:
+        if limit is not None and len(out) >= limit:
+            return out
+        for key in (question_key, answer_key):
+            if key not in obj:
+                raise DatasetError(f"{where}: no {key!r} key; keys are {sorted(obj)}")
+        question = obj[question_key]
+        if not isinstance(question, str) or not question.strip():
+            raise DatasetError(f"{where}: {question_key!r} must be a non-empty string")
+        out.append((question, parse_answer(obj[answer_key], answer_format, where)))
     return out
+
+
+def load_source(
+    dataset: Any,
+    config: str | None,
+    split: str | None,
+    question_key: str,
+    answer_key: str,
+    answer_format: str,
+    limit: int | None,
+) -> tuple[list[tuple[str, str]], str]:
+    """(problems, origin) from a `datasets` name or object (see `envs.dataset_sources`)."""
+    ds, origin = dataset_sources.resolve(dataset, config, split)
+    table = dataset_sources.rows(ds, origin, [question_key, answer_key], limit)
+    return problems_from_rows(
+        ((f"{origin}, row {i}", row) for i, row in enumerate(table)), question_key, answer_key, answer_format, limit
+    ), origin
 
 
 def wrong_answer(answer: str) -> str:
@@ -156,7 +189,7 @@ class MathDatasetEnv(SingleTurnEnv):
 
     def __init__(
         self,
-        path: str,
+        path: str | None = None,
         question_key: str = "question",
         answer_key: str = "answer",
         answer_format: str = "raw",
@@ -164,6 +197,8 @@ class MathDatasetEnv(SingleTurnEnv):
         limit: int | None = None,
         prompt_template: str = DEFAULT_TEMPLATE,
         render_mode: str | None = None,
+        dataset: Any = None,
+        config: str | None = None,
     ):
         super().__init__(render_mode=render_mode)
         if answer_format not in FORMATS:
@@ -172,11 +207,22 @@ class MathDatasetEnv(SingleTurnEnv):
             raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
         if "{question}" not in prompt_template:
             raise ValueError("prompt_template must contain '{question}'")
-        self.path = str(path)
+        if (path is None) == (dataset is None):
+            raise DatasetError(
+                "pass exactly one of path= (a local file or folder) and dataset= (a `datasets` name or object)"
+            )
         self.prompt_template = prompt_template
-        self.problems = load_problems(find_files(path, split), question_key, answer_key, answer_format, limit)
+        if dataset is not None:
+            self.problems, self.path = load_source(
+                dataset, config, split, question_key, answer_key, answer_format, limit
+            )
+        else:
+            if config is not None:
+                raise DatasetError("config= names a subset of a `datasets` name: pass it with dataset=, not path=")
+            self.path = str(path)
+            self.problems = load_problems(find_files(path, split), question_key, answer_key, answer_format, limit)
         if not self.problems:
-            raise DatasetError(f"{path}: no rows")
+            raise DatasetError(f"{self.path}: no rows")
 
     def sample_task(self, rng: np.random.Generator) -> Task:
         return self.get_task(str(int(rng.integers(0, len(self.problems)))))

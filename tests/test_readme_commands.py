@@ -37,6 +37,11 @@ COVERAGE: dict[str, str] = {
     "scripts/setup.sh is tested in tests/test_setup_scripts.py",
     ".venv/bin/rlvr envs": f"{HERE}::test_rlvr_envs",
     ".venv/bin/rlvr check-env rlvr/SymbolicMath-v0": f"{HERE}::test_rlvr_check_env",
+    # as written, offline, from a folder holding openai/gsm8k in the hub's layout (load_dataset takes a local folder of
+    # that name before the hub; the download itself is not run)
+    ".venv/bin/rlvr check-env rlvr/MathDataset-v0 --env-arg dataset=openai/gsm8k --env-arg config=main "
+    "--env-arg split=test --env-arg answer_format=gsm8k": "tests/envs/test_dataset_sources.py::"
+    "test_readme_check_env_with_a_dataset_name",
     ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 "
     "--out runs/eval/arithmetic": f"{HERE}::test_rlvr_eval",
     # 100 steps of PPO are minutes: run with --steps 2 (every other flag as written), slow.
@@ -153,7 +158,7 @@ def test_rlvr_envs(root):
 
 
 def test_rlvr_check_env(root):
-    command = readme_command("rlvr check-env rlvr/")
+    command = readme_command("rlvr check-env rlvr/SymbolicMath-v0")
     env_id = command.split()[-1]
     assert re.search(rf"{re.escape(env_id)}: (\d+)/\1 checks passed", run(command, root).stdout)
 

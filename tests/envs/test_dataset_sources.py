@@ -100,7 +100,11 @@ def test_a_dataset_object_and_a_dataset_dict(tmp_path):
     ds = datasets.Dataset.from_dict(
         {"problem": ["Solve $2x=6$.", "1+1?"], "solution": ["$x=\\boxed{3}$", "\\boxed{2}"]}
     )
-    env = MathDatasetEnv(dataset=ds, question_key="problem", answer_key="solution", answer_format="boxed")
+    # as README.md shows it
+    env = envs.make(
+        "rlvr/MathDataset-v0", dataset=ds, question_key="problem", answer_key="solution", answer_format="boxed"
+    )
+    env = env.unwrapped
     assert env.problems == [("Solve $2x=6$.", "3"), ("1+1?", "2")]
     assert env.get_task("0").reference == "\\boxed{3}"
     both = datasets.DatasetDict({"train": ds.select([1]), "test": ds.select([0])})

@@ -69,6 +69,8 @@ def load_named(name: str, config: str | None, split: str | None):
             names = datasets.get_dataset_split_names(name, config)
         except Exception:
             raise DatasetSourceError(f"{origin}: no split {split!r} ({_first_line(exc)})") from None
+        if split in names:  # the split exists: the loader failed for another reason
+            raise DatasetSourceError(f"{origin} cannot be loaded: {_first_line(exc)}") from None
         raise DatasetSourceError(f"{origin}: no split {split!r}; splits are {names}") from None
     except Exception as exc:  # offline, not on the hub, unreadable files: whatever the loader raises
         raise DatasetSourceError(f"{origin} cannot be loaded: {_first_line(exc)}") from None

@@ -30,6 +30,7 @@ from rlvr.envs.registry import (
     parse_env_args,
     register_builtins,
 )
+from rlvr.envs.rollout import Group, rollout
 from rlvr.envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
 from rlvr.envs.tool_env import ToolEnv
 from rlvr.envs.tools import Tool, ToolCall, ToolCallParser, ToolOutput, ToolSpecError, ToolUnavailableError
@@ -45,6 +46,7 @@ __all__ = [
     "EnvInfo",
     "Episode",
     "FinishReason",
+    "Group",
     "Message",
     "MultiTurnEnv",
     "PluginFailure",
@@ -73,4 +75,5 @@ __all__ = [
     "make",
     "parse_env_args",
     "register_builtins",
+    "rollout",
 ]

@@ -14,8 +14,8 @@ Every failure is one typed line (`DatasetSourceError`): a name that cannot be lo
 the hub, a bad config: the loader's own reason follows), a split that does not exist (the splits that
 do are named), a column that does not exist (the columns that do are named).
 
-`datasets` is imported only here, and only when one of these is used: it is an optional dependency,
-and importing it costs seconds. It never imports torch.
+`datasets` is imported only here, and only when one of these is used: importing it costs seconds, and
+most runs never need it. It never imports torch.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _datasets():
         import datasets
     except ImportError:
         raise DatasetSourceError(
-            "dataset= needs the `datasets` package: pip install 'rlvr[datasets]' (or pass path= a local file)"
+            "dataset= needs the `datasets` package (a dependency of rlvr): pip install datasets (or pass path=)"
         ) from None
     return datasets
 

@@ -1,0 +1,132 @@
+"""Playing one agent episode through the gateway, and its episodes: the parts `AgentEnv` is built from.
+
+The user's agent is `async def run(client, task) -> float | Verdict`: `client` is an
+`openai.AsyncOpenAI` whose `base_url` is the episode's route on the gateway (`envs.agent_gateway`),
+`task` the `envs.core.Task` to solve. `play_agent` runs it to its end and judges it:
+- a returned `Verdict` is the episode's; a float in [0, 1] is a `Verdict` with that score, outcome
+  `correct` at 1.0 and `incorrect` below (the agent's own check, or any rlvr verifier it called);
+- an exception in the agent, a return of anything else (a float outside [0, 1], None, text), or an
+  agent still running after `timeout_s` is an `error` outcome, NEVER a reward of 0: as with a
+  crashed grader, the episode is left out of the batch and counted (ARCHITECTURE, Episode), since a
+  bug in the harness is not the model's wrong answer;
+- the episode's route is closed at the end either way: a hung agent's later calls get a 404, and
+  its calls so far are kept (an `error` episode keeps its tokens, as rollouts keep them).
+The agent runs on an event loop of its own in a thread of its own, so that an agent that blocks the
+loop (a synchronous call inside it) is bounded by the timeout too; such a thread cannot be killed,
+only abandoned (it is a daemon, and its calls are refused).
+
+`agent_episodes` turns the calls into `Episode`s (`envs.agent_calls.segments`), every segment
+credited with the episode's one reward; `metadata["segment"]` numbers them, so that group
+statistics can count an agent episode once (the work left for `AgentEnv` in `rollout`, see
+`envs.agent_gateway`'s docstring).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr.envs.agent_calls import ENV_VERSION, Call, segments
+from rlvr.envs.agent_gateway import AgentGateway
+from rlvr.envs.core import Task
+from rlvr.envs.episode import Episode
+from rlvr.verifiers.verdict import Outcome, Verdict
+
+Agent = Callable[[Any, Task], Awaitable[Any]]  # async def run(client, task) -> float | Verdict
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """One played agent episode: its calls as the gateway recorded them, and the verdict."""
+
+    calls: tuple[Call, ...]
+    verdict: Verdict
+
+
+def judge(returned: Any) -> Verdict:
+    """The verdict of what the agent returned (module docstring); an `error` verdict when unusable."""
+    if isinstance(returned, Verdict):
+        return returned
+    if isinstance(returned, (int, float)) and not isinstance(returned, bool) and 0.0 <= float(returned) <= 1.0:
+        score = float(returned)
+        return Verdict(score, Outcome.CORRECT if score == 1.0 else Outcome.INCORRECT, "the agent's reward")
+    return Verdict(0.0, Outcome.ERROR, f"the agent returned {returned!r:.80}, not a Verdict or a float in [0, 1]")
+
+
+def play_agent(gateway: AgentGateway, agent: Agent, task: Task, *, timeout_s: float = 300.0) -> AgentResult:
+    """Run `agent` on `task` against a fresh episode of `gateway`, bounded by `timeout_s`."""
+    import openai  # the client the agent is given; only an agent episode needs it
+
+    episode = gateway.open_episode()
+    box: dict[str, Any] = {}
+
+    async def run() -> None:
+        async with openai.AsyncOpenAI(base_url=gateway.base_url(episode), api_key="rlvr", max_retries=0) as client:
+            box["returned"] = await asyncio.wait_for(agent(client, task), timeout_s)
+
+    def thread() -> None:
+        try:
+            asyncio.run(run())
+        except BaseException as e:  # noqa: BLE001 - the agent's failure is this episode's error
+            box["error"] = e
+
+    worker = threading.Thread(target=thread, name=f"rlvr-agent-{episode[:8]}", daemon=True)
+    worker.start()
+    worker.join(timeout_s + 1.0)  # wait_for ends a cooperative agent; a blocking one is abandoned
+    calls = tuple(gateway.close_episode(episode))
+    if worker.is_alive() or isinstance(box.get("error"), (TimeoutError, asyncio.TimeoutError)):
+        verdict = Verdict(0.0, Outcome.ERROR, f"the agent did not finish in {timeout_s:g} s")
+    elif "error" in box:
+        e = box["error"]
+        verdict = Verdict(0.0, Outcome.ERROR, f"the agent raised {type(e).__name__}: {e}"[:300])
+    else:
+        verdict = judge(box.get("returned"))
+    return AgentResult(calls, verdict)
+
+
+def agent_episodes(
+    result: AgentResult,
+    *,
+    env_id: str,
+    task_id: str,
+    group_id: int,
+    messages: list[dict[str, Any]],
+    metadata: Mapping[str, Any] | None = None,
+) -> list[Episode]:
+    """The episode's segments as `Episode`s, each with the whole reward and the verdict's outcome (the
+    agent's verdict is the episode's, whatever its last call's finish reason); an episode whose agent
+    never called the gateway is one empty `error` episode, to be counted."""
+    verdict = result.verdict
+    segs = segments(result.calls)
+    if not segs:
+        verdict = verdict if verdict.is_error else Verdict(0.0, Outcome.ERROR, "the agent made no call")
+    out = []
+    for k, seg in enumerate(segs or [None]):
+        out.append(
+            Episode(
+                env_id=env_id,
+                task_id=task_id,
+                group_id=group_id,
+                prompt_ids=list(seg.prompt_ids) if seg else [],
+                completion_ids=list(seg.completion_ids) if seg else [],
+                loss_mask=list(seg.loss_mask) if seg else [],
+                logprobs=list(seg.logprobs) if seg else [],
+                turn_rewards=[verdict.score],
+                outcome=verdict.outcome,
+                messages=list(messages),
+                finish_reason=seg.finish_reason if seg else None,
+                metadata={
+                    **dict(metadata or {}),
+                    "segment": k,
+                    "segments": len(segs),
+                    "calls": list(seg.calls) if seg else [],
+                    "detail": verdict.detail,
+                    **({"error": verdict.detail} if verdict.is_error else {}),
+                },
+                versions=list(seg.versions) if seg and any(v != ENV_VERSION for v in seg.versions) else [],
+            )
+        )
+    return out

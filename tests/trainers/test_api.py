@@ -66,14 +66,11 @@ def test_evaluate_refuses_bad_settings_before_loading(kwargs):
 
 def test_evaluate_gives_rlvr_evals_numbers(tmp_path):
     """The same settings, episode for episode: the same pass@k, reward and outcomes as the command."""
+    from rlvr.cli import main
     from rlvr.trainers import EvalResult, evaluate
 
-    settings = ["--tasks", "3", "--k", "1,2", "--max-tokens", "8", "--seed", "5"]
-    subprocess.run(
-        [sys.executable, "-m", "rlvr", "eval", "--model", "tiny", "--sampler", "hf", *settings, "--out", str(tmp_path)],
-        check=True,
-        capture_output=True,
-    )
+    settings = ["--tasks", "3", "--k", "1,2", "--max-tokens", "8", "--seed", "5", "--no-progress"]
+    assert main(["eval", "--model", "tiny", "--sampler", "hf", *settings, "--out", str(tmp_path)]) == 0
     command = json.loads((tmp_path / "summary.json").read_text())
     result = evaluate("tiny", "rlvr/Arithmetic-v0", tasks=3, k=[1, 2], max_tokens=8, seed=5)
     assert isinstance(result, EvalResult)

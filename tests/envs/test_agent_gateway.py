@@ -158,3 +158,43 @@ def test_episodes_are_apart_and_bad_requests_are_one_clear_error(gateway):
         client.chat.completions.create(model="m", messages=messages, max_tokens=2)
     with pytest.raises(GatewayError):
         gateway.calls(a)
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "calculator",
+            "description": "Evaluates an arithmetic expression.",
+            "parameters": {
+                "type": "object",
+                "properties": {"expression": {"type": "string"}},
+                "required": ["expression"],
+            },
+        },
+    }
+]
+
+
+async def with_tools(client: openai.AsyncOpenAI, messages: list[dict]) -> None:
+    first = await client.chat.completions.create(model="m", messages=messages, tools=TOOLS, max_tokens=4, seed=3)
+    messages = messages + [{"role": "assistant", "content": first.choices[0].message.content}, FOLLOW_UP]
+    await client.chat.completions.create(model="m", messages=messages, tools=TOOLS, max_tokens=4, seed=4)
+
+
+def test_concurrent_episodes_never_mix_and_tools_reach_the_template(gateway, tokenizer):
+    tasks = [ArithmeticEnv().make_task(s).prompt for s in (11, 12, 13)]
+    episodes = [gateway.open_episode() for _ in tasks]
+
+    async def all_at_once():
+        clients = [openai.AsyncOpenAI(base_url=gateway.base_url(e), api_key="unused", max_retries=0) for e in episodes]
+        await asyncio.gather(*(with_tools(c, m) for c, m in zip(clients, tasks)))
+        for c in clients:
+            await c.close()
+
+    asyncio.run(all_at_once())
+    for episode, messages in zip(episodes, tasks):
+        calls = gateway.close_episode(episode)
+        assert len(calls) == 2 and all(list(c.tools) == TOOLS for c in calls)
+        assert list(calls[0].prompt_ids) == template_ids(tokenizer, messages, True, TOOLS)
+        assert len(segments(calls)) == 1  # its own two calls, one conversation

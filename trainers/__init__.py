@@ -41,3 +41,7 @@ def __getattr__(name: str) -> Any:
 
         quiet.configure()  # before torch, transformers and vLLM load, as the commands do
     return getattr(importlib.import_module(_NAMES[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})  # the lazy names too: a notebook's completion offers them

@@ -99,7 +99,8 @@ def evaluate(
     verbose: bool = False,
 ) -> EvalResult:
     """pass@k of `model` (see `model_dir`) on `tasks` tasks of environment `env`: `samples` per task
-    (default the largest k), sampled by backend `sampler` ("hf" or "vllm"), the tasks being the reset
+    (default the largest k), sampled by backend `sampler` ("hf", the default: no engine to start; or
+    "vllm", faster on many tasks), the tasks being the reset
     seeds task_start, task_start + 1, ... A bad setting raises ValueError; a bad environment id or
     model a `RlvrError` subclass."""
     ks = sorted(set(k))

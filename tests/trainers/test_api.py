@@ -41,6 +41,7 @@ def test_every_export_loads_and_is_documented():
         value = getattr(rlvr.trainers, name)
         assert value.__doc__ and value.__doc__.strip(), name
         assert f"`{name}`" in rlvr.trainers.__doc__, f"{name} is not described in the package docstring"
+    assert set(rlvr.trainers.__all__) <= set(dir(rlvr.trainers))
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         rlvr.trainers.Nope  # noqa: B018 - the lookup is the test
 

@@ -19,13 +19,19 @@ only abandoned (it is a daemon, and its calls are refused).
 credited with the episode's one reward; `metadata["segment"]` numbers them, so that group
 statistics can count an agent episode once (the work left for `AgentEnv` in `rollout`, see
 `envs.agent_gateway`'s docstring).
+
+`agent_rollout` plays G agent episodes per task at once (each its own route, thread and loop; the
+gateway serialises their engine calls) and returns `envs.rollout.Group`s, in task order, whose
+`episodes` hold every segment: until group statistics count an episode once, an agent episode
+that rewrote its history weighs as many times as it has segments in its group's mean.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +39,7 @@ from rlvr.envs.agent_calls import ENV_VERSION, Call, segments
 from rlvr.envs.agent_gateway import AgentGateway
 from rlvr.envs.core import Task
 from rlvr.envs.episode import Episode
+from rlvr.envs.rollout import Group
 from rlvr.verifiers.verdict import Outcome, Verdict
 
 Agent = Callable[[Any, Task], Awaitable[Any]]  # async def run(client, task) -> float | Verdict
@@ -130,3 +137,39 @@ def agent_episodes(
             )
         )
     return out
+
+
+def agent_rollout(
+    gateway: AgentGateway,
+    agent: Agent,
+    tasks: Sequence[Task],
+    *,
+    group_size: int,
+    env_id: str = "agent",
+    timeout_s: float = 300.0,
+    group_id_start: int = 0,
+    max_concurrency: int = 64,
+) -> list[Group]:
+    """`group_size` agent episodes of each task, all played at once (up to `max_concurrency`)."""
+    if group_size < 1 or max_concurrency < 1:
+        raise ValueError(f"group_size and max_concurrency must be >= 1, got {group_size}, {max_concurrency}")
+    with ThreadPoolExecutor(max_concurrency, thread_name_prefix="rlvr-agents") as pool:
+        futures = [
+            [pool.submit(play_agent, gateway, agent, task, timeout_s=timeout_s) for _ in range(group_size)]
+            for task in tasks
+        ]
+        results = [[f.result() for f in group] for group in futures]
+    return [
+        Group(
+            task.task_id,
+            group_id_start + i,
+            [
+                ep
+                for r in group
+                for ep in agent_episodes(
+                    r, env_id=env_id, task_id=task.task_id, group_id=group_id_start + i, messages=task.prompt
+                )
+            ],
+        )
+        for i, (task, group) in enumerate(zip(tasks, results))
+    ]

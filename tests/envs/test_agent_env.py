@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rlvr.envs.agent_calls import segments
-from rlvr.envs.agent_env import AgentResult, agent_episodes, judge, play_agent
+from rlvr.envs.agent_env import AgentResult, agent_episodes, agent_rollout, judge, play_agent
 from rlvr.envs.agent_gateway import AgentGateway
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.trainers.models import load_causal_lm
@@ -109,3 +109,13 @@ def test_judging_what_the_agent_returned():
         AgentResult((), Verdict(1.0, Outcome.CORRECT)), env_id="a", task_id="1", group_id=0, messages=[]
     )
     assert ep.is_error and ep.metadata["detail"] == "the agent made no call"
+
+
+def test_agent_rollout_plays_groups_at_once(gateway):
+    tasks = [ArithmeticEnv().make_task(s) for s in (21, 22)]
+    groups = agent_rollout(gateway, rewrites, tasks, group_size=2, group_id_start=10)
+    assert [(g.task_id, g.group_id) for g in groups] == [("21", 10), ("22", 11)]
+    for g, task in zip(groups, tasks):
+        assert len(g.episodes) == 4  # 2 episodes x 2 segments (each rewrote its history once)
+        assert {e.reward for e in g.episodes} == {0.25} and g.num_errors == 0
+        assert all(e.task_id == task.task_id and e.group_id == g.group_id for e in g.episodes)

@@ -219,8 +219,9 @@ class AgentGateway:
                 f"exceeds the model's context ({limit})"
             )
         with self._engine:
-            version = getattr(self.sampler, "version", None)
             (samples,) = self.sampler.generate([prompt_ids], n, sampling)
+            # Read after: a trainer's `LocalSampler` loads staged weights at the start of `generate`.
+            version = getattr(self.sampler, "version", None)
         if len(samples) != n:
             raise RuntimeError(f"the sampler returned {len(samples)} samples for n={n}")
         calls = [self._call(prompt_ids, s, version, sampling.stop, messages, tools) for s in samples]

@@ -8,7 +8,7 @@ import gymnasium as gym
 import openai
 import pytest
 
-from rlvr.envs.agent_calls import segments
+from rlvr.envs.agent_calls import ENV_VERSION, segments
 from rlvr.envs.agent_gateway import AgentGateway, GatewayError
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.chat_template import template_ids
@@ -16,7 +16,7 @@ from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, TurnResult
 from rlvr.envs.rollout import TURN_SEED_STRIDE, rollout
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.models import load_causal_lm
-from rlvr.trainers.samplers import HFSampler
+from rlvr.trainers.samplers import HFCopySampler, HFSampler
 from rlvr.verifiers.verdict import Outcome, Verdict
 
 FOLLOW_UP = {"role": "user", "content": "Now give only the final answer, in \\boxed{}."}
@@ -198,3 +198,21 @@ def test_concurrent_episodes_never_mix_and_tools_reach_the_template(gateway, tok
         assert len(calls) == 2 and all(list(c.tools) == TOOLS for c in calls)
         assert list(calls[0].prompt_ids) == template_ids(tokenizer, messages, True, TOOLS)
         assert len(segments(calls)) == 1  # its own two calls, one conversation
+
+
+def test_each_call_records_the_policy_version_that_answered(model_dir, tokenizer):
+    sampler = HFCopySampler(load_causal_lm(model_dir), tokenizer, version=3)
+    with AgentGateway(sampler, tokenizer) as g:
+        episode = g.open_episode()
+        client = openai.OpenAI(base_url=g.base_url(episode), api_key="unused", max_retries=0)
+        messages = ArithmeticEnv().make_task(4).prompt
+        first = client.chat.completions.create(model="m", messages=messages, max_tokens=3)
+        sampler.update_weights((), version=4)  # the trainer's next version (no tensors: the same weights)
+        messages = messages + [{"role": "assistant", "content": first.choices[0].message.content}, FOLLOW_UP]
+        client.chat.completions.create(model="m", messages=messages, max_tokens=3)
+        calls = g.close_episode(episode)
+    assert [c.version for c in calls] == [3, 4]
+    (seg,) = segments(calls)
+    n0, n1 = len(calls[0].completion_ids), len(calls[1].completion_ids)
+    gap = len(seg.completion_ids) - n0 - n1
+    assert seg.versions == (3,) * n0 + (ENV_VERSION,) * gap + (4,) * n1

@@ -10,21 +10,20 @@ trainers -> envs. fastapi and uvicorn are imported only when a gateway is built.
 How an agent becomes an environment (the plan for `AgentEnv`, not yet built). An `AgentEnv` is a
 `MultiTurnEnv` (a Gymnasium env, `gymnasium.make`-able, check_env-able) that also says it plays its
 own episodes: the user's `async def run(client, task) -> float | Verdict` drives the calls, not the
-rollout's turn loop. `envs.rollout` gets one branch: an episode of such an env is played in the
-rollout's step pool by `env.play(gateway, episode_id)`: the agent runs with an `openai` client whose
-`base_url` is the episode's route, bounded by a timeout (a hung agent is an `error` outcome, as an
-exception in it is, never a 0 reward), and the episode's calls become `segments` (`envs.agent_calls`)
-credited with the run's reward. The first segment is the group's `Episode` as any other; later
-segments (a rewritten history) are `Episode`s of the same group with `metadata["segment"]` >= 1,
-which group statistics (the baseline, the group's mean) must then count once per episode, not per
-segment: that is the only change the advantages need, and no algorithm changes otherwise. The
-sampler the gateway serves is the rollout's own (the `LocalSampler` that loads staged weights
-between engine calls: `--max-staleness K` works, and each call records the version it got; a Ray
-rollout worker starts a gateway of its own beside its sampler). Rejected: making the env a proxy
-that the rollout's turn loop samples for (reset returns the agent's first call's messages, step
-hands back the text): it keeps the rollout unchanged, but loses each call's own settings (`n`,
-`max_tokens`, `stop`, `tools`), cannot express a rewritten history, and needs every agent to open
-each group's copies with identical messages.
+rollout's turn loop. `envs.rollout` gets one branch: the episodes of such an env are played by
+`envs.agent_env.agent_rollout` (built: each agent runs with an `openai` client whose `base_url` is
+its episode's route, bounded by a timeout; a hung or failing agent is an `error` outcome, never a 0
+reward; the episode's calls become `segments` (`envs.agent_calls`) credited with its reward). The
+first segment is the group's `Episode` as any other; later segments (a rewritten history) are
+`Episode`s of the same group with `metadata["segment"]` >= 1, which group statistics (the baseline,
+the group's mean) must then count once per episode, not per segment: that is the only change the
+advantages need, and no algorithm changes otherwise. The sampler the gateway serves is the rollout's
+own (the `LocalSampler` that loads staged weights between engine calls: `--max-staleness K` works,
+and each call records the version it got; a Ray rollout worker starts a gateway of its own beside
+its sampler). Rejected: making the env a proxy that the rollout's turn loop samples for (reset
+returns the agent's first call's messages, step hands back the text): it keeps the rollout
+unchanged, but loses each call's own settings (`n`, `max_tokens`, `stop`, `tools`), cannot express a
+rewritten history, and needs every agent to open each group's copies with identical messages.
 
 The server. `AgentGateway(sampler, tokenizer).start()` serves on 127.0.0.1, a free port, in a
 thread of its own (uvicorn). Each episode has its own route: `open_episode()` returns an id, and

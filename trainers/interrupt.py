@@ -9,7 +9,9 @@ half-done, so nothing is saved and the last checkpoint stands. A Ctrl-C while th
 checkpoint is written aborts it too; checkpoints are atomic (`trainers.checkpoint`), so the previous
 one stands.
 
-`TrainingInterrupted` carries the one line the CLI prints (exit 130).
+`TrainingInterrupted` carries the one line the CLI prints (exit 130). A terminal's Ctrl-C reaches
+every process of its group, Ray's workers included: they ignore it (`ignore_in_worker`), the driver
+ends them, so no worker prints a traceback.
 """
 
 from __future__ import annotations
@@ -72,3 +74,9 @@ class InterruptGuard:
             self.pending = False
             raise KeyboardInterrupt()
         self.pending = False
+
+
+def ignore_in_worker() -> None:
+    """In a worker process (a Ray actor): ignore SIGINT; the driver decides, and ends the worker."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

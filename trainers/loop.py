@@ -48,7 +48,14 @@ from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
-from rlvr.trainers.phases import StepTensors, compute_advantages, old_and_ref_logprobs, per_micro_batch
+from rlvr.trainers.phases import (
+    PreUpdateSums,
+    StepTensors,
+    compute_advantages,
+    old_and_ref_logprobs,
+    per_micro_batch,
+)
+from rlvr.trainers.policy import forward
 from rlvr.trainers.preflight import check_run
 from rlvr.trainers.producer import ProducerError, RolloutProducer
 from rlvr.trainers.ray_trainer import start_trainer_ranks
@@ -316,6 +323,7 @@ class Trainer:
             metrics.update(tensors.stats)
             b = tensors.batch
             if no_signal(self.algo, b.rewards, b.group_ids, tensors.advantages, b.loss_mask):
+                metrics.update(self._check_without_update(tensors))
                 tensors = None  # no optimizer step: Adam would turn the float-noise gradient into a full step
         # every episode an error: not a lack of signal (trainers.outage says so); else nothing left to learn from
         metrics["zero_signal"] = int(tensors is None and rollout.errors < len(rollout.all_episodes))
@@ -412,6 +420,26 @@ class Trainer:
             )
             t = dataclasses.replace(t, old_values_BT=values_BT)
         return t.with_advantages(compute_advantages(self.algo, t))
+
+    @torch.no_grad()
+    def _check_without_update(self, t: StepTensors) -> dict[str, float]:
+        """A step without signal, of an algorithm whose update's own forward measures the sampler/trainer
+        gap: that forward without gradients, so that the weight sync is still checked every step and
+        the gap, entropy and KL logged. Other algorithms measured them in `prepare`."""
+        if t.old_logprobs_BT is not None:
+            return {}
+        cfg, batch = self.config, t.batch
+
+        def policy(mb):
+            out = forward(self.policy, mb, cfg.temperature, with_entropy=True)
+            return out.logprobs, out.entropy
+
+        old_BT, entropy_BT = per_micro_batch(batch, cfg.micro_batch, policy, cfg.micro_batch_tokens)
+        sums = PreUpdateSums()
+        sums.add(old_BT, entropy_BT, batch, t.ref_logprobs_BT, self.algo.kl_estimator)
+        gap = sync_gap(old_BT, batch.sampler_logprobs, batch.loss_mask, batch.versions, self.version)
+        self.sync_check.check_gap(gap, self.version, step=self.step + 1)
+        return sums.stats()
 
     def update(self, t: StepTensors) -> dict[str, float]:
         """Epochs over shuffled minibatches; one optimizer step per minibatch, its gradient

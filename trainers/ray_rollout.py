@@ -66,9 +66,11 @@ class RolloutWorker:
     def __init__(self, spec: SamplerSpec, threads: int | None, verifier: Any = None):
         import torch
 
+        from rlvr.trainers.interrupt import ignore_in_worker
         from rlvr.trainers.samplers.factory import build_sampler
         from rlvr.trainers.samplers.local import local_sampler
 
+        ignore_in_worker()  # a terminal's Ctrl-C: the driver saves and ends this worker (trainers.interrupt)
         if threads:
             torch.set_num_threads(threads)  # before vLLM starts: it makes the call a no-op afterwards
         if verifier is not None:  # the environments here run their code on the verifier workers

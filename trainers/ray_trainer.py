@@ -29,6 +29,7 @@ from rlvr.sandbox.ray_pool import kill_actors
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import RankAddress, RankGroup, TrainerRankError, backend_for, rendezvous
 from rlvr.trainers.device import model_device
+from rlvr.trainers.interrupt import ignore_in_worker
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.precision import MasterWeightAdamW
@@ -59,6 +60,7 @@ class TrainerRank:
         # rank 0's settings and resolved algorithm, checked there (this rank may be on another machine)
         self.config = TrainConfig.from_dict({**settings, "device": device})
         self.algo = algo
+        ignore_in_worker()  # a terminal's Ctrl-C: the driver saves and ends this rank (trainers.interrupt)
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         # no reference: its logprobs arrive with the step's tensors

@@ -2,7 +2,7 @@
 numbers, the streak's one warning, and a real `rlvr train` run on an environment whose reward is
 constant (tiny model, HF sampler, 2 tasks x 2 samples): every step is skipped with `zero_signal`
 recorded, one warning names what to try, and the weights are bit-identical to the start (AdamW
-took no step, not even its weight decay). A run with signal trains as before:
+took no step, not even its weight decay), while the weight sync is still checked. A run with signal trains as before:
 tests/rlvr/test_nothing_produced.py::test_train_survives_a_short_outage_with_one_warning and
 tests/trainers/test_loop.py::test_error_episodes_are_dropped_and_counted cover it."""
 
@@ -81,6 +81,7 @@ def test_a_run_without_reward_variance_skips_every_step_and_says_so_once(tmp_pat
     assert len(warnings) == 1 and "for 5 steps in a row (steps 1-5)" in warnings[0], done.stderr[-3000:]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["zero_signal"], r["skipped"]) for r in records] == [(s, 1, 1) for s in range(1, 7)]
+    assert all(r["logprob_gap_max"] < 1e-4 for r in records)  # the weight sync is still checked every step
     saved = load_file(ckpt.latest_checkpoint(out) / "model.safetensors")
     start = load_file(TINY_DIR / "model.safetensors")
     assert saved.keys() == start.keys() and all(torch.equal(saved[k], start[k]) for k in start)

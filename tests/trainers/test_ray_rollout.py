@@ -260,7 +260,7 @@ def test_training_on_ray_workers_is_the_single_process_run(ray_cluster, tmp_path
     one_trainer, one_summary, one_metrics = train(tmp_path / "one")
     assert ray_summary["steps"] == 3 and [m["step"] for m in ray_metrics] == [1, 2, 3]
     assert all(m["logprob_gap_max"] < 1e-4 for m in ray_metrics), [m["logprob_gap_max"] for m in ray_metrics]
-    assert ray_trainer.sampler.version == 3
+    assert ray_trainer.sampler.version == sum(not m.get("skipped") for m in ray_metrics)  # one per update
     for key in ("reward_mean", "tokens_generated"):
         assert [m[key] for m in ray_metrics] == [m[key] for m in one_metrics], key
     assert ray_summary["eval_after"] == one_summary["eval_after"]
@@ -291,7 +291,8 @@ def test_ray_workers_are_the_asynchronous_producers(ray_cluster, tmp_path):
     assert all(m["staleness_max"] <= 1 for m in metrics), [m["staleness_max"] for m in metrics]
     assert any(m["staleness_1_frac"] > 0 for m in metrics)
     assert all(m["staleness_0_frac"] + m["staleness_1_frac"] == pytest.approx(1.0) for m in metrics)
-    assert trainer.sampler.version == 5 and trainer.sampler.replaced == 0
+    # one version per update: a step without reward variance takes none (trainers.zero_signal)
+    assert trainer.sampler.version == sum(not m.get("skipped") for m in metrics) and trainer.sampler.replaced == 0
     assert not [t for t in threading.enumerate() if t.name == "rlvr-rollout-producer" and t.is_alive()]
 
 

@@ -16,6 +16,7 @@ and returns. On-policy distillation's `distill_advantages` takes the student's a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -98,7 +99,12 @@ def grpo_advantages(
     rewards_B, group_idx_B, N = _groups(rewards, group_ids_B)
     count_N = _group_sum(torch.ones_like(rewards_B), group_idx_B, N)
     mean_N = _group_sum(rewards_B, group_idx_B, N) / count_N
-    centred_B = rewards_B - mean_N[group_idx_B]
+    # Equal rewards give exactly 0: their float mean may miss them by an ulp (seven 0.1s in float32),
+    # which the division by std + eps (std 0) would blow up to ~1e-2 of noise advantage.
+    high_N = torch.full_like(mean_N, -math.inf).scatter_reduce(0, group_idx_B, rewards_B, "amax")
+    low_N = torch.full_like(mean_N, math.inf).scatter_reduce(0, group_idx_B, rewards_B, "amin")
+    spread_B = (high_N > low_N)[group_idx_B]
+    centred_B = torch.where(spread_B, rewards_B - mean_N[group_idx_B], torch.zeros_like(rewards_B))
     if not scale_by_std:
         return centred_B
     sq_N = _group_sum(centred_B * centred_B, group_idx_B, N)

@@ -42,6 +42,16 @@ def test_dr_grpo_no_std_worked_example():
     assert close(adv, [-0.25, -0.25, 0.75, -0.25], 1e-7)
 
 
+def test_grpo_equal_rewards_give_exactly_zero_beside_a_group_with_signal():
+    # Seven 0.1s: their float32 mean misses 0.1 by an ulp (~7e-9), which / (std 0 + 1e-6) would be
+    # ~7e-3 of noise advantage; equal rewards are exactly 0, and the other group is as it was.
+    rewards = torch.tensor([[0.1] * 7, [0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]], dtype=torch.float32)
+    adv = grpo_advantages(rewards)
+    assert torch.equal(adv[:7], torch.zeros(7))
+    assert close(adv[7:], grpo_advantages(rewards[1:]), 0.0)
+    assert torch.equal(grpo_advantages(rewards, scale_by_std=False)[:7], torch.zeros(7))
+
+
 def test_grpo_population_std_worked_example():
     # [1,1,0,1,0]: mean 0.6; population var (3*0.16 + 2*0.36)/5 = 0.24, std 0.4899;
     # 0.4/0.4899 = +0.8165, -0.6/0.4899 = -1.2247.

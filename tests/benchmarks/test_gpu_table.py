@@ -12,14 +12,16 @@ import gpu_table  # noqa: E402
 
 
 def test_the_cpu_smoke_run_trains_the_rows_it_is_given(tmp_path, capsys):
-    argv = ["--model", "tiny", "--steps", "2", "--tasks-per-step", "2", "--group-size", "2", "--max-tokens", "6"]
+    argv = ["--model", "tiny", "--steps", "2", "--tasks-per-step", "2", "--group-size", "4", "--max-tokens", "6"]
     argv += ["--device", "cpu", "--threads", "1", "--in-process", "--only", "bf16+lora16"]
     assert gpu_table.main([*argv, "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "results.json").read_text())["rows"]
     assert [r["name"] for r in rows] == ["bf16+lora16"]  # one row: a few seconds; the GPU check runs them all
     for r in rows:
         assert len(r["steps"]) == 2 and r["device"] == "cpu"
-        assert all(s["time_sampling"] > 0 and s["time_training"] > 0 for s in r["steps"])
+        assert all(s["time_sampling"] > 0 for s in r["steps"])
+        # a step without reward variance takes no update (trainers.zero_signal): at least one trained
+        assert any(s.get("time_training", 0) > 0 for s in r["steps"]), r["steps"]
         assert all("mfu" not in s for s in r["steps"])  # CPU: no MFU (trainers.flops)
     assert 0 < rows[0]["trainable"] < rows[0]["parameters"] / 4  # LoRA trains the adapter only
     out = capsys.readouterr().out

@@ -245,7 +245,7 @@ def test_rlvr_train_ray_code(root):
 def test_rlvr_train_small_model_options(root):
     """LoRA, bf16, gradient checkpointing and packing together on the ~30M model: 2 steps instead of 20."""
     need_vllm()
-    command = readme_command("rlvr train", "--model small")
+    command = readme_command("rlvr train", "--model small", "--lora-rank")
     assert " --steps 20 " in command
     run(command.replace(" --steps 20 ", " --steps 2 "), root, timeout=420)
     out_dir = root / command.split("--out ")[1].split()[0]

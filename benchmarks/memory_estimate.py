@@ -162,7 +162,10 @@ def child(tmp: str, tasks: int, group: int, max_tokens: int, steps: int, models:
     from rlvr.trainers.preflight import check_run
 
     def settings(model: str, **kw) -> TrainConfig:
+        # skip_zero_signal off: the random `small` model scores 0 everywhere, and a step without reward
+        # variance would otherwise take no optimizer step, leaving the gradients and AdamW state unmeasured
         common = dict(model=model, device="cpu", sampler="hf", progress=False, log_every=0, warmup_steps=0)
+        common["skip_zero_signal"] = False
         return TrainConfig(**common, **kw)
 
     def run(trainer: Trainer) -> None:

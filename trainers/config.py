@@ -206,6 +206,11 @@ class TrainConfig(CommonSettings):
         "error (the environment or its grader failing) for this many steps in a row; "
         "a shorter outage is skipped with a warning; 0: never stop",
     )
+    skip_zero_signal: bool = setting(
+        True,
+        "a step whose groups carry no reward variance takes no optimizer step (trainers.zero_signal); "
+        "false: step anyway (e.g. to measure a step's memory on a model that scores nothing)",
+    )
     time_limit: float | None = setting(
         None, "seconds of training; stop (then save and evaluate) after the step that passes it; none: no limit"
     )

@@ -317,16 +317,18 @@ class Trainer:
             metrics = self.rollout_metrics(rollout)
         self._warn_context_cuts(rollout.all_episodes)
         tensors = None
+        flat = False  # no reward variance in any group
         if rollout.episodes:
             t0 = time.perf_counter()
             tensors = self.prepare(rollout)
             metrics.update(tensors.stats)
             b = tensors.batch
-            if no_signal(self.algo, b.rewards, b.group_ids, tensors.advantages, b.loss_mask):
+            flat = no_signal(self.algo, b.rewards, b.group_ids, tensors.advantages, b.loss_mask)
+            if flat and self.config.skip_zero_signal:
                 metrics.update(self._check_without_update(tensors))
                 tensors = None  # no optimizer step: Adam would turn the float-noise gradient into a full step
         # every episode an error: not a lack of signal (trainers.outage says so); else nothing left to learn from
-        metrics["zero_signal"] = int(tensors is None and rollout.errors < len(rollout.all_episodes))
+        metrics["zero_signal"] = int(flat or (tensors is None and rollout.errors < len(rollout.all_episodes)))
         if tensors is not None:
             self.interrupts.hold()  # the weights change from here: Ctrl-C waits for the step's end (train)
             metrics.update(self.update(tensors))

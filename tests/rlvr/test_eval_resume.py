@@ -6,32 +6,12 @@ from __future__ import annotations
 import json
 
 from rlvr.cli import main
+from tests.rlvr import test_eval
 
 
 def eval_args(model_dir, out, *extra):
-    return [
-        "eval",
-        "--model",
-        str(model_dir),
-        "--sampler",
-        "hf",
-        "--env",
-        "rlvr/GuessNumber-v0",
-        "--env-arg",
-        "n=8",
-        "--env-arg",
-        "max_turns=2",
-        "--tasks",
-        "2",
-        "--k",
-        "1,2",
-        "--max-tokens",
-        "4",
-        "--no-progress",
-        "--out",
-        str(out),
-        *extra,
-    ]
+    """test_eval's arguments, on the HF sampler, 2 tasks of 4 tokens (later flags win)."""
+    return test_eval.eval_args(model_dir, out, "--sampler", "hf", "--tasks", "2", "--max-tokens", "4", *extra)
 
 
 def table_of(printed: str) -> list[str]:

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr.trainers.tracker_run import run_id
+
 RUN_NAME_FILE = "trackio-run"
 
 
@@ -27,12 +29,7 @@ class TrackioTracker:
         self.trackio = trackio
         out = Path(out_dir)
         self.out, self.start_step, self.verbose = out, start_step, verbose
-        name_file = out / RUN_NAME_FILE
-        run_name = name_file.read_text().strip() if start_step and name_file.is_file() else ""
-        if not run_name:
-            run_name = f"{out.resolve().name}-{uuid.uuid4().hex[:6]}"
-            name_file.write_text(run_name + "\n")
-        self.run_name = run_name
+        self.run_name = run_id(out / RUN_NAME_FILE, start_step, lambda: f"{out.resolve().name}-{uuid.uuid4().hex[:6]}")
         self.run = None  # opened by log_config: trackio takes the config at init
 
     def _open(self, config: Mapping[str, Any] | None) -> None:

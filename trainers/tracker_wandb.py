@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr.trainers.tracker_run import run_id
+
 RUN_ID_FILE = "wandb-run-id"
 
 
@@ -25,15 +27,11 @@ class WandbTracker:
 
         self.wandb = wandb
         out = Path(out_dir)
-        id_file = out / RUN_ID_FILE
-        run_id = id_file.read_text().strip() if start_step and id_file.is_file() else ""
-        if not run_id:
-            run_id = uuid.uuid4().hex[:8]  # wandb's ids: 8 lowercase letters and digits
-            id_file.write_text(run_id + "\n")
+        wandb_id = run_id(out / RUN_ID_FILE, start_step, lambda: uuid.uuid4().hex[:8])  # wandb's: 8 of [a-z0-9]
         self.run = wandb.init(
             project=os.environ.get("WANDB_PROJECT") or "rlvr",
             name=out.resolve().name,
-            id=run_id,
+            id=wandb_id,
             resume="allow",
             dir=str(out),
             # wandb's own banner lines only with --verbose; the console is rlvr's (issue 32)

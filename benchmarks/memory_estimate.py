@@ -125,10 +125,9 @@ def measure(
     steps: int = 2,
     malloc: str = "fixed",
 ) -> list[Measurement]:
-    """Short runs of `models`, in this order and in ascending size, in one measured child process
-    (the imports are paid once). Each run's peak is the kernel's high-water mark of the child's
-    resident set (`ru_maxrss`, read by the child after the run; its last equals `run_measured`'s,
-    which the child cannot see itself); ascending sizes make each run raise it."""
+    """Short runs of `models` in one measured child process (the imports are paid once). Each run's
+    peak is the kernel's high-water mark of the child's resident set (`VmHWM`), reset just before
+    the run (`/proc/self/clear_refs`), so no run's peak is hidden by an earlier one's."""
     with tempfile.TemporaryDirectory(prefix="rlvr-memory-") as tmp:
         argv = [sys.executable, __file__, "--child", tmp, str(tasks), str(group), str(max_tokens), str(steps), *models]
         env = allocator_env({**os.environ, "PYTHONPATH": str(ROOT)}, malloc)
@@ -137,16 +136,26 @@ def measure(
         if measured.returncode != 0:
             raise RuntimeError(f"the measured child failed: {(Path(tmp) / 'log.txt').read_text()[-3000:]}")
         records = json.loads((Path(tmp) / "child.json").read_text())
-    if records[-1]["peak"] < measured.maxrss_bytes:  # the last run's own peak, seen from outside
-        records[-1]["peak"] = measured.maxrss_bytes
     return [Measurement(r["model"], r["peak"] - r["baseline"], r["estimate"], r["widths"]) for r in records]
+
+
+def reset_high_water() -> None:
+    """Linux >= 4.0: writing 5 to clear_refs resets this process's peak resident set (VmHWM)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def high_water() -> int:
+    """This process's peak resident set since the last reset, in bytes (VmHWM is in KiB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("/proc/self/status has no VmHWM line")
 
 
 def child(tmp: str, tasks: int, group: int, max_tokens: int, steps: int, models: list[str]) -> None:
     """In the measured process, per model: a warm-up run (the first model only), the checks, the
     baseline, the run, its peak."""
     import gc
-    import resource
 
     import matplotlib
 
@@ -182,7 +191,7 @@ def child(tmp: str, tasks: int, group: int, max_tokens: int, steps: int, models:
         config = replace(config, out=f"{tmp}/{model}")
         algo = check_run(config)
         baseline = psutil.Process().memory_info().rss
-        high_water = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        reset_high_water()
         trainer = Trainer(config, algo)
         widths = {"prompt": 0, "completion": 0}
 
@@ -195,9 +204,7 @@ def child(tmp: str, tasks: int, group: int, max_tokens: int, steps: int, models:
         trainer.policy.register_forward_pre_hook(observe, with_kwargs=True)
         run(trainer)
         del trainer
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
-        if peak <= high_water:
-            raise RuntimeError(f"{model}'s run did not raise the high-water mark: list the models smallest first")
+        peak = high_water()
         # the estimate, computed after the run (a few numbers: nothing the peak could see)
         inputs = inputs_for(config, algo, ModelShape.read(resolve_model(model)), widths["prompt"], device="cpu")
         result = estimate(replace(inputs, completion_tokens=widths["completion"]))

@@ -1,6 +1,8 @@
 """One `--out`, one run (rlvr/run_lock.py), with real processes: a second `rlvr train` or `rlvr eval`
-on the --out of a running `rlvr train` ends in one line naming the holder, exit 2; Ctrl-C releases
-the lock; a lock file left by a dead process is taken over."""
+on the --out of a running `rlvr train` (a process of its own) ends in one line naming the holder, exit 2;
+Ctrl-C releases the lock; a lock file left by a dead process is taken over. The second runs, and the
+one that takes over, are `rlvr.cli.main` in this process (another process than the holder all the
+same): their subject is the lock, and a subprocess would pay the imports again."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.cli import main
 from rlvr.run_lock import LOCK_NAME, OutInUse, run_lock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,8 +30,20 @@ def rlvr_argv(*argv) -> list[str]:
     return [sys.executable, "-m", "rlvr", *map(str, argv)]
 
 
-def rlvr(*argv) -> subprocess.CompletedProcess:
-    return subprocess.run(rlvr_argv(*argv), capture_output=True, text=True, cwd=REPO, timeout=300)
+def rlvr(capsys, *argv) -> subprocess.CompletedProcess:
+    """`rlvr ARGV` run by its entry point in this process: its exit code and what it printed."""
+    capsys.readouterr()  # what came before is not this run's
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out, err)
+
+
+def holder(out: Path) -> int | None:
+    """The pid the lock file of `out` names, once its holder has written it."""
+    try:
+        return json.loads((out / LOCK_NAME).read_text()).get("pid")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
 
 
 def one_line_error(done: subprocess.CompletedProcess, command: str) -> str:
@@ -52,7 +67,7 @@ def test_a_lock_is_exclusive_and_removed_on_exit(tmp_path):
     assert not path.exists()
 
 
-def test_a_second_run_on_a_running_out_names_the_holder(tmp_path):
+def test_a_second_run_on_a_running_out_names_the_holder(tmp_path, capsys):
     out = tmp_path / "run"
     first = subprocess.Popen(
         rlvr_argv(*TRAIN, "--steps", "100000", "--out", out),
@@ -63,15 +78,19 @@ def test_a_second_run_on_a_running_out_names_the_holder(tmp_path):
     )
     try:
         deadline = time.monotonic() + 240
-        while not (out / "metrics.jsonl").exists():  # started: the lock is held and steps are running
+        while holder(out) != first.pid:  # the lock is taken (and named) before anything loads
             assert first.poll() is None, first.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "the first run did not start"
-            time.sleep(0.5)
+            time.sleep(0.1)
         for command, argv in (("train", TRAIN), ("eval", EVAL)):
             line = one_line_error(
-                rlvr(*argv, "--steps" if command == "train" else "--seed", "1", "--out", out), command
+                rlvr(capsys, *argv, "--steps" if command == "train" else "--seed", "1", "--out", out), command
             )
             assert f"is in use by another run: pid {first.pid} on host {socket.gethostname()} (rlvr train" in line
+        while not (out / "metrics.jsonl").is_file() or not (out / "metrics.jsonl").read_text():  # a step logged
+            assert first.poll() is None, first.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "the first run did not train"
+            time.sleep(0.2)
         first.send_signal(signal.SIGINT)  # Ctrl-C: the first run ends and its lock goes with it
         assert first.wait(timeout=120) == 130
     finally:
@@ -82,7 +101,7 @@ def test_a_second_run_on_a_running_out_names_the_holder(tmp_path):
     assert steps == sorted(set(steps))  # one run's steps, each once
 
 
-def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -90,7 +109,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
     (out / LOCK_NAME).write_text(
         json.dumps({"pid": dead.pid, "host": socket.gethostname(), "command": "rlvr eval", "since": time.time() - 60})
     )
-    done = rlvr(*EVAL, "--out", out)
+    done = rlvr(capsys, *EVAL, "--out", out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"took over the lock left by pid {dead.pid}" in done.stderr
     assert (out / "summary.json").exists() and not (out / LOCK_NAME).exists()

@@ -1,8 +1,10 @@
-"""Bad input to the real `rlvr` CLI (a subprocess of `python -m rlvr`) ends in one line on stderr,
-`rlvr COMMAND: error: ...` naming the problem, and exit code 2, never a traceback. The checks run
-before any model or vLLM is loaded, so most cases take well under a second (those that look at a
-model directory import torch: a few seconds). A full disk while checkpointing is real: a small tmpfs
-(ENOSPC; needs root to mount) or a file-size rlimit (EFBIG; any user)."""
+"""Bad input to the real `rlvr` CLI ends in one line on stderr, `rlvr COMMAND: error: ...` naming the
+problem, and exit code 2, never a traceback. The checks run before any model or vLLM is loaded.
+Where the subject is the command's answer (a bad --out, model directory or value, a full disk), the
+CLI's entry point `rlvr.cli.main` runs in this process (a subprocess would pay its imports again, 5-10 s
+a case); where it is the process (a plugin that exits at import, the current folder's `json.py`), it
+is a subprocess of `python -m rlvr`. A full disk while checkpointing is real: a small tmpfs (ENOSPC;
+needs root to mount) or a file-size rlimit (EFBIG; any user)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
 from tests.conftest import tmpfs
 
@@ -40,15 +43,20 @@ TRAIN = [
 EVAL = ["eval", *ENV, "--tasks", "2", "--max-tokens", "4", "--sampler", "hf", "--no-progress"]
 
 
-def rlvr(*argv: str, preexec_fn=None, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def rlvr(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """`python -m rlvr ARGV`, a process of its own."""
     return subprocess.run(
-        [sys.executable, "-m", "rlvr", *map(str, argv)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-        preexec_fn=preexec_fn,
+        [sys.executable, "-m", "rlvr", *map(str, argv)], capture_output=True, text=True, cwd=cwd, timeout=300
     )
+
+
+def in_process(capsys, *argv) -> subprocess.CompletedProcess:
+    """`rlvr ARGV` run by its entry point in this process: its exit code and what it printed (an
+    exception that escapes it, the traceback a process would print, fails the test)."""
+    capsys.readouterr()  # what came before is not this run's
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess, command: str, problem: str) -> str:
@@ -109,24 +117,24 @@ VALUE_CASES = [  # (command, flags, problem)
 
 @pytest.mark.parametrize("command", ["train", "eval"])
 @pytest.mark.parametrize("out", OUT_CASES)
-def test_bad_out(place, command, out):
+def test_bad_out(place, capsys, command, out):
     base = TRAIN if command == "train" else EVAL
-    assert_one_line_error(rlvr(*base, "--out", place / out), command, OUT_CASES[out])
+    assert_one_line_error(in_process(capsys, *base, "--out", place / out), command, OUT_CASES[out])
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
 @pytest.mark.parametrize("model", MODEL_CASES)
-def test_bad_model_directory(place, tmp_path, command, model):
+def test_bad_model_directory(place, tmp_path, capsys, command, model):
     base = TRAIN if command == "train" else EVAL
-    done = rlvr(*base, "--model", place / model, "--out", tmp_path / "run")
+    done = in_process(capsys, *base, "--model", place / model, "--out", tmp_path / "run")
     assert_one_line_error(done, command, MODEL_CASES[model])
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
 @pytest.mark.parametrize("command,flags,problem", VALUE_CASES)
-def test_bad_value(tmp_path, command, flags, problem):
+def test_bad_value(tmp_path, capsys, command, flags, problem):
     base = TRAIN if command == "train" else EVAL
-    assert_one_line_error(rlvr(*base, *flags, "--out", tmp_path / "run"), command, problem)
+    assert_one_line_error(in_process(capsys, *base, *flags, "--out", tmp_path / "run"), command, problem)
     assert not (tmp_path / "run").exists()
 
 
@@ -135,13 +143,12 @@ def test_bad_value(tmp_path, command, flags, problem):
 def one_step_run(tmp_path_factory):
     """A finished 1-step run with its checkpoint; the tests resume it to step 2 on a disk too small."""
     out = tmp_path_factory.mktemp("trained") / "run"
-    done = rlvr(*TRAIN, "--save-every", "1", "--out", out)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert main([*TRAIN, "--save-every", "1", "--out", str(out)]) == 0
     return out
 
 
-def resume_to_step_2(out: Path, preexec_fn=None) -> str:
-    done = rlvr(*TRAIN, "--steps", "2", "--save-every", "1", "--resume", "--out", out, preexec_fn=preexec_fn)
+def resume_to_step_2(capsys, out: Path) -> str:
+    done = in_process(capsys, *TRAIN, "--steps", "2", "--save-every", "1", "--resume", "--out", out)
     # Loading and the metrics line print on stderr before the save fails: the error is its last line.
     lines = done.stderr.strip().splitlines()
     assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr[-3000:]
@@ -157,23 +164,25 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def test_disk_full_while_checkpointing(one_step_run, tmp_path):
+def test_disk_full_while_checkpointing(one_step_run, tmp_path, capsys):
     checkpoint = _size(ckpt.latest_checkpoint(one_step_run))
     # Room for the run as it is plus half a checkpoint (and 1 MiB for metrics and page rounding).
     with tmpfs(tmp_path / "disk", str(_size(one_step_run) + checkpoint // 2 + (1 << 20))) as disk:
         shutil.copytree(one_step_run, disk / "run")
-        line = resume_to_step_2(disk / "run")
+        line = resume_to_step_2(capsys, disk / "run")
     assert "No space left on device" in line and "step-00000001 is kept" in line
 
 
-def test_file_size_limit_while_checkpointing(one_step_run, tmp_path):
+def test_file_size_limit_while_checkpointing(one_step_run, tmp_path, capsys):
     shutil.copytree(one_step_run, tmp_path / "run")
     limit = 1 << 20  # the checkpoint's weights and optimizer state are larger; nothing else written is
-
-    def small_files():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
-
-    line = resume_to_step_2(tmp_path / "run", preexec_fn=small_files)
+    # This process's limit for the run (Python ignores SIGXFSZ: a write past it is EFBIG), restored after.
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        line = resume_to_step_2(capsys, tmp_path / "run")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     assert "File too large" in line
 
 
@@ -243,11 +252,13 @@ def test_check_env_failures_say_so_on_stderr(folder):
 
 
 # ---- a full disk while `rlvr eval` writes its episodes -------------------------------------------
-def test_disk_full_during_eval(tmp_path):
+def test_disk_full_during_eval(tmp_path, capsys):
     # tmpfs counts pages of 4 KiB: one for run.json, one for the lock, two for a few episode lines of
     # Arithmetic (~1 KiB each), not for 40 tasks'
     with tmpfs(tmp_path / "disk", "16k") as disk:
-        done = rlvr(*EVAL, "--env", "rlvr/Arithmetic-v0", "--tasks", "40", "--chunk", "2", "--out", disk / "run")
+        done = in_process(
+            capsys, *EVAL, "--env", "rlvr/Arithmetic-v0", "--tasks", "40", "--chunk", "2", "--out", disk / "run"
+        )
         line = assert_one_line_error(done, "eval", "No space left on device")
         assert "run again with the same --out" in line
         kept = (disk / "run" / "episodes.jsonl").read_text()

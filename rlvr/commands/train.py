@@ -105,7 +105,10 @@ def run(args: argparse.Namespace) -> int:
         )
         with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
             trainer = Trainer(config, algo)
-        summary = trainer.train()
+        try:
+            summary = trainer.train()
+        finally:  # its engine, Ray workers and ranks end with the run: `rlvr.cli.main(argv)` in a process that goes on
+            trainer.close()
     print(format_summary(config, summary))
     return 0
 

@@ -8,10 +8,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import PreTrainedModel
 
+from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.batch import collate
 from rlvr.trainers.config import ConfigError, TrainConfig
@@ -31,7 +29,6 @@ from rlvr.trainers.preflight import check_model_dir, check_run
 from tests.conftest import require, train_device
 from tests.tolerances import forward_bound
 
-ROOT = Path(__file__).resolve().parents[2]
 GAP = 1e-4
 MARGIN = 0.1  # reward (first 5 steps' mean -> last 5 steps'); measured rises at 25 steps: 0.20 and 0.31
 HF = dict(
@@ -142,34 +139,14 @@ def test_checkpoint_is_the_adapter_alone_and_loads_for_eval(trained):
 
 
 @pytest.mark.parametrize("sampler", ["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
-def test_rlvr_eval_loads_an_adapter_checkpoint(trained, tmp_path, sampler):
-    """With vLLM, through the base with the adapter merged into a temporary directory."""
+def test_rlvr_eval_loads_an_adapter_checkpoint(trained, tmp_path, sampler, capsys):
+    """With vLLM, through the base with the adapter merged into a temporary directory. `rlvr eval`
+    through its entry point in this process (the command closes its sampler when it ends)."""
     if sampler == "vllm":
         require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    cmd = [
-        sys.executable,
-        "-m",
-        "rlvr",
-        "eval",
-        "--model",
-        str(trained.checkpoint),
-        "--sampler",
-        sampler,
-        "--tasks",
-        "4",
-        "--out",
-        str(tmp_path / "eval"),
-        "--no-progress",
-    ]
-    done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    argv = ["eval", "--model", str(trained.checkpoint), "--sampler", sampler, "--tasks", "4"]
+    code = main([*argv, "--out", str(tmp_path / "eval"), "--no-progress"])
+    assert code == 0, capsys.readouterr().err[-3000:]
     assert len((tmp_path / "eval" / "episodes.jsonl").read_text().splitlines()) == 4
 
 
@@ -185,27 +162,15 @@ def test_resume_with_lora_is_exact(tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_target_the_model_lacks_fails_at_the_check(tmp_path):
+def test_a_target_the_model_lacks_fails_at_the_check(tmp_path, capsys):
     with pytest.raises(ConfigError, match="no module named nope"):
         check_run(config(tmp_path, lora_targets="q_proj,nope"))
     check_run(config(tmp_path, lora_targets="q_proj,v_proj"))
-    cmd = [
-        sys.executable,
-        "-m",
-        "rlvr",
-        "train",
-        "--lora-rank",
-        "4",
-        "--lora-targets",
-        "qproj",
-        "--device",
-        "cpu",
-        "--out",
-        str(tmp_path / "run"),
-    ]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode != 0 and "qproj" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    argv = ["train", "--lora-rank", "4", "--lora-targets", "qproj", "--device", "cpu", "--out", str(tmp_path / "run")]
+    code = main(argv)  # the command's entry point, in this process: one line, exit code 2
+    err = capsys.readouterr().err
+    assert code == 2 and "qproj" in err
+    assert len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.vllm
@@ -254,26 +219,19 @@ def test_vllm_follows_an_adapter_of_named_targets(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_lora_raises_reward(tmp_path):
+def test_lora_raises_reward(tmp_path, capsys):
     """Learning with the adapter alone: README.md's `rlvr train --lora-rank 8 ...` (vLLM sampler; 25
-    steps, about 20 s) raises the reward of the tiny model on rlvr/Arithmetic-v0 (measured with seeds
-    0 and 1: 0.34 -> 0.64 and 0.40 -> 0.60 over the first and last 5 steps; at 40 steps 0.34 -> 0.63
-    and 0.40 -> 0.58); the sampler stays in sync at every step."""
+    steps, about 20 s; through the command's entry point in this process) raises the reward of the
+    tiny model on rlvr/Arithmetic-v0 (measured with seeds 0 and 1: 0.34 -> 0.64 and 0.40 -> 0.60 over
+    the first and last 5 steps; at 40 steps 0.34 -> 0.63 and 0.40 -> 0.58); the sampler stays in sync
+    at every step."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     from tests.test_readme_commands import readme_command
+    from tests.trainers.test_learning import rlvr_train
 
     argv = shlex.split(readme_command("--lora-rank 8"))
     assert argv[:2] == [".venv/bin/rlvr", "train"]
-    cmd = [sys.executable, "-m", "rlvr", *argv[1:], "--out", str(tmp_path), "--no-progress", "--threads", "1"]
-    done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
+    rlvr_train([*argv[2:], "--out", str(tmp_path), "--no-progress", "--threads", "1"], capsys)
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert max(m["logprob_gap_max"] for m in metrics) < 2e-4  # as tests/trainers/test_learning.py allows
     first = sum(m["reward_mean"] for m in metrics[:5]) / 5

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -59,7 +56,9 @@ def trainer(tmp_path_factory):
             steps=10,
         )
     )
-    return Trainer(config)
+    trainer = Trainer(config)
+    yield trainer
+    trainer.close()  # its engine, now rather than at exit
 
 
 def test_every_sync_leaves_sampler_and_trainer_equal(trainer):
@@ -86,16 +85,14 @@ def test_the_gap_catches_a_stale_sampler(trainer):
     assert trainer.train_step()["logprob_gap_max"] < GAP
 
 
-def test_resume_puts_the_checkpoint_into_vllm(tmp_path):
+def test_resume_puts_the_checkpoint_into_vllm(tmp_path, capsys):
     """`--resume` starts vLLM from the checkpoint directory (a Hugging Face directory vLLM loads
-    as it is), so the first resumed step's sampler logprobs are the trained weights'."""
+    as it is), so the first resumed step's sampler logprobs are the trained weights'. Both runs are
+    `rlvr train` through its entry point in this process (each closes its engine when it ends)."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    from tests.trainers.test_learning import rlvr_train
+
     base = [
-        sys.executable,
-        "-m",
-        "rlvr",
-        "train",
         "--device",
         train_device(),
         "--out",
@@ -115,8 +112,7 @@ def test_resume_puts_the_checkpoint_into_vllm(tmp_path):
         "0",
     ]
     for extra in (["--steps", "2"], ["--steps", "3", "--resume"]):
-        done = subprocess.run(base + extra, capture_output=True, text=True, env=env, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
+        rlvr_train(base + extra, capsys)
     records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == [1, 2, 3]
     assert all(r["logprob_gap_max"] < GAP for r in records)

@@ -14,15 +14,18 @@ Each stop is reached by watching the run's own files, with no hook in the produc
   so that the run is past its last checkpoint;
 - train, during a checkpoint write: SIGSTOP once a `.tmp-step-*` directory appears, then SIGKILL if
   it is still there (the write is cut; else SIGCONT, and the next write is caught).
-vLLM (an engine start per process, the slow part): one eval and one train case, the stop written by
+vLLM (an engine start per run, the slow part): one eval and one train case, the stop written by
 the test into a copy of the uninterrupted run's files (part of a chunk and a torn line; a torn
 metrics line, a half-written checkpoint directory, the checkpoints after the last complete one gone).
+No process is stopped there, so both runs of each are `rlvr.cli.main` in this process (a subprocess
+would import torch and vLLM again): the same entry point and arguments, one process for both runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import json
 import math
 import os
@@ -38,6 +41,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
 from tests.conftest import require, tmpfs
 
@@ -85,6 +89,20 @@ def finished(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     done = rlvr(*args, cwd=cwd)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def finished_here(*args: str | Path) -> str:
+    """`rlvr *args` run to its end by the CLI's entry point in this process; returns its stderr. The
+    process's torch thread count is put back (`--threads` sets it)."""
+    threads = torch.get_num_threads()
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0, err.getvalue()[-3000:]
+    return err.getvalue()
 
 
 def kill_when(ready: Callable[[], bool], *args: str | Path, cwd: Path, poll_s: float = 0.01) -> None:
@@ -172,13 +190,13 @@ def test_eval_with_vllm_resumes_exactly_inside_a_chunk(tmp_path):
         "--no-progress",
     )
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    finished(*args, "--out", straight, cwd=tmp_path)
+    finished_here(*args, "--out", straight)
     want = lines(straight / "episodes.jsonl")
     resumed.mkdir()
     shutil.copy(straight / "run.json", resumed / "run.json")
     # Stopped writing the second chunk: its first line whole, its second torn.
     (resumed / "episodes.jsonl").write_text("".join(want[:5]) + want[5][:100])
-    finished(*args, "--out", resumed, cwd=tmp_path)
+    finished_here(*args, "--out", resumed)
     assert_same_eval(straight, resumed)
 
 
@@ -290,7 +308,7 @@ def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     args = train_args("vllm", steps=4, keep_last=3)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    finished(*args, "--out", straight, cwd=tmp_path)
+    finished_here(*args, "--out", straight)
     shutil.copytree(straight, resumed)
     # Stopped while writing checkpoint 4: its directory half written, step 4's metrics line torn.
     final = ckpt.checkpoint_dir(resumed) / "step-00000004"
@@ -300,6 +318,6 @@ def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_
     shutil.rmtree(final)
     log = lines(resumed / "metrics.jsonl")
     (resumed / "metrics.jsonl").write_text("".join(log[:3]) + log[3][:50])
-    done = finished(*args, "--out", resumed, "--resume", cwd=tmp_path)
-    assert f"resuming from {ckpt.checkpoint_dir(resumed) / 'step-00000002'}" in done.stderr
+    stderr = finished_here(*args, "--out", resumed, "--resume")
+    assert f"resuming from {ckpt.checkpoint_dir(resumed) / 'step-00000002'}" in stderr
     assert_same_train(straight, resumed)

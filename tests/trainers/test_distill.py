@@ -7,10 +7,7 @@ output layer scaled by 0.5 (a flatter, hotter copy: a clear, learnable differenc
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +22,6 @@ from rlvr.trainers.phases import update_is_on_policy
 from rlvr.trainers.preflight import check_run
 from tests.conftest import train_device
 
-ROOT = Path(__file__).resolve().parents[2]
 STUDENT_HEAD_SCALE = 0.5
 
 
@@ -210,13 +206,12 @@ def test_cli_without_teacher_is_one_typed_line(tmp_path, capsys):
     assert len(lines) == 1 and lines[0].startswith("rlvr train: error: ") and "--teacher DIR" in lines[0], lines
 
 
-def test_rlvr_train_distill_runs_from_the_cli(tmp_path, student_dir):
+def test_rlvr_train_distill_runs_from_the_cli(tmp_path, student_dir, capsys):
+    """`rlvr train --algo distill` through the command's entry point, in this process."""
+    from tests.trainers.test_learning import rlvr_train
+
     out = tmp_path / "run"
-    cmd = [
-        sys.executable,
-        "-m",
-        "rlvr",
-        "train",
+    argv = [
         "--algo",
         "distill",
         "--teacher",
@@ -243,16 +238,8 @@ def test_rlvr_train_distill_runs_from_the_cli(tmp_path, student_dir):
         "--out",
         str(out),
     ]
-    done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "TOKENIZERS_PARALLELISM": "false"},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "with distill" in done.stderr
+    _, err = rlvr_train(argv, capsys)
+    assert "with distill" in err
     metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 2 and all(m["teacher_kl"] > 0 for m in metrics)
     assert all("reward_mean" in m for m in metrics)

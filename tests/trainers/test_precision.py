@@ -259,35 +259,19 @@ def test_bf16_instructions_are_read_from_cpuinfo():
     assert not bf16_in_cpuinfo("model name\t: bf16 lookalike in a name\nflags\t: sse2\n")
 
 
-def test_rlvr_train_takes_float32_on_a_cpu_without_bf16(tmp_path):
-    """`--dtype bfloat16` on a CPU without bf16 instructions would run ~40x slower: float32, said in one line."""
+def test_rlvr_train_takes_float32_on_a_cpu_without_bf16(tmp_path, capsys):
+    """`--dtype bfloat16` on a CPU without bf16 instructions would run ~40x slower: float32, said in one line
+    (`rlvr train --check` through its entry point in this process)."""
     import json
-    import subprocess
-    import sys
 
+    from rlvr.cli import main
     from rlvr.trainers.precision import cpu_has_bf16
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rlvr",
-            "train",
-            "--dtype",
-            "bfloat16",
-            "--device",
-            "cpu",
-            "--out",
-            str(tmp_path / "run"),
-            "--check",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    dtype = json.loads(done.stdout)["config"]["dtype"]
+    code = main(["train", "--dtype", "bfloat16", "--device", "cpu", "--out", str(tmp_path / "run"), "--check"])
+    done = capsys.readouterr()
+    assert code == 0, done.err
+    dtype = json.loads(done.out)["config"]["dtype"]
     if cpu_has_bf16():
-        assert dtype == "bfloat16" and "no bfloat16 instructions" not in done.stderr
+        assert dtype == "bfloat16" and "no bfloat16 instructions" not in done.err
     else:
-        assert dtype == "float32" and "this CPU has no bfloat16 instructions" in done.stderr
+        assert dtype == "float32" and "this CPU has no bfloat16 instructions" in done.err

@@ -9,10 +9,6 @@ tests/trainers/test_loop.py::test_error_episodes_are_dropped_and_counted cover i
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
@@ -23,7 +19,6 @@ from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.model_names import TINY_DIR
 from rlvr.trainers.zero_signal import SignalStreak, no_signal
 
-TESTS = Path(__file__).resolve().parents[1]
 MASK_BT = torch.ones(14, 3)
 
 
@@ -67,19 +62,18 @@ def test_the_streak_warns_once_when_it_reaches_its_limit():
     assert "(steps 7-9)" in said[8]
 
 
-def test_a_run_without_reward_variance_skips_every_step_and_says_so_once(tmp_path):
+def test_a_run_without_reward_variance_skips_every_step_and_says_so_once(tmp_path, capsys):
+    """`rlvr train` through its entry point in this process (tests/ is on sys.path for run_test_envs)."""
+    from tests.trainers.test_learning import rlvr_train
+
     out = tmp_path / "run"
     # --device cpu: the weights are compared bit for bit with the shipped (CPU) checkpoint
-    argv = ["train", "--device", "cpu", "--env", "run_test_envs:test/FlatThenLearnable-v0", "--env-arg", "flat=100000"]
+    argv = ["--device", "cpu", "--env", "run_test_envs:test/FlatThenLearnable-v0", "--env-arg", "flat=100000"]
     argv += ["--steps", "6", "--tasks-per-step", "2", "--group-size", "2", "--max-tokens", "4", "--sampler", "hf"]
     argv += ["--warmup-steps", "0", "--log-every", "0", "--no-progress", "--threads", "1", "--out", str(out)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(
-        [sys.executable, "-m", "rlvr", *argv], capture_output=True, text=True, cwd=TESTS.parent, timeout=300, env=env
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    warnings = [line for line in done.stderr.splitlines() if "no reward variance" in line]
-    assert len(warnings) == 1 and "for 5 steps in a row (steps 1-5)" in warnings[0], done.stderr[-3000:]
+    _, err = rlvr_train(argv, capsys)
+    warnings = [line for line in err.splitlines() if "no reward variance" in line]
+    assert len(warnings) == 1 and "for 5 steps in a row (steps 1-5)" in warnings[0], err[-3000:]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [(r["step"], r["zero_signal"], r["skipped"]) for r in records] == [(s, 1, 1) for s in range(1, 7)]
     assert all(r["logprob_gap_max"] < 1e-4 for r in records)  # the weight sync is still checked every step

@@ -156,7 +156,7 @@ def test_sigkill_then_resume(tmp_path, capsys):
     assert step >= 3 and last.name == f"step-{step:08d}"
     AutoModelForCausalLM.from_pretrained(last)  # a complete, loadable Hugging Face directory
 
-    _, err = rlvr_train(train_command(tmp_path, step + 2, "--resume")[4:], capsys)  # after `python -m rlvr train`
+    _, err = rlvr_train(train_command(tmp_path, step + 2, "--resume")[3:], capsys)  # after `python -m rlvr`
     assert f"resuming from {last}" in err
     assert not any(p.name.startswith(".tmp-") for p in ckpt.checkpoint_dir(tmp_path).iterdir())
     assert ckpt.latest_checkpoint(tmp_path).name == f"step-{step + 2:08d}"

@@ -212,6 +212,7 @@ def test_rlvr_train_distill_runs_from_the_cli(tmp_path, student_dir, capsys):
 
     out = tmp_path / "run"
     argv = [
+        "train",
         "--algo",
         "distill",
         "--teacher",

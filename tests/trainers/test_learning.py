@@ -34,17 +34,19 @@ MARGIN = 5.0
 
 
 def rlvr_train(argv: list[str], capsys) -> tuple[str, str]:
-    """`rlvr train ARGV` in this process, through the entry point the console script calls
-    (`rlvr.cli.main`), without a new interpreter's imports; the run closes its engine when it ends.
+    """`rlvr train ...` (`argv`, from "train") in this process, through the entry point the console
+    script calls (`rlvr.cli.main`), without a new interpreter's imports; the run closes its engine
+    when it ends (spelled from "train", the command is one tests/test_device_explicit.py reads).
     Fails on a non-zero exit code; returns what it printed (stdout, stderr). The torch thread count
     that `--threads` sets is put back, so that the tests after it run as they would have."""
     import torch
 
     from rlvr.cli import main
 
+    assert argv[0] == "train", argv
     threads = torch.get_num_threads()
     try:
-        code = main(["train", *argv])
+        code = main(argv)
     finally:
         torch.set_num_threads(threads)
     printed = capsys.readouterr()
@@ -56,7 +58,7 @@ def train(out: Path, capsys, *args: str, fresh_sampler: bool = True) -> tuple[li
     """`rlvr train` with `args`; `fresh_sampler`: the sampler holds the trained weights at every
     step, so its logprobs must match the trainer's (not so with --max-staleness > 0)."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    rlvr_train(["--out", str(out), "--no-progress", "--threads", "1", *args], capsys)
+    rlvr_train(["train", "--out", str(out), "--no-progress", "--threads", "1", *args], capsys)
     metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     evals = [json.loads(x) for x in (out / "eval.jsonl").read_text().splitlines()]
     assert (out / "reward.png").stat().st_size > 1000

@@ -231,7 +231,7 @@ def test_lora_raises_reward(tmp_path, capsys):
 
     argv = shlex.split(readme_command("--lora-rank 8"))
     assert argv[:2] == [".venv/bin/rlvr", "train"]
-    rlvr_train([*argv[2:], "--out", str(tmp_path), "--no-progress", "--threads", "1"], capsys)
+    rlvr_train([*argv[1:], "--out", str(tmp_path), "--no-progress", "--threads", "1"], capsys)
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert max(m["logprob_gap_max"] for m in metrics) < 2e-4  # as tests/trainers/test_learning.py allows
     first = sum(m["reward_mean"] for m in metrics[:5]) / 5

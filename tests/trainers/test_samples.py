@@ -10,6 +10,7 @@ import re
 from rlvr.envs.episode import Episode
 from rlvr.trainers.metrics import MetricsLogger, read_jsonl
 from rlvr.trainers.samples import COLUMNS, Sample, console_lines, pick, policy_version, samples_of
+from tests.conftest import train_device
 
 FIELDS = {"step", "policy_version", "rank", "reward", "outcome", "task_id", "group_id", "prompt", "completion"}
 
@@ -140,7 +141,9 @@ def test_rlvr_train_shows_samples_between_its_lines_and_writes_them(tmp_path, ca
     from tests.trainers.test_learning import rlvr_train
 
     out = tmp_path / "run"
-    _, err = rlvr_train([*RUN, "--steps", "4", "--sample-every", "2", "--out", str(out)], capsys)
+    _, err = rlvr_train(
+        ["train", *RUN, "--device", train_device(), "--steps", "4", "--sample-every", "2", "--out", str(out)], capsys
+    )
     assert [int(s) for s, _ in HEADER.findall(err)] == [2, 4]
     assert [int(v) for _, v in HEADER.findall(err)] == [1, 3]  # hf: the weights before the step's update
     assert len(LINE.findall(err)) in range(2, 5)  # one or two samples a step

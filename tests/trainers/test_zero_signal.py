@@ -68,7 +68,7 @@ def test_a_run_without_reward_variance_skips_every_step_and_says_so_once(tmp_pat
 
     out = tmp_path / "run"
     # --device cpu: the weights are compared bit for bit with the shipped (CPU) checkpoint
-    argv = ["--device", "cpu", "--env", "run_test_envs:test/FlatThenLearnable-v0", "--env-arg", "flat=100000"]
+    argv = ["train", "--device", "cpu", "--env", "run_test_envs:test/FlatThenLearnable-v0", "--env-arg", "flat=100000"]
     argv += ["--steps", "6", "--tasks-per-step", "2", "--group-size", "2", "--max-tokens", "4", "--sampler", "hf"]
     argv += ["--warmup-steps", "0", "--log-every", "0", "--no-progress", "--threads", "1", "--out", str(out)]
     _, err = rlvr_train(argv, capsys)

@@ -93,6 +93,7 @@ def test_resume_puts_the_checkpoint_into_vllm(tmp_path, capsys):
     from tests.trainers.test_learning import rlvr_train
 
     base = [
+        "train",
         "--device",
         train_device(),
         "--out",

@@ -44,10 +44,11 @@ COVERAGE: dict[str, str] = {
     "test_readme_check_env_with_a_dataset_name",
     ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 "
     "--out runs/eval/arithmetic": f"{HERE}::test_rlvr_eval",
-    # 100 steps of PPO are minutes: run with --steps 2 (every other flag as written), slow.
+    # 100 steps of PPO are minutes (a step is most of the test): run with --steps 1 --eval-tasks 20 (every other
+    # flag as written), slow.
     ".venv/bin/rlvr train --algo ppo --env rlvr/GuessNumber-v0 --steps 100 --eval-tasks 200 "
     "--out runs/guess": f"{HERE}::test_rlvr_train_ppo_guess_number",
-    # 150 steps are a minute and a half: run with --steps 3 (every other flag as written), slow.
+    # 150 steps are a minute and a half: run with --steps 2 --eval-tasks 40 (every other flag as written), slow.
     ".venv/bin/rlvr train --algo grpo --max-staleness 1 --steps 150 --eval-tasks 400 "
     "--out runs/async": f"{HERE}::test_rlvr_train_async",
     ".venv/bin/rlvr train --config my_run.yaml": f"{HERE}::test_rlvr_train_config",
@@ -58,10 +59,11 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
     "--micro-batch-tokens 1024 --tasks-per-step 4 --max-tokens 16 --steps 20 "
     "--out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
-    # 150 steps are minutes: run with --steps 3 (every other flag as written), slow; it starts its own Ray cluster
+    # 150 steps are minutes: run with --steps 2 --eval-tasks 40 (every other flag as written), slow; it starts its own
+    # Ray cluster
     ".venv/bin/rlvr train --ray --rollout-workers 2 --trainer-ranks 2 --steps 150 --eval-tasks 400 "
     "--out runs/ray": f"{HERE}::test_rlvr_train_ray",
-    # 20 steps of code are minutes: run with --steps 2 (every other flag as written), slow; needs Docker
+    # 20 steps of code are minutes: run with --steps 1 (every other flag as written), slow; needs Docker
     ".venv/bin/rlvr train --ray --env rlvr/Code-v0 --rollout-workers 1 --verifier-workers 2 --steps 20 "
     "--out runs/ray-code": f"{HERE}::test_rlvr_train_ray_code",
     ".venv/bin/rlvr train --model small --gradient-checkpointing --check": f"{HERE}::test_rlvr_train_check_memory",
@@ -174,12 +176,23 @@ def test_rlvr_eval(root):
     assert f"results in {out_dir.relative_to(root)}/summary.json" in stdout
 
 
-def run_shortened(root: Path, command: str, steps: int, short: int) -> tuple[list[dict], list[dict]]:
-    """Run a README `rlvr train` command with `--steps short` instead of its `--steps steps`, every
-    other flag as written; return its metrics and evaluation lines."""
+def shortened(command: str, **flags: tuple[int, int]) -> str:
+    """`command` with `--flag short` in place of its `--flag long` for each `flag=(long, short)`
+    (`eval_tasks` is `--eval-tasks`), every other flag as written."""
+    for name, (long, short) in flags.items():
+        flag = "--" + name.replace("_", "-")
+        assert f" {flag} {long} " in command, (flag, long, command)
+        command = command.replace(f" {flag} {long} ", f" {flag} {short} ")
+    return command
+
+
+def run_shortened(root: Path, command: str, **flags: tuple[int, int]) -> tuple[list[dict], list[dict]]:
+    """Run a README `rlvr train` command with fewer steps (and held-out tasks) than written
+    (`shortened`), every other flag as written; return its metrics and evaluation lines. The
+    held-out evaluation's size is not what these tests check (that it runs before and after, on the
+    tasks asked for, is): a few dozen tasks instead of hundreds."""
     need_vllm()
-    assert f" --steps {steps} " in command
-    run(command.replace(f" --steps {steps} ", f" --steps {short} "), root, timeout=420)
+    run(shortened(command, **flags), root, timeout=420)
     out_dir = root / command.split("--out ")[1].split()[0]
     read = lambda name: [json.loads(line) for line in (out_dir / name).read_text().splitlines()]  # noqa: E731
     return read("metrics.jsonl"), read("eval.jsonl")
@@ -198,27 +211,31 @@ def test_rlvr_train_check_memory(root):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_rlvr_train_ppo_guess_number(root):
-    metrics, evals = run_shortened(root, readme_command("rlvr train", "--algo ppo"), 100, 2)
-    assert len(metrics) == 2
-    assert [e["step"] for e in evals] == [0, 2] and all(e["tasks"] == 200 for e in evals)
+    command = readme_command("rlvr train", "--algo ppo")
+    metrics, evals = run_shortened(root, command, steps=(100, 1), eval_tasks=(200, 20))
+    assert [m["step"] for m in metrics] == [1] and metrics[0]["episodes_trained"] > 0 and "value_loss" in metrics[0]
+    assert [e["step"] for e in evals] == [0, 1] and all(e["tasks"] == 20 for e in evals)
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_rlvr_train_async(root):
-    metrics, evals = run_shortened(root, readme_command("rlvr train", "--max-staleness"), 150, 3)
-    assert [m["step"] for m in metrics] == [1, 2, 3]
+    command = readme_command("rlvr train", "--max-staleness")
+    metrics, evals = run_shortened(root, command, steps=(150, 2), eval_tasks=(400, 40))
+    assert [m["step"] for m in metrics] == [1, 2]  # step 2 sampled while step 1 trained
     assert all(m["staleness_max"] <= 1 and "is_ess" in m and "time_waiting" in m for m in metrics)
-    assert [e["step"] for e in evals] == [0, 3]
+    assert [e["step"] for e in evals] == [0, 2]
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_rlvr_train_ray(root):
     require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
-    metrics, evals = run_shortened(root, readme_command("rlvr train", "--trainer-ranks"), 150, 3)
-    assert [m["step"] for m in metrics] == [1, 2, 3] and all(m["logprob_gap_max"] < 1e-4 for m in metrics)
-    assert [e["step"] for e in evals] == [0, 3] and all(e["tasks"] == 400 for e in evals)
+    command = readme_command("rlvr train", "--trainer-ranks")
+    metrics, evals = run_shortened(root, command, steps=(150, 2), eval_tasks=(400, 40))
+    # step 2 samples with the weights step 1's update sent to the rollout workers' engines
+    assert [m["step"] for m in metrics] == [1, 2] and all(m["logprob_gap_max"] < 1e-4 for m in metrics)
+    assert [e["step"] for e in evals] == [0, 2] and all(e["tasks"] == 40 for e in evals)
 
 
 @pytest.mark.slow
@@ -231,11 +248,10 @@ def test_rlvr_train_ray_code(root):
     reason = unavailable_reason()
     require(reason is None, reason or "")
     command = readme_command("rlvr train", "--verifier-workers")
-    assert " --steps 20 " in command
-    run(command.replace(" --steps 20 ", " --steps 2 "), root, timeout=420)
+    run(shortened(command, steps=(20, 1)), root, timeout=420)
     out = root / "runs" / "ray-code"
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [1, 2]
+    assert [m["step"] for m in metrics] == [1]
     # the programs ran on the verifier workers' sandboxes: scored, not errors
     assert all(m["errors"] == 0 and m["episodes"] == 128 for m in metrics), metrics
 
@@ -256,17 +272,18 @@ def test_rlvr_train_small_model_options(root):
     assert (checkpoint / "adapter_model.safetensors").is_file() and not (checkpoint / "model.safetensors").exists()
 
 
-@pytest.mark.slow
-@pytest.mark.vllm
 def test_rlvr_train_config(root):
-    need_vllm()
+    """The settings from YAML. The file is the test's own: the HF sampler (the subject is the config
+    file, not vLLM, whose path the other train commands here run), 2 steps of 4 tasks x 4."""
     command = readme_command("rlvr train", "--config")
     config = command.split("--config ")[1].split()[0]
     (root / config).write_text(
-        "algo: rloo\nenv: rlvr/Arithmetic-v0\nsteps: 2\ntasks_per_step: 4\ngroup_size: 4\nout: runs/my_run\n"
+        "algo: rloo\nenv: rlvr/Arithmetic-v0\nsampler: hf\nsteps: 2\ntasks_per_step: 4\ngroup_size: 4\n"
+        "out: runs/my_run\n"
     )
     run(command, root, timeout=420)
-    assert len((root / "runs" / "my_run" / "metrics.jsonl").read_text().splitlines()) == 2
+    metrics = [json.loads(line) for line in (root / "runs" / "my_run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2] and all(m["episodes"] == 4 * 4 for m in metrics)  # the file's
 
 
 @pytest.mark.docker

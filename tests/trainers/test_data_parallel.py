@@ -154,37 +154,38 @@ def test_a_config_files_ray_section_sets_the_ray_settings():
     )
 
 
-@pytest.mark.vllm
 def test_training_on_two_ranks_is_the_one_rank_run_and_resumes_exactly(ray_cluster, tmp_path):
-    """`rlvr train --ray --trainer-ranks 2`, three steps: the rewards and the final weights are the
-    single-process run's (the ranks stay in step, the sampler gets rank 0's weights); stopped after
-    step 2's checkpoint and resumed (new ranks take the checkpoint's weights and optimizer state),
-    it ends where the uninterrupted run ends."""
+    """`rlvr train --ray --trainer-ranks 2`, three steps, stopped after step 2's checkpoint and
+    resumed (new ranks take the checkpoint's weights and optimizer state): the rewards and the final
+    weights are those of the uninterrupted single-process run (the ranks stay in step, the sampler
+    gets rank 0's weights, and the resume goes on exactly: a resume that lost the optimizer state or
+    a rank's weights would leave Adam's bound far behind). `--sampler hf` (a `generate` rollout
+    worker: the subject is the ranks; vLLM on the workers: tests/trainers/test_ray_rollout.py)."""
     from tests.trainers.test_ray_rollout import train
 
-    settings = dict(ray=True, rollout_workers=1, trainer_ranks=2, eval_tasks=0)  # train(): on the CPU
-    ranks, _, ranks_metrics = train(tmp_path / "ranks", **settings)
-    one, _, one_metrics = train(tmp_path / "one", eval_tasks=0)
+    settings = dict(ray=True, rollout_workers=1, trainer_ranks=2)  # train(): on the CPU
+    train(tmp_path / "ranks", **settings, sampler="hf", eval_tasks=0, steps=2, save_every=2)
+    ranks, summary, ranks_metrics = train(tmp_path / "ranks", **settings, sampler="hf", eval_tasks=0, resume=True)
+    one, _, one_metrics = train(tmp_path / "one", sampler="hf", eval_tasks=0)
+    assert summary["start_step"] == 2 and [m["step"] for m in ranks_metrics] == [1, 2, 3]
     assert [m["reward_mean"] for m in ranks_metrics] == [m["reward_mean"] for m in one_metrics]
     assert all(m["logprob_gap_max"] < 1e-4 for m in ranks_metrics)
     for a, b in zip(trainable_parameters(ranks.models), trainable_parameters(one.models)):
         assert_adam_runs_agree(a, b, lr=1e-3, steps=3)  # train()'s lr and steps
 
-    train(tmp_path / "resumed", **settings, steps=2, save_every=2)
-    resumed, summary, metrics = train(tmp_path / "resumed", **settings, resume=True)
-    assert summary["start_step"] == 2 and [m["step"] for m in metrics] == [1, 2, 3]
-    for a, b in zip(trainable_parameters(resumed.models), trainable_parameters(ranks.models)):
-        torch.testing.assert_close(a, b, atol=1e-6, rtol=0)
 
-
-@pytest.mark.vllm
-def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_cluster, tmp_path):
+def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_cluster, tmp_path, capsys):
     """The driver (rank 0 and the rollout workers' owner) killed with SIGKILL mid-run: its local Ray
     cluster, workers and ranks go with it, and `--resume` goes on from the last checkpoint with new
-    ones, no step missing and none twice."""
+    ones, no step missing and none twice. `--sampler hf` (train_command's): the subject is the
+    processes, not the engine (no vLLM import or engine start in the driver and its worker). The
+    killed run is a process of its own; the resume is `rlvr train` in this process, on the test
+    session's cluster (new ranks and workers all the same), sparing a second start of Python's
+    imports and of a local Ray cluster."""
     import os
     import subprocess
 
+    from rlvr.cli import main
     from rlvr.trainers import checkpoint as ckpt
     from tests.trainers.test_checkpoint_resume import sigkill_after_checkpoint, train_command
 
@@ -194,16 +195,14 @@ def test_a_ray_run_killed_with_sigkill_resumes_and_leaves_no_ray_behind(ray_clus
 
     before = ray_processes()
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
-    ray_flags = ("--sampler", "vllm", "--ray", "--rollout-workers", "1", "--trainer-ranks", "2")
+    ray_flags = ("--ray", "--rollout-workers", "1", "--trainer-ranks", "2")
     proc = subprocess.Popen(
         train_command(tmp_path, 1000, *ray_flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     sigkill_after_checkpoint(proc, tmp_path, 2)
     step = ckpt.load_state(ckpt.latest_checkpoint(tmp_path))["step"]
-    done = subprocess.run(
-        train_command(tmp_path, step + 2, *ray_flags, "--resume"), capture_output=True, text=True, env=env, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    code = main(train_command(tmp_path, step + 2, *ray_flags, "--resume")[3:])  # past `python -m rlvr`
+    assert code == 0, capsys.readouterr().err[-3000:]
     records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == list(range(1, step + 3))
     deadline = time.monotonic() + 30  # Ray's own reaper ends a dead driver's cluster

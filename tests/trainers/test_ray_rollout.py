@@ -1,5 +1,12 @@
 """Rollout workers on Ray (trainers.ray_rollout): a real local Ray cluster (one per test session),
-real vLLM engines in the workers, the real tiny model."""
+real vLLM engines in the workers, the real tiny model.
+
+The tests about workers dying, failing to start or verifying remotely run `generate` workers
+(`--sampler hf`): a vLLM engine takes ~20-40 s to start here (every replacement starts one more),
+and the pool's deaths, replacements and errors are the same code for both backends. vLLM on the
+workers stays covered by the pool the sampling tests share (seeds as in one process, weight loads,
+an environment's error) and by the training runs (compared with the single-process run, resumed,
+asynchronous)."""
 
 from __future__ import annotations
 
@@ -17,7 +24,6 @@ from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
 from tests.conftest import require
 
-pytestmark = pytest.mark.vllm
 MODEL_INFO = {"model": "tiny", "step": 0}
 
 
@@ -37,6 +43,12 @@ def test_chunks_are_contiguous_near_equal_and_never_empty():
 def test_bad_ray_settings_are_config_errors(settings, problem):
     with pytest.raises(ConfigError, match=problem):
         TrainConfig(**settings).validate()
+
+
+@pytest.fixture(scope="module")
+def hf_spec(model_dir):
+    """Workers that sample with `generate` on their own copy of the model: they start in seconds."""
+    return SamplerSpec("hf", str(model_dir), seed=0, max_model_len=1024)
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +86,7 @@ def tokens(groups) -> list:
     return [(g.group_id, g.task_id, [tuple(ep.completion_ids) for ep in g.episodes]) for g in groups]
 
 
+@pytest.mark.vllm
 def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
     """Each task gets the seeds the single-process rollout gives it, whichever worker runs it."""
     from rlvr.envs.rollout import rollout
@@ -112,6 +125,7 @@ def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
     assert pool.seconds > 0
 
 
+@pytest.mark.vllm
 def test_new_weights_reach_every_worker_with_their_version(pool, hf_model):
     """Weights pushed after a step change what every worker samples, and tag it with the version."""
     import torch
@@ -149,13 +163,16 @@ def test_new_weights_reach_every_worker_with_their_version(pool, hf_model):
         pool.update_weights(original, version=0)
 
 
-def test_a_worker_that_dies_mid_rollout_is_replaced_and_its_groups_redone(ray_cluster, spec, model_dir, tmp_path):
+def test_a_worker_that_dies_mid_rollout_or_between_steps_is_replaced_and_nothing_lost(
+    ray_cluster, hf_spec, hf_model, tmp_path
+):
     """The env of task 5 ends its worker's process on its first reset: the pool starts a new worker
     (with the current weights), redoes that worker's chunk there, and every group comes back once,
-    the same as a rollout in which nobody died."""
+    the same as a rollout in which nobody died. A worker killed between steps is replaced at the
+    next sync, and samples what the dead one sampled."""
     marker = tmp_path / "died"
     env_args = {"marker": str(marker), "seed": 5}
-    pool = RayRolloutPool(spec, 2, threads=1)
+    pool = RayRolloutPool(hf_spec, 2, threads=1)
     try:
         dead_pids = {w: ray_cluster.get(w.pid.remote()) for w in pool.workers}
         kwargs = dict(seeds=list(range(8)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
@@ -165,14 +182,20 @@ def test_a_worker_that_dies_mid_rollout_is_replaced_and_its_groups_redone(ray_cl
         assert [g.group_id for g in got] == list(range(8)) and all(len(g.episodes) == 2 for g in got)
         again = roll(pool, "ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)  # nobody dies now
         assert tokens(got) == tokens(again) and pool.replaced == 1
+
+        victim = pool.workers[0]
+        ray_cluster.kill(victim)  # between steps: found dead at the next sync
+        pool.update_weights([(n, p.detach()) for n, p in hf_model.named_parameters()], version=0)
+        assert pool.replaced == 2 and pool.workers[0] is not victim
+        assert tokens(roll(pool, "ray_test_envs:test/DiesOnce-v0", env_args, **kwargs)) == tokens(got)
     finally:
         pool.close()
 
 
-def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster, spec, model_dir, tmp_path):
+def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster, hf_spec, tmp_path):
     """A task that kills every worker it lands on: after `max_replacements` new workers, a
     `RolloutWorkerError` (an RlvrError: one line from the CLI), not an endless loop."""
-    pool = RayRolloutPool(spec, 1, threads=1, max_replacements=1)
+    pool = RayRolloutPool(hf_spec, 1, threads=1, max_replacements=1)
     try:
         with pytest.raises(RolloutWorkerError, match="died 2 times on the tasks of groups from 0"):
             roll(
@@ -190,6 +213,7 @@ def test_workers_that_keep_dying_stop_the_rollout_with_a_typed_error(ray_cluster
         pool.close()
 
 
+@pytest.mark.vllm
 def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
     """An exception in an environment is the environment's failure, not a worker's death."""
     replaced = pool.replaced
@@ -208,18 +232,8 @@ def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
     assert pool.replaced == replaced
 
 
-def test_a_worker_killed_between_steps_is_replaced_at_the_next_sync(ray_cluster, pool, hf_model):
-    kwargs = dict(seeds=list(range(6)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
-    before = roll(pool, "rlvr/Arithmetic-v0", {}, **kwargs)
-    replaced, victim = pool.replaced, pool.workers[0]
-    ray_cluster.kill(victim)
-    pool.update_weights([(n, p.detach()) for n, p in hf_model.named_parameters()], version=0)
-    assert pool.replaced == replaced + 1 and pool.workers[0] is not victim
-    assert tokens(roll(pool, "rlvr/Arithmetic-v0", {}, **kwargs)) == tokens(before)
-
-
-def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, spec, model_dir, tmp_path):
-    broken = dataclasses.replace(spec, model=str(tmp_path / "no-model"))
+def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, hf_spec, tmp_path):
+    broken = dataclasses.replace(hf_spec, model=str(tmp_path / "no-model"))
     with pytest.raises(RolloutWorkerError, match="a rollout worker could not start"):
         RayRolloutPool(broken, 1, threads=1)
 
@@ -250,15 +264,22 @@ def train(tmp_path, **settings):
     return trainer, summary, metrics
 
 
-def test_training_on_ray_workers_is_the_single_process_run(ray_cluster, tmp_path):
+@pytest.mark.vllm
+def test_training_on_ray_workers_is_the_single_process_run_and_resumes_exactly(ray_cluster, tmp_path):
     """`rlvr train --ray`: the workers sample what the single-process run samples, step after step
-    (each step's weights reach them: the sampler/trainer gap stays at float32 noise), so the run's
-    rewards, held-out accuracy and final weights are the single-process run's."""
+    (each step's weights reach them: the sampler/trainer gap stays at float32 noise). The driver
+    gone after step 2 (its checkpoint written), `--resume` starts new workers and gives them the
+    checkpoint's weights. So the run's rewards, held-out accuracy and final weights are those of the
+    uninterrupted single-process run (float32, 1e-6): the one resumed Ray run shows both that the
+    workers are the single process and that the resume is exact."""
     import torch
 
-    ray_trainer, ray_summary, ray_metrics = train(tmp_path / "ray", ray=True, rollout_workers=2)
+    train(tmp_path / "ray", ray=True, rollout_workers=2, steps=2, save_every=2)
+    ray_trainer, ray_summary, ray_metrics = train(tmp_path / "ray", ray=True, rollout_workers=2, resume=True)
     one_trainer, one_summary, one_metrics = train(tmp_path / "one")
-    assert ray_summary["steps"] == 3 and [m["step"] for m in ray_metrics] == [1, 2, 3]
+    assert ray_summary["start_step"] == 2 and ray_summary["steps"] == 3
+    assert [m["step"] for m in ray_metrics] == [1, 2, 3]
+    # every step's, the resumed step's too: the new workers hold the checkpoint's weights
     assert all(m["logprob_gap_max"] < 1e-4 for m in ray_metrics), [m["logprob_gap_max"] for m in ray_metrics]
     assert ray_trainer.sampler.version == sum(not m.get("skipped") for m in ray_metrics)  # one per update
     for key in ("reward_mean", "tokens_generated"):
@@ -268,20 +289,7 @@ def test_training_on_ray_workers_is_the_single_process_run(ray_cluster, tmp_path
         torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
 
 
-def test_a_ray_run_stopped_after_a_checkpoint_resumes_exactly(ray_cluster, tmp_path):
-    """The driver gone after step 2 (its checkpoint written): `--resume` starts new workers, gives
-    them the checkpoint's weights, and ends where an uninterrupted run ends."""
-    import torch
-
-    straight, _, _ = train(tmp_path / "straight", ray=True, rollout_workers=2, eval_tasks=0)
-    train(tmp_path / "resumed", ray=True, rollout_workers=2, eval_tasks=0, steps=2, save_every=2)
-    resumed, summary, metrics = train(tmp_path / "resumed", ray=True, rollout_workers=2, eval_tasks=0, resume=True)
-    assert summary["start_step"] == 2 and [m["step"] for m in metrics] == [1, 2, 3]
-    assert metrics[-1]["logprob_gap_max"] < 1e-4  # the new workers hold the checkpoint's weights
-    for (name, a), (_, b) in zip(resumed.policy.named_parameters(), straight.policy.named_parameters()):
-        torch.testing.assert_close(a, b, atol=1e-6, rtol=0, msg=name)
-
-
+@pytest.mark.vllm
 def test_ray_workers_are_the_asynchronous_producers(ray_cluster, tmp_path):
     """`--ray --max-staleness 1`: the rollout workers sample step s + 1 while the trainer updates on
     step s; the new weights reach each worker after its chunk in progress, so every token trained
@@ -297,7 +305,7 @@ def test_ray_workers_are_the_asynchronous_producers(ray_cluster, tmp_path):
 
 
 @pytest.mark.docker
-def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(ray_cluster, spec, model_dir):
+def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(ray_cluster, hf_spec):
     """`--verifier-workers 2`: the rollout worker's environments run their programs on the verifier
     pool (their process's shared sandbox is the `RaySandbox`). A verifier worker killed while
     programs run on it is replaced and its programs run again: every episode is scored, once."""
@@ -308,7 +316,7 @@ def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(r
     reason = unavailable_reason()
     require(reason is None, reason or "")
     verifier = RaySandbox(2, pool_size=2)
-    pool = RayRolloutPool(spec, 1, threads=1, verifier=verifier)
+    pool = RayRolloutPool(hf_spec, 1, threads=1, verifier=verifier)
     try:
         kwargs = dict(seeds=list(range(4)), group_size=2, sampling=sampling(), model_info=MODEL_INFO, max_length=1024)
         killer = threading.Timer(1.0, lambda: ray_cluster.kill(verifier.workers[0]))

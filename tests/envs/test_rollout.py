@@ -3,7 +3,6 @@ typed outcomes, error episodes, and the context limit."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections import Counter
 
 import gymnasium as gym
@@ -16,7 +15,6 @@ from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
 from rlvr.verifiers.verdict import Outcome, Verdict
-from tests.conftest import require
 
 GUESS = "rlvr/GuessNumber-v0"
 
@@ -241,14 +239,10 @@ def test_bad_arguments(hf_sampler, tokenizer):
         rollout(GUESS, {}, hf_sampler, tokenizer, seeds=[1], group_size=0, sampling=SamplingSettings())
 
 
-def test_vllm_rollout_on_arithmetic(model_dir, tokenizer, capsys, request):
-    """The training path: vLLM, a single-turn env, G samples per task from one call, progress shown."""
-    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from rlvr.trainers.samplers import VLLMSampler
-
-    engine = VLLMSampler(str(model_dir), max_model_len=256)
-    request.addfinalizer(engine.close)
-    sampler = RecordingSampler(engine)
+def test_vllm_rollout_on_arithmetic(tiny_engine, model_dir, tokenizer, capsys):
+    """The training path: vLLM, a single-turn env, G samples per task from one call, progress shown.
+    (`tiny_engine`: the folder's engine, tests/envs/conftest.py.)"""
+    sampler = RecordingSampler(tiny_engine)
     groups = rollout(
         "rlvr/Arithmetic-v0",
         {"difficulty": 1},

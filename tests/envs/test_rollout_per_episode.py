@@ -4,7 +4,6 @@ the lockstep schedule."""
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import time
 
@@ -16,26 +15,29 @@ from rlvr.envs.guess_number import GuessNumberEnv
 from rlvr.envs.rollout import rollout
 from rlvr.envs.sampler import RequestSampler, SamplingSettings
 from rlvr.verifiers.verdict import Outcome, Verdict
-from tests.conftest import require
 from tests.envs.test_rollout import assert_token_exact
 
-RELAY_WAIT_S = 5.0
+RELAY_WAIT_S = 5.0  # per episode: room for task 1's three turns on a loaded machine
+# In lockstep the baton cannot come while task 0's step holds the turn, however long it waits: a
+# short wait shows that as well (5 s of waiting was a fifth of this module's time).
+LOCKSTEP_WAIT_S = 0.5
 
 
 class RelayEnv(ProceduralTasks, MultiTurnEnv):
-    """Two kinds of task. On task 0 the first step waits (at most RELAY_WAIT_S) for a baton that
+    """Two kinds of task. On task 0 the first step waits (at most `wait_s`) for a baton that
     task 1 hands over on its third step: in lockstep, task 1 cannot reach its third turn while
     task 0's first step is still running, so the wait runs out and task 0 ends `error`; per
     episode, task 1 runs on and hands the baton over."""
 
     baton: threading.Event  # set per test: the two episodes of a rollout share it
+    wait_s: float = RELAY_WAIT_S  # set per test
 
     def make_task(self, seed: int) -> Task:
         return Task(str(seed), [{"role": "user", "content": f"Relay leg {seed}. Say anything."}], seed, "ok", "")
 
     def respond(self, action: str) -> TurnResult:
         if self.task.answer == 0:
-            if not RelayEnv.baton.wait(RELAY_WAIT_S):
+            if not RelayEnv.baton.wait(RelayEnv.wait_s):
                 return TurnResult([], 0.0, True, Verdict(0.0, Outcome.ERROR, "the baton never came"))
             return TurnResult([], 1.0, True, Verdict(1.0, Outcome.CORRECT))
         if self.turns == 3:
@@ -76,14 +78,12 @@ class RecordingRequests:
         self.inner.cancel()
 
 
-@pytest.fixture(scope="module")
-def engine(model_dir, request):
-    require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
-    from rlvr.trainers.samplers import VLLMSampler
-
-    sampler = VLLMSampler(str(model_dir), max_model_len=512)
-    request.addfinalizer(sampler.close)
-    return sampler
+@pytest.fixture
+def engine(tiny_engine):
+    """The folder's vLLM engine (tests/envs/conftest.py), shared with test_rollout.py; each test
+    leaves it with no request unfinished."""
+    yield tiny_engine
+    assert tiny_engine.unfinished() == 0
 
 
 def test_single_turn_episodes_are_the_same_in_both_schedules(engine, tokenizer):
@@ -135,6 +135,7 @@ def test_multi_turn_episodes_are_token_exact(engine, tokenizer):
 @pytest.mark.parametrize("per_episode", [True, False])
 def test_a_slow_step_holds_only_its_own_episode(engine, tokenizer, per_episode):
     RelayEnv.baton = threading.Event()
+    RelayEnv.wait_s = RELAY_WAIT_S if per_episode else LOCKSTEP_WAIT_S
     groups = rollout(
         "rlvr-test/Relay-v0",
         {"max_turns": 5},

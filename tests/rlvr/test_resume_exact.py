@@ -93,8 +93,8 @@ def finished(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
-def finished_here(*args: str | Path) -> str:
-    """`rlvr *args` run to its end by the CLI's entry point in this process; returns its stderr. The
+def run_here(*args: str | Path) -> tuple[int, str]:
+    """`rlvr *args` run by the CLI's entry point in this process: its exit code and stderr. The
     process's torch thread count is put back (`--threads` sets it)."""
     threads = torch.get_num_threads()
     err = io.StringIO()
@@ -103,8 +103,14 @@ def finished_here(*args: str | Path) -> str:
             code = main([str(a) for a in args])
     finally:
         torch.set_num_threads(threads)
-    assert code == 0, err.getvalue()[-3000:]
-    return err.getvalue()
+    return code, err.getvalue()
+
+
+def finished_here(*args: str | Path) -> str:
+    """`rlvr *args` run to its end in this process (`run_here`); returns its stderr."""
+    code, stderr = run_here(*args)
+    assert code == 0, stderr[-3000:]
+    return stderr
 
 
 def kill_when(ready: Callable[[], bool], *args: str | Path, cwd: Path, poll_s: float = 0.01) -> None:
@@ -163,9 +169,10 @@ def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_pa
         kill_when(lambda: log.exists() and log.read_text().count("\n") >= CHUNK, *EVAL_HF, "--out", out, cwd=tmp_path)
         assert lines(log) == want[:CHUNK]  # stopped between chunks: the first one whole
 
-        if disk is not None:  # the second chunk meets a full disk part-way through its write
-            stopped = rlvr(*EVAL_HF, "--out", out, cwd=tmp_path)
-            assert stopped.returncode == 2 and "No space left on device" in stopped.stderr, stopped.stderr[-3000:]
+        if disk is not None:  # the second chunk meets a full disk part-way through its write (in this
+            # process: what it wrote of that chunk is sampled again, so its numbers need not be a process's)
+            code, stderr = run_here(*EVAL_HF, "--out", out)
+            assert code == 2 and "No space left on device" in stderr, stderr[-3000:]
             subprocess.run(["mount", "-o", "remount,size=1m", str(disk)], check=True)
         else:  # what that disk leaves: part of the chunk, its last line torn
             log.write_text("".join(want[: CHUNK + 1]) + want[CHUNK + 1][:100])

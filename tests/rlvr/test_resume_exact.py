@@ -14,8 +14,6 @@ Each stop is reached by watching the run's own files, with no hook in the produc
   so that the run is past its last checkpoint;
 - train, during a checkpoint write: SIGSTOP once a `.tmp-step-*` directory appears, then SIGKILL if
   it is still there (the write is cut; else SIGCONT, and the next write is caught).
-  The runs of train that are not stopped (the uninterrupted one, the last resume) are `rlvr.cli.main`
-  in this process: `--threads 1` gives them the numbers a process of their own gives.
 vLLM (an engine start per run, the slow part): one eval and one train case, the stop written by
 the test into a copy of the uninterrupted run's files (part of a chunk and a torn line; a torn
 metrics line, a half-written checkpoint directory, the checkpoints after the last complete one gone).
@@ -286,9 +284,10 @@ def kill_during_checkpoint_write(*args: str | Path, out: Path, cwd: Path) -> int
 
 @pytest.fixture(scope="module")
 def straight_train(tmp_path_factory) -> Path:
-    """The uninterrupted run, in this process (`--threads 1`: the numbers of the stopped processes)."""
+    """The uninterrupted run: a process like the stopped ones (in the pytest process, after vLLM was
+    imported there, its numbers differed from theirs at step 1)."""
     home = tmp_path_factory.mktemp("train")
-    finished_here(*TRAIN_HF, "--out", home / "straight")
+    finished(*TRAIN_HF, "--out", home / "straight", cwd=home)
     return home / "straight"
 
 
@@ -306,9 +305,8 @@ def test_train_resumes_exactly_after_stops_between_steps_inside_a_step_and_in_a_
     assert latest_step(out) == step - 2 and steps_logged(out)[-1] == step  # the write of `step` cut short
     assert [p.name for p in ckpt.checkpoint_dir(out).iterdir() if p.name.startswith(".tmp-step-")]
 
-    # the last resume runs to the end: no stop, so in this process (`--threads 1`, as in the others)
-    stderr = finished_here(*TRAIN_HF, "--out", out, "--resume")
-    assert f"resuming from {ckpt.checkpoint_dir(out) / f'step-{step - 2:08d}'}" in stderr
+    done = finished(*TRAIN_HF, "--out", out, "--resume", cwd=tmp_path)
+    assert f"resuming from {ckpt.checkpoint_dir(out) / f'step-{step - 2:08d}'}" in done.stderr
     assert_same_train(straight_train, out)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 
@@ -19,6 +20,12 @@ if TESTS_DIR not in sys.path:
     sys.path.insert(0, TESTS_DIR)
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# A shell's background job (`bash scripts/test.sh &`, nohup) starts with SIGINT ignored, and the runs the
+# tests start inherit that: the Ctrl-C tests' runs would never see their SIGINT. Give the suite what a
+# terminal's foreground job has, Python's own handler (a process started from here gets SIGINT's default).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def require(condition: bool, reason: str) -> None:
@@ -46,6 +53,27 @@ def tmpfs(path, size: str, *options: str, skip: bool = True):
         yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def rlvr_here(capsys, *argv) -> subprocess.CompletedProcess:
+    """`rlvr ARGV` run by the console script's entry point (`rlvr.cli.main`) in this process: its exit
+    code and what it printed, without a new interpreter's imports (5-10 s a run). For tests whose
+    subject is the run, not the process: a run that a signal ends, that exits at import, or whose
+    numbers are compared with a process's stays a process. The torch thread count that `--threads`
+    sets is put back, so that the tests after it run as they would have; an exception that escapes
+    (the traceback a process would print) fails the test."""
+    import torch
+
+    from rlvr.cli import main
+
+    capsys.readouterr()  # what came before is not this run's
+    threads = torch.get_num_threads()
+    try:
+        code = main([str(a) for a in argv])
+    finally:
+        torch.set_num_threads(threads)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(argv), code, out, err)
 
 
 def train_device() -> str:

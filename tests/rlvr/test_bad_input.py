@@ -19,7 +19,7 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
-from tests.conftest import tmpfs
+from tests.conftest import rlvr_here, tmpfs
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "trainers" / "assets" / "tiny"
@@ -48,15 +48,6 @@ def rlvr(*argv: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "rlvr", *map(str, argv)], capture_output=True, text=True, cwd=cwd, timeout=300
     )
-
-
-def in_process(capsys, *argv) -> subprocess.CompletedProcess:
-    """`rlvr ARGV` run by its entry point in this process: its exit code and what it printed (an
-    exception that escapes it, the traceback a process would print, fails the test)."""
-    capsys.readouterr()  # what came before is not this run's
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess, command: str, problem: str) -> str:
@@ -119,14 +110,14 @@ VALUE_CASES = [  # (command, flags, problem)
 @pytest.mark.parametrize("out", OUT_CASES)
 def test_bad_out(place, capsys, command, out):
     base = TRAIN if command == "train" else EVAL
-    assert_one_line_error(in_process(capsys, *base, "--out", place / out), command, OUT_CASES[out])
+    assert_one_line_error(rlvr_here(capsys, *base, "--out", place / out), command, OUT_CASES[out])
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
 @pytest.mark.parametrize("model", MODEL_CASES)
 def test_bad_model_directory(place, tmp_path, capsys, command, model):
     base = TRAIN if command == "train" else EVAL
-    done = in_process(capsys, *base, "--model", place / model, "--out", tmp_path / "run")
+    done = rlvr_here(capsys, *base, "--model", place / model, "--out", tmp_path / "run")
     assert_one_line_error(done, command, MODEL_CASES[model])
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
@@ -134,7 +125,7 @@ def test_bad_model_directory(place, tmp_path, capsys, command, model):
 @pytest.mark.parametrize("command,flags,problem", VALUE_CASES)
 def test_bad_value(tmp_path, capsys, command, flags, problem):
     base = TRAIN if command == "train" else EVAL
-    assert_one_line_error(in_process(capsys, *base, *flags, "--out", tmp_path / "run"), command, problem)
+    assert_one_line_error(rlvr_here(capsys, *base, *flags, "--out", tmp_path / "run"), command, problem)
     assert not (tmp_path / "run").exists()
 
 
@@ -148,7 +139,7 @@ def one_step_run(tmp_path_factory):
 
 
 def resume_to_step_2(capsys, out: Path) -> str:
-    done = in_process(capsys, *TRAIN, "--steps", "2", "--save-every", "1", "--resume", "--out", out)
+    done = rlvr_here(capsys, *TRAIN, "--steps", "2", "--save-every", "1", "--resume", "--out", out)
     # Loading and the metrics line print on stderr before the save fails: the error is its last line.
     lines = done.stderr.strip().splitlines()
     assert "Traceback" not in done.stderr and done.returncode == 2, done.stderr[-3000:]
@@ -256,7 +247,7 @@ def test_disk_full_during_eval(tmp_path, capsys):
     # tmpfs counts pages of 4 KiB: one for run.json, one for the lock, two for a few episode lines of
     # Arithmetic (~1 KiB each), not for 40 tasks'
     with tmpfs(tmp_path / "disk", "16k") as disk:
-        done = in_process(
+        done = rlvr_here(
             capsys, *EVAL, "--env", "rlvr/Arithmetic-v0", "--tasks", "40", "--chunk", "2", "--out", disk / "run"
         )
         line = assert_one_line_error(done, "eval", "No space left on device")

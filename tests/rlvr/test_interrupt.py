@@ -16,10 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
-from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
+from tests.conftest import rlvr_here
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^interrupted at step (\d+): saved (\S+); continue with the same command plus --resume$")
@@ -63,14 +61,9 @@ def test_ctrl_c_saves_the_last_finished_step_and_resume_continues(tmp_path, caps
     assert ckpt.load_state(ckpt.latest_checkpoint(out))["step"] == step
     assert len(lines(out / "metrics.jsonl")) == step  # the steps logged are the steps saved: none half-done
 
-    capsys.readouterr()
-    threads = torch.get_num_threads()
-    try:
-        code = main(command(out, step + 2, "--resume")[3:])  # the arguments after `python -m rlvr`
-    finally:
-        torch.set_num_threads(threads)  # --threads 1 set this process's count
-    stderr = capsys.readouterr().err
-    assert code == 0, stderr[-3000:]
+    resumed = rlvr_here(capsys, *command(out, step + 2, "--resume")[3:])  # the arguments after `python -m rlvr`
+    stderr = resumed.stderr
+    assert resumed.returncode == 0, stderr[-3000:]
     assert f"resuming from {match.group(2)} (step {step})" in stderr
     records = [json.loads(x) for x in lines(out / "metrics.jsonl")]
     assert [r["step"] for r in records] == list(range(1, step + 3))

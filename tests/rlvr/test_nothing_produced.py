@@ -10,20 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 
-from rlvr.cli import main
+from tests.conftest import rlvr_here
 
 # run_test_envs lives in tests/, which tests/conftest.py puts on sys.path
 OLD_API = "run_test_envs:test/OldApiGuessNumber-v0"
 SMALL = ["--max-tokens", "4", "--sampler", "hf", "--no-progress"]
 TRAIN = ["train", "--tasks-per-step", "2", "--group-size", "2", "--warmup-steps", "0", "--log-every", "0", *SMALL]
-
-
-def rlvr(capsys, *argv) -> subprocess.CompletedProcess:
-    """`rlvr ARGV` run by its entry point in this process: its exit code and what it printed."""
-    capsys.readouterr()  # what came before is not this run's
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def error_line(done: subprocess.CompletedProcess, command: str) -> str:
@@ -37,7 +29,7 @@ def error_line(done: subprocess.CompletedProcess, command: str) -> str:
 
 
 def test_train_on_the_old_api_stops_after_max_error_steps(tmp_path, capsys):
-    done = rlvr(capsys, *TRAIN, "--env", OLD_API, "--steps", "20", "--out", tmp_path / "run")
+    done = rlvr_here(capsys, *TRAIN, "--env", OLD_API, "--steps", "20", "--out", tmp_path / "run")
     line = error_line(done, "train")
     assert "every episode was an error for 5 steps in a row (steps 1-5" in line
     assert "TypeError" in line and "TurnResult" in line and "at step 1" in line
@@ -46,13 +38,15 @@ def test_train_on_the_old_api_stops_after_max_error_steps(tmp_path, capsys):
 
 
 def test_train_max_error_steps_is_a_setting(tmp_path, capsys):
-    done = rlvr(capsys, *TRAIN, "--env", OLD_API, "--steps", "20", "--max-error-steps", "2", "--out", tmp_path / "run")
+    done = rlvr_here(
+        capsys, *TRAIN, "--env", OLD_API, "--steps", "20", "--max-error-steps", "2", "--out", tmp_path / "run"
+    )
     assert "for 2 steps in a row (steps 1-2" in error_line(done, "train")
 
 
 def test_train_survives_a_short_outage_with_one_warning(tmp_path, capsys):
     # the grader is down for the first 4 verifications: step 1's 2 tasks x 2 samples
-    done = rlvr(
+    done = rlvr_here(
         capsys,
         *TRAIN,
         "--env",
@@ -76,13 +70,15 @@ def test_train_survives_a_short_outage_with_one_warning(tmp_path, capsys):
 
 
 def test_train_stops_when_the_evaluation_before_training_is_all_errors(tmp_path, capsys):
-    done = rlvr(capsys, *TRAIN, "--env", OLD_API, "--steps", "20", "--eval-tasks", "2", "--out", tmp_path / "run")
+    done = rlvr_here(capsys, *TRAIN, "--env", OLD_API, "--steps", "20", "--eval-tasks", "2", "--out", tmp_path / "run")
     line = error_line(done, "train")
     assert "held-out evaluation at step 0: every one of its 2 episodes was an error" in line and "TurnResult" in line
 
 
 def test_eval_on_the_old_api_stops_with_the_first_error(tmp_path, capsys):
-    done = rlvr(capsys, "eval", "--env", OLD_API, "--tasks", "4", "--chunk", "2", *SMALL, "--out", tmp_path / "run")
+    done = rlvr_here(
+        capsys, "eval", "--env", OLD_API, "--tasks", "4", "--chunk", "2", *SMALL, "--out", tmp_path / "run"
+    )
     line = error_line(done, "eval")
     assert "every one of the 2 episodes sampled was an error" in line and "TurnResult" in line
     assert not (tmp_path / "run" / "summary.json").exists()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.cli import main
 from rlvr.run_lock import LOCK_NAME, OutInUse, run_lock
+from tests.conftest import rlvr_here
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = ["--env", "rlvr/GuessNumber-v0", "--max-tokens", "4", "--sampler", "hf", "--no-progress"]
@@ -28,14 +28,6 @@ EVAL = ["eval", *SMALL, "--tasks", "2"]
 
 def rlvr_argv(*argv) -> list[str]:
     return [sys.executable, "-m", "rlvr", *map(str, argv)]
-
-
-def rlvr(capsys, *argv) -> subprocess.CompletedProcess:
-    """`rlvr ARGV` run by its entry point in this process: its exit code and what it printed."""
-    capsys.readouterr()  # what came before is not this run's
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, code, out, err)
 
 
 def holder(out: Path) -> int | None:
@@ -84,7 +76,7 @@ def test_a_second_run_on_a_running_out_names_the_holder(tmp_path, capsys):
             time.sleep(0.1)
         for command, argv in (("train", TRAIN), ("eval", EVAL)):
             line = one_line_error(
-                rlvr(capsys, *argv, "--steps" if command == "train" else "--seed", "1", "--out", out), command
+                rlvr_here(capsys, *argv, "--steps" if command == "train" else "--seed", "1", "--out", out), command
             )
             assert f"is in use by another run: pid {first.pid} on host {socket.gethostname()} (rlvr train" in line
         while not (out / "metrics.jsonl").is_file() or not (out / "metrics.jsonl").read_text():  # a step logged
@@ -109,7 +101,7 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path, capsys):
     (out / LOCK_NAME).write_text(
         json.dumps({"pid": dead.pid, "host": socket.gethostname(), "command": "rlvr eval", "since": time.time() - 60})
     )
-    done = rlvr(capsys, *EVAL, "--out", out)
+    done = rlvr_here(capsys, *EVAL, "--out", out)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"took over the lock left by pid {dead.pid}" in done.stderr
     assert (out / "summary.json").exists() and not (out / LOCK_NAME).exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import require, rlvr_here
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 # Sampler/trainer logprob gap after every sync, float32. Measured: the mean over a step's tokens
@@ -34,24 +34,13 @@ MARGIN = 5.0
 
 
 def rlvr_train(argv: list[str], capsys) -> tuple[str, str]:
-    """`rlvr train ...` (`argv`, from "train") in this process, through the entry point the console
-    script calls (`rlvr.cli.main`), without a new interpreter's imports; the run closes its engine
-    when it ends (spelled from "train", the command is one tests/test_device_explicit.py reads).
-    Fails on a non-zero exit code; returns what it printed (stdout, stderr). The torch thread count
-    that `--threads` sets is put back, so that the tests after it run as they would have."""
-    import torch
-
-    from rlvr.cli import main
-
+    """`rlvr train ...` (`argv`, from "train") in this process (`tests.conftest.rlvr_here`); the run
+    closes its engine when it ends. Spelled from "train", the command is one that
+    tests/test_device_explicit.py reads. Fails on a non-zero exit code; returns (stdout, stderr)."""
     assert argv[0] == "train", argv
-    threads = torch.get_num_threads()
-    try:
-        code = main(argv)
-    finally:
-        torch.set_num_threads(threads)
-    printed = capsys.readouterr()
-    assert code == 0, printed.err[-4000:]
-    return printed.out, printed.err
+    done = rlvr_here(capsys, *argv)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout, done.stderr
 
 
 def train(out: Path, capsys, *args: str, fresh_sampler: bool = True) -> tuple[list[dict], list[dict]]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import io
 import json
 import math
 import os
@@ -41,9 +40,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
-from tests.conftest import require, tmpfs
+from tests.conftest import require, rlvr_here, tmpfs
 
 ENV = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
 TIMEOUT_S = 300
@@ -91,24 +89,11 @@ def finished(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
-def run_here(*args: str | Path) -> tuple[int, str]:
-    """`rlvr *args` run by the CLI's entry point in this process: its exit code and stderr. The
-    process's torch thread count is put back (`--threads` sets it)."""
-    threads = torch.get_num_threads()
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            code = main([str(a) for a in args])
-    finally:
-        torch.set_num_threads(threads)
-    return code, err.getvalue()
-
-
-def finished_here(*args: str | Path) -> str:
-    """`rlvr *args` run to its end in this process (`run_here`); returns its stderr."""
-    code, stderr = run_here(*args)
-    assert code == 0, stderr[-3000:]
-    return stderr
+def finished_here(capsys, *args: str | Path) -> str:
+    """`rlvr *args` run to its end in this process (`tests.conftest.rlvr_here`); returns its stderr."""
+    done = rlvr_here(capsys, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
 
 
 def kill_when(ready: Callable[[], bool], *args: str | Path, cwd: Path, poll_s: float = 0.01) -> None:
@@ -155,7 +140,7 @@ def straight_eval(tmp_path_factory) -> Path:
     return home / "straight"
 
 
-def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_path):
+def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_path, capsys):
     """SIGKILL between chunks, then a full disk inside the next chunk's write, then a resume with
     room: the log and the summary of the uninterrupted run."""
     want = lines(straight_eval / "episodes.jsonl")
@@ -169,8 +154,8 @@ def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_pa
 
         if disk is not None:  # the second chunk meets a full disk part-way through its write (in this
             # process: what it wrote of that chunk is sampled again, so its numbers need not be a process's)
-            code, stderr = run_here(*EVAL_HF, "--out", out)
-            assert code == 2 and "No space left on device" in stderr, stderr[-3000:]
+            done = rlvr_here(capsys, *EVAL_HF, "--out", out)
+            assert done.returncode == 2 and "No space left on device" in done.stderr, done.stderr[-3000:]
             subprocess.run(["mount", "-o", "remount,size=1m", str(disk)], check=True)
         else:  # what that disk leaves: part of the chunk, its last line torn
             log.write_text("".join(want[: CHUNK + 1]) + want[CHUNK + 1][:100])
@@ -180,7 +165,7 @@ def test_eval_resumes_exactly_after_a_kill_and_a_full_disk(straight_eval, tmp_pa
 
 
 @pytest.mark.vllm
-def test_eval_with_vllm_resumes_exactly_inside_a_chunk(tmp_path):
+def test_eval_with_vllm_resumes_exactly_inside_a_chunk(tmp_path, capsys):
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     args = (
         "eval",
@@ -197,13 +182,13 @@ def test_eval_with_vllm_resumes_exactly_inside_a_chunk(tmp_path):
         "--no-progress",
     )
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    finished_here(*args, "--out", straight)
+    finished_here(capsys, *args, "--out", straight)
     want = lines(straight / "episodes.jsonl")
     resumed.mkdir()
     shutil.copy(straight / "run.json", resumed / "run.json")
     # Stopped writing the second chunk: its first line whole, its second torn.
     (resumed / "episodes.jsonl").write_text("".join(want[:5]) + want[5][:100])
-    finished_here(*args, "--out", resumed)
+    finished_here(capsys, *args, "--out", resumed)
     assert_same_eval(straight, resumed)
 
 
@@ -311,13 +296,13 @@ def test_train_resumes_exactly_after_stops_between_steps_inside_a_step_and_in_a_
 
 
 @pytest.mark.vllm
-def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_path):
+def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_path, capsys):
     """The vLLM engine of a resumed run starts from the checkpoint's weights and samples what the
     uninterrupted run's engine, updated in place, sampled."""
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
     args = train_args("vllm", steps=4, keep_last=3)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    finished_here(*args, "--out", straight)
+    finished_here(capsys, *args, "--out", straight)
     shutil.copytree(straight, resumed)
     # Stopped while writing checkpoint 4: its directory half written, step 4's metrics line torn.
     final = ckpt.checkpoint_dir(resumed) / "step-00000004"
@@ -327,6 +312,6 @@ def test_train_with_vllm_resumes_exactly_after_a_stop_in_a_checkpoint_write(tmp_
     shutil.rmtree(final)
     log = lines(resumed / "metrics.jsonl")
     (resumed / "metrics.jsonl").write_text("".join(log[:3]) + log[3][:50])
-    stderr = finished_here(*args, "--out", resumed, "--resume")
+    stderr = finished_here(capsys, *args, "--out", resumed, "--resume")
     assert f"resuming from {ckpt.checkpoint_dir(resumed) / 'step-00000002'}" in stderr
     assert_same_train(straight, resumed)

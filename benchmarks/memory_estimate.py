@@ -25,13 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _peak_memory import allocator_env, run_measured  # noqa: E402
+from _peak_memory import allocator_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -125,15 +126,15 @@ def measure(
     steps: int = 2,
     malloc: str = "fixed",
 ) -> list[Measurement]:
-    """Short runs of `models` in one measured child process (the imports are paid once). Each run's
+    """Short runs of `models` in one child process (the imports are paid once). Each run's
     peak is the kernel's high-water mark of the child's resident set (`VmHWM`), reset just before
     the run (`/proc/self/clear_refs`), so no run's peak is hidden by an earlier one's."""
     with tempfile.TemporaryDirectory(prefix="rlvr-memory-") as tmp:
         argv = [sys.executable, __file__, "--child", tmp, str(tasks), str(group), str(max_tokens), str(steps), *models]
         env = allocator_env({**os.environ, "PYTHONPATH": str(ROOT)}, malloc)
-        with open(Path(tmp) / "log.txt", "w") as log:
-            measured = run_measured(argv, env=env, cwd=str(ROOT), output=log, timeout=1100)
-        if measured.returncode != 0:
+        with open(Path(tmp) / "log.txt", "w") as log:  # the child measures itself: no polling from here
+            done = subprocess.run(argv, env=env, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT, timeout=1100)
+        if done.returncode != 0:
             raise RuntimeError(f"the measured child failed: {(Path(tmp) / 'log.txt').read_text()[-3000:]}")
         records = json.loads((Path(tmp) / "child.json").read_text())
     return [Measurement(r["model"], r["peak"] - r["baseline"], r["estimate"], r["widths"]) for r in records]

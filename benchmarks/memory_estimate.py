@@ -2,7 +2,7 @@
 
 Rows:
 - CPU, measured here: a short GRPO run (HF sampler, `--device cpu`) of the tiny and the small
-  model in a child process. Compared: the child's peak resident set (`_peak_memory`, allocator
+  model in a child process. Compared: each run's peak resident set (`VmHWM`, reset before the run; allocator
   "fixed" so that glibc's fragmentation is not counted) minus its resident set after its imports
   and checks, just before the models load, so that the interpreter and its libraries are not
   counted; a warm-up run of one 2-token episode pair comes before the baseline, so that what a run

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.trainers.checkpoint import latest_checkpoint
-from tests.conftest import require
+from tests.conftest import require, rlvr_here
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -150,6 +150,24 @@ def run(command: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProc
     return done
 
 
+def run_here(command: str, cwd: Path, capsys, monkeypatch) -> subprocess.CompletedProcess:
+    """`command` (`.venv/bin/rlvr ...` or `python -m rlvr ...`, as written) run from `cwd` by the console
+    script's entry point in this process (`tests.conftest.rlvr_here`), with `cwd` last on `sys.path` as the
+    console script puts it (`rlvr.cli.add_cwd_to_path`): what the command does, without a new interpreter's
+    imports (5-10 s, and vLLM's 7 s more, a command). For the tests whose subject is the command's result;
+    the console script and `python -m rlvr` as processes are run by test_rlvr_envs, test_rlvr_check_env and
+    test_count_letters_check_env."""
+    argv = shlex.split(command)
+    program = argv[:3] if argv[0] == "python" else argv[:1]
+    assert program in (["python", "-m", "rlvr"], [".venv/bin/rlvr"]), command
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(cwd)])
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    done = rlvr_here(capsys, *argv[len(program) :])
+    assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
 def need_vllm() -> None:
     require(importlib.util.find_spec("vllm") is not None, "vllm is not installed")
 
@@ -166,11 +184,11 @@ def test_rlvr_check_env(root):
 
 
 @pytest.mark.vllm
-def test_rlvr_eval(root):
+def test_rlvr_eval(root, capsys, monkeypatch):
     need_vllm()
     command = readme_command("rlvr eval", "--k 1,8")
     out_dir = root / command.split("--out ")[1].split()[0]
-    stdout = run(command, root).stdout
+    stdout = run_here(command, root, capsys, monkeypatch).stdout
     summary = json.loads((out_dir / "summary.json").read_text())
     assert summary["tasks"] == 200 and set(summary["pass_at_k"]) == {"1", "8"}, summary
     assert f"results in {out_dir.relative_to(root)}/summary.json" in stdout
@@ -186,22 +204,29 @@ def shortened(command: str, **flags: tuple[int, int]) -> str:
     return command
 
 
-def run_shortened(root: Path, command: str, **flags: tuple[int, int]) -> tuple[list[dict], list[dict]]:
+def run_shortened(
+    root: Path, command: str, capsys, monkeypatch, **flags: tuple[int, int]
+) -> tuple[list[dict], list[dict]]:
     """Run a README `rlvr train` command with fewer steps (and held-out tasks) than written
-    (`shortened`), every other flag as written; return its metrics and evaluation lines. The
-    held-out evaluation's size is not what these tests check (that it runs before and after, on the
-    tasks asked for, is): a few dozen tasks instead of hundreds."""
+    (`shortened`), every other flag as written, in this process (`run_here`); return its metrics and
+    evaluation lines. The held-out evaluation's size is not what these tests check (that it runs
+    before and after, on the tasks asked for, is): a few dozen tasks instead of hundreds."""
     need_vllm()
-    run(shortened(command, **flags), root, timeout=420)
+    run_here(shortened(command, **flags), root, capsys, monkeypatch)
+    return outputs(root, command)
+
+
+def outputs(root: Path, command: str) -> tuple[list[dict], list[dict]]:
+    """The metrics and evaluation lines of the `rlvr train` command's run (in its `--out`)."""
     out_dir = root / command.split("--out ")[1].split()[0]
     read = lambda name: [json.loads(line) for line in (out_dir / name).read_text().splitlines()]  # noqa: E731
     return read("metrics.jsonl"), read("eval.jsonl")
 
 
-def test_rlvr_train_check_memory(root):
+def test_rlvr_train_check_memory(root, capsys, monkeypatch):
     """The memory estimate, as the README runs it: a table on stderr and `memory` in the JSON, before
     any model loads (the `small` model's config is all it reads)."""
-    done = run(readme_command("rlvr train", "--check"), root)
+    done = run_here(readme_command("rlvr train", "--check"), root, capsys, monkeypatch)
     memory = json.loads(done.stdout)["memory"]
     assert memory["total_gib"] > memory["gib"]["weights"] > 0.05  # ~30M float32 parameters: ~0.11 GiB
     assert "estimated peak memory on" in done.stderr and "activations" in done.stderr
@@ -210,18 +235,18 @@ def test_rlvr_train_check_memory(root):
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_rlvr_train_ppo_guess_number(root):
+def test_rlvr_train_ppo_guess_number(root, capsys, monkeypatch):
     command = readme_command("rlvr train", "--algo ppo")
-    metrics, evals = run_shortened(root, command, steps=(100, 1), eval_tasks=(200, 20))
+    metrics, evals = run_shortened(root, command, capsys, monkeypatch, steps=(100, 1), eval_tasks=(200, 20))
     assert [m["step"] for m in metrics] == [1] and metrics[0]["episodes_trained"] > 0 and "value_loss" in metrics[0]
     assert [e["step"] for e in evals] == [0, 1] and all(e["tasks"] == 20 for e in evals)
 
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_rlvr_train_async(root):
+def test_rlvr_train_async(root, capsys, monkeypatch):
     command = readme_command("rlvr train", "--max-staleness")
-    metrics, evals = run_shortened(root, command, steps=(150, 2), eval_tasks=(400, 40))
+    metrics, evals = run_shortened(root, command, capsys, monkeypatch, steps=(150, 2), eval_tasks=(400, 40))
     assert [m["step"] for m in metrics] == [1, 2]  # step 2 sampled while step 1 trained
     assert all(m["staleness_max"] <= 1 and "is_ess" in m and "time_waiting" in m for m in metrics)
     assert [e["step"] for e in evals] == [0, 2]
@@ -230,9 +255,13 @@ def test_rlvr_train_async(root):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_rlvr_train_ray(root):
+    """A process of its own, which starts its own local Ray cluster as a user's run does (in this process, on
+    the test session's cluster, it saved 4 s of 52 at load 2.6 and lost 12 s at load 14, back to back)."""
     require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
+    need_vllm()
     command = readme_command("rlvr train", "--trainer-ranks")
-    metrics, evals = run_shortened(root, command, steps=(150, 2), eval_tasks=(400, 40))
+    run(shortened(command, steps=(150, 2), eval_tasks=(400, 40)), root, timeout=420)
+    metrics, evals = outputs(root, command)
     # step 2 samples with the weights step 1's update sent to the rollout workers' engines
     assert [m["step"] for m in metrics] == [1, 2] and all(m["logprob_gap_max"] < 1e-4 for m in metrics)
     assert [e["step"] for e in evals] == [0, 2] and all(e["tasks"] == 40 for e in evals)
@@ -241,14 +270,14 @@ def test_rlvr_train_ray(root):
 @pytest.mark.slow
 @pytest.mark.vllm
 @pytest.mark.docker
-def test_rlvr_train_ray_code(root):
+def test_rlvr_train_ray_code(root, ray_cluster, capsys, monkeypatch):
+    """In this process, on the test session's Ray cluster (as test_rlvr_train_ray)."""
     from rlvr.sandbox import unavailable_reason
 
-    require(importlib.util.find_spec("ray") is not None, "ray is not installed (pip install 'rlvr[ray]')")
     reason = unavailable_reason()
     require(reason is None, reason or "")
     command = readme_command("rlvr train", "--verifier-workers")
-    run(shortened(command, steps=(20, 1)), root, timeout=420)
+    run_here(shortened(command, steps=(20, 1)), root, capsys, monkeypatch)
     out = root / "runs" / "ray-code"
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1]
@@ -258,12 +287,11 @@ def test_rlvr_train_ray_code(root):
 
 @pytest.mark.slow
 @pytest.mark.vllm
-def test_rlvr_train_small_model_options(root):
+def test_rlvr_train_small_model_options(root, capsys, monkeypatch):
     """LoRA, bf16, gradient checkpointing and packing together on the ~30M model: 2 steps instead of 20."""
     need_vllm()
     command = readme_command("rlvr train", "--model small", "--lora-rank")
-    assert " --steps 20 " in command
-    run(command.replace(" --steps 20 ", " --steps 2 "), root, timeout=420)
+    run_here(shortened(command, steps=(20, 2)), root, capsys, monkeypatch)
     out_dir = root / command.split("--out ")[1].split()[0]
     metrics = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
@@ -272,7 +300,7 @@ def test_rlvr_train_small_model_options(root):
     assert (checkpoint / "adapter_model.safetensors").is_file() and not (checkpoint / "model.safetensors").exists()
 
 
-def test_rlvr_train_config(root):
+def test_rlvr_train_config(root, capsys, monkeypatch):
     """The settings from YAML. The file is the test's own: the HF sampler (the subject is the config
     file, not vLLM, whose path the other train commands here run), 2 steps of 4 tasks x 4."""
     command = readme_command("rlvr train", "--config")
@@ -281,7 +309,7 @@ def test_rlvr_train_config(root):
         "algo: rloo\nenv: rlvr/Arithmetic-v0\nsampler: hf\nsteps: 2\ntasks_per_step: 4\ngroup_size: 4\n"
         "out: runs/my_run\n"
     )
-    run(command, root, timeout=420)
+    run_here(command, root, capsys, monkeypatch)
     metrics = [json.loads(line) for line in (root / "runs" / "my_run" / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2] and all(m["episodes"] == 4 * 4 for m in metrics)  # the file's
 
@@ -309,11 +337,19 @@ def test_count_letters_check_env(tmp_path):
 
 
 @pytest.mark.vllm
-def test_count_letters_eval(tmp_path):
+def test_count_letters_eval(tmp_path, capsys, monkeypatch):
+    """In this process (`run_here`), from the folder of count_letters.py; its module and its id are
+    forgotten after (test_count_letters_check_env runs `python -m rlvr` importing it as a process)."""
+    import gymnasium
+
     need_vllm()
     count_letters(tmp_path)
     command = readme_command("eval --env count_letters:")
-    stdout = run(command, tmp_path).stdout
+    try:
+        stdout = run_here(command, tmp_path, capsys, monkeypatch).stdout
+    finally:
+        sys.modules.pop("count_letters", None)
+        gymnasium.registry.pop("mine/CountLetters-v0", None)
     # No --out in the command: the default, runs/eval/<env id>-<time>, printed at the end.
     [out_dir] = (tmp_path / "runs" / "eval").glob("count_letters_mine_CountLetters-v0-*")
     assert re.fullmatch(r"count_letters_mine_CountLetters-v0-\d{8}-\d{6}", out_dir.name)

@@ -209,3 +209,17 @@ def ray_cluster():
     )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tmp_path_factory):
+    """One vLLM OpenAI-compatible server of the tiny model (`vllm_server`) for the whole session, shared by the
+    OpenAI sampler's tests and the judge's (a start is ~35 s here; idle between them, it holds ~2 GB and no
+    CPU): (base url, served name). Context 1024 tokens, the judge's (its too-long prompt must fail); logprobs
+    of the distribution sampled from (`processed_logprobs`), which the sampler's token-exact test compares."""
+    from rlvr.trainers.models import resolve_model
+
+    log = tmp_path_factory.mktemp("tiny_server") / "server.log"
+    extra = ("--logprobs-mode", "processed_logprobs")
+    with vllm_server(resolve_model("tiny"), log, max_model_len=1024, extra_args=extra) as served:
+        yield served

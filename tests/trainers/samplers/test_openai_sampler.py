@@ -14,20 +14,15 @@ import torch
 from rlvr.cli import main
 from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.trainers.samplers import HFSampler, OpenAISampler, SamplerError
-from tests.conftest import free_port, vllm_server
+from tests.conftest import free_port
 from tests.trainers.samplers.test_samplers import reference_logprobs
-
-START_TIMEOUT = 180  # seconds; about 35 s on a quiet 2-core machine
 
 
 @pytest.fixture(scope="module")
-def server(model_dir, tmp_path_factory):
-    """A served tiny model: (base url, served name). Stopped (and its process group) at the end."""
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    with vllm_server(
-        model_dir, log, start_timeout=START_TIMEOUT, extra_args=("--logprobs-mode", "processed_logprobs")
-    ) as served:
-        yield served
+def server(tiny_server):
+    """A served tiny model: (base url, served name); the session's server (`tests.conftest.tiny_server`,
+    shared with the judge's tests), stopped (and its process group) when the session ends."""
+    return tiny_server
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from rlvr.verifiers.format import Tags
 from rlvr.verifiers.judge import Judge, JudgeItem, UnreadableJudgement, build_prompt, parse_score
 from rlvr.verifiers.judge.prompt import cut
 from rlvr.verifiers.verdict import Outcome, VerifierError
-from tests.conftest import free_port, vllm_server
+from tests.conftest import free_port
 
 QUESTION, REFERENCE = "What is the capital of France?", "Paris"
 
@@ -245,9 +245,10 @@ def test_a_good_reply_and_the_reward_function_forms(fake_server):
 
 
 @pytest.fixture(scope="module")
-def served(model_dir, tmp_path_factory):
-    with vllm_server(model_dir, tmp_path_factory.mktemp("judge") / "server.log", max_model_len=1024) as s:
-        yield s
+def served(tiny_server):
+    """The session's served tiny model (`tests.conftest.tiny_server`, shared with the OpenAI sampler's tests;
+    context 1024 tokens): (base url, served name)."""
+    return tiny_server
 
 
 ANSWERS = ["Paris", "Lyon", "The capital of France is Paris.", INJECTIONS[0], INJECTIONS[3]]

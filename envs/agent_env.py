@@ -1,175 +1,188 @@
-"""Playing one agent episode through the gateway, and its episodes: the parts `AgentEnv` is built from.
+"""`AgentEnv` (`rlvr/Agent-v0`): an agent program people already run, as a Gymnasium environment.
 
-The user's agent is `async def run(client, task) -> float | Verdict`: `client` is an
-`openai.AsyncOpenAI` whose `base_url` is the episode's route on the gateway (`envs.agent_gateway`),
-`task` the `envs.core.Task` to solve. `play_agent` runs it to its end and judges it:
-- a returned `Verdict` is the episode's; a float in [0, 1] is a `Verdict` with that score, outcome
-  `correct` at 1.0 and `incorrect` below (the agent's own check, or any rlvr verifier it called);
-- an exception in the agent, a return of anything else (a float outside [0, 1], None, text), or an
-  agent still running after `timeout_s` is an `error` outcome, NEVER a reward of 0: as with a
-  crashed grader, the episode is left out of the batch and counted (ARCHITECTURE, Episode), since a
-  bug in the harness is not the model's wrong answer;
-- the episode's route is closed at the end either way: a hung agent's later calls get a 404, and
-  its calls so far are kept (an `error` episode keeps its tokens, as rollouts keep them).
-The agent runs on an event loop of its own in a thread of its own, so that an agent that blocks the
-loop (a synchronous call inside it) is bounded by the timeout too; such a thread cannot be killed,
-only abandoned (it is a daemon, and its calls are refused).
+The user writes the agent they would write anyway, against the plain `openai` client:
 
-`agent_episodes` turns the calls into `Episode`s (`envs.agent_calls.segments`), every segment
-credited with the episode's one reward; `metadata["segment"]` numbers them, so that group
-statistics can count an agent episode once (the work left for `AgentEnv` in `rollout`, see
-`envs.agent_gateway`'s docstring).
+    async def run(client, task):  # client: openai.AsyncOpenAI; task: envs.Task (task.prompt: messages)
+        ...                        # any number of calls, any loop, its own tools
+        return answer_text         # or a float in [0, 1], or a Verdict
 
-`agent_rollout` plays G agent episodes per task at once (each its own route, thread and loop; the
-gateway serialises their engine calls) and returns `envs.rollout.Group`s, in task order, whose
-`episodes` hold every segment: until group statistics count an episode once, an agent episode
-that rewrote its history weighs as many times as it has segments in its group's mean.
+and trains it with `rlvr train --env rlvr/Agent-v0 --env-arg agent=my_agent.py:run`. The tasks come
+from any single-step rlvr environment (`tasks`, default `rlvr/Arithmetic-v0`, with `task_args`):
+its seeds and task ids select tasks, and its verifier grades an answer the agent returns as text.
+
+How it plays. Every caller of `envs.rollout.rollout` (`rlvr train` on any algorithm, `rlvr eval`,
+a Ray rollout worker) finds `kind == "agent"` and hands the call to `AgentEnv.play`: it starts an
+agent gateway (`envs.agent_gateway`) over the rollout's own sampler, with the rollout's sampling
+settings as the defaults of every call, runs G agents per task at once, each with a client whose
+`base_url` is its episode's route, and returns each episode's token-exact segments
+(`envs.agent_play`). So `--max-staleness K` works (the gateway serves whatever version the sampler
+holds, and every token records it), and each Ray rollout worker serves its own gateway beside its
+sampler.
+
+As a Gymnasium env (`gymnasium.make`, `check_env`): `reset` gives a task's opening messages, and
+`step(text)` grades `text` as the agent's final answer with the task environment's verifier (what
+a one-call agent returning the model's answer scores): the contract every rlvr env meets, so
+`rlvr check` works. It is not how the agent plays: a program, not a turn loop, drives the calls.
+
+`agent` is an async function, or where to find one: "package.module:name", or "path/to/file.py:name"
+(a file, so that a script beside the command needs no package). The default, `one_call`, asks
+once and returns the answer. Ids a user registers may fix it: `gymnasium.register("me/Plan-v0",
+entry_point="rlvr.envs.agent_env:AgentEnv", kwargs={"agent": "me.agents:plan"})`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
 
-from rlvr.envs.agent_calls import ENV_VERSION, Call, segments
 from rlvr.envs.agent_gateway import AgentGateway
-from rlvr.envs.core import Task
-from rlvr.envs.episode import Episode
+from rlvr.envs.agent_play import Agent, agent_rollout
+from rlvr.envs.core import SingleTurnEnv, Task
+from rlvr.envs.registry import EnvArgumentError, make
 from rlvr.envs.rollout import Group
-from rlvr.verifiers.verdict import Outcome, Verdict
-
-Agent = Callable[[Any, Task], Awaitable[Any]]  # async def run(client, task) -> float | Verdict
-
-
-@dataclass(frozen=True)
-class AgentResult:
-    """One played agent episode: its calls as the gateway recorded them, and the verdict."""
-
-    calls: tuple[Call, ...]
-    verdict: Verdict
+from rlvr.envs.sampler import Sampler, SamplingSettings, Tokenizer
+from rlvr.verifiers.verdict import Verdict
 
 
-def judge(returned: Any) -> Verdict:
-    """The verdict of what the agent returned (module docstring); an `error` verdict when unusable."""
-    if isinstance(returned, Verdict):
-        return returned
-    if isinstance(returned, (int, float)) and not isinstance(returned, bool) and 0.0 <= float(returned) <= 1.0:
-        score = float(returned)
-        return Verdict(score, Outcome.CORRECT if score == 1.0 else Outcome.INCORRECT, "the agent's reward")
-    return Verdict(0.0, Outcome.ERROR, f"the agent returned {returned!r:.80}, not a Verdict or a float in [0, 1]")
+async def one_call(client: Any, task: Task) -> str:
+    """The plainest agent: the task's messages, one answer (graded by the task's verifier)."""
+    answer = await client.chat.completions.create(model="policy", messages=list(task.prompt))
+    return answer.choices[0].message.content or ""
 
 
-def play_agent(gateway: AgentGateway, agent: Agent, task: Task, *, timeout_s: float = 300.0) -> AgentResult:
-    """Run `agent` on `task` against a fresh episode of `gateway`, bounded by `timeout_s`."""
-    import openai  # the client the agent is given; only an agent episode needs it
-
-    episode = gateway.open_episode()
-    box: dict[str, Any] = {}
-
-    async def run() -> None:
-        async with openai.AsyncOpenAI(base_url=gateway.base_url(episode), api_key="rlvr", max_retries=0) as client:
-            box["returned"] = await asyncio.wait_for(agent(client, task), timeout_s)
-
-    def thread() -> None:
+def load_agent(agent: Agent | str | None) -> Agent:
+    """`agent` itself, or the async function "module:name" / "file.py:name" names; EnvArgumentError if none."""
+    if agent is None:
+        return one_call
+    if isinstance(agent, str):
+        where, sep, name = agent.rpartition(":")
+        if not sep or not where or not name.isidentifier():
+            raise EnvArgumentError(f"agent must be 'module:function' or 'file.py:function', got {agent!r}")
         try:
-            asyncio.run(run())
-        except BaseException as e:  # noqa: BLE001 - the agent's failure is this episode's error
-            box["error"] = e
-
-    worker = threading.Thread(target=thread, name=f"rlvr-agent-{episode[:8]}", daemon=True)
-    worker.start()
-    worker.join(timeout_s + 1.0)  # wait_for ends a cooperative agent; a blocking one is abandoned
-    calls = tuple(gateway.close_episode(episode))
-    if worker.is_alive() or isinstance(box.get("error"), (TimeoutError, asyncio.TimeoutError)):
-        verdict = Verdict(0.0, Outcome.ERROR, f"the agent did not finish in {timeout_s:g} s")
-    elif "error" in box:
-        e = box["error"]
-        verdict = Verdict(0.0, Outcome.ERROR, f"the agent raised {type(e).__name__}: {e}"[:300])
-    else:
-        verdict = judge(box.get("returned"))
-    return AgentResult(calls, verdict)
+            if where.endswith(".py"):
+                spec = importlib.util.spec_from_file_location(f"rlvr_agent_{Path(where).stem}", where)
+                if spec is None or spec.loader is None or not Path(where).is_file():
+                    raise FileNotFoundError(f"no file {where}")
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+            else:
+                module = importlib.import_module(where)
+            agent = getattr(module, name)
+        except Exception as e:  # noqa: BLE001 - any failure to load is one line about this argument
+            raise EnvArgumentError(f"agent {agent!r} could not be loaded: {type(e).__name__}: {e}") from None
+    if not inspect.iscoroutinefunction(agent):
+        raise EnvArgumentError(f"agent must be an async function, async def run(client, task); got {agent!r:.80}")
+    return agent
 
 
-def agent_episodes(
-    result: AgentResult,
-    *,
-    env_id: str,
-    task_id: str,
-    group_id: int,
-    messages: list[dict[str, Any]],
-    metadata: Mapping[str, Any] | None = None,
-) -> list[Episode]:
-    """The episode's segments as `Episode`s, each with the whole reward and the verdict's outcome (the
-    agent's verdict is the episode's, whatever its last call's finish reason); an episode whose agent
-    never called the gateway is one empty `error` episode, to be counted."""
-    verdict = result.verdict
-    segs = segments(result.calls)
-    if not segs:
-        verdict = verdict if verdict.is_error else Verdict(0.0, Outcome.ERROR, "the agent made no call")
-    out = []
-    for k, seg in enumerate(segs or [None]):
-        out.append(
-            Episode(
-                env_id=env_id,
-                task_id=task_id,
-                group_id=group_id,
-                prompt_ids=list(seg.prompt_ids) if seg else [],
-                completion_ids=list(seg.completion_ids) if seg else [],
-                loss_mask=list(seg.loss_mask) if seg else [],
-                logprobs=list(seg.logprobs) if seg else [],
-                turn_rewards=[verdict.score],
-                outcome=verdict.outcome,
-                messages=list(messages),
-                finish_reason=seg.finish_reason if seg else None,
-                metadata={
-                    **dict(metadata or {}),
-                    "segment": k,
-                    "segments": len(segs),
-                    "calls": list(seg.calls) if seg else [],
-                    "detail": verdict.detail,
-                    **({"error": verdict.detail} if verdict.is_error else {}),
-                },
-                versions=list(seg.versions) if seg and any(v != ENV_VERSION for v in seg.versions) else [],
+def _plain(value: Any) -> Any:
+    """`value` if it is JSON data (episodes are logged), else its repr (an agent passed as a function)."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+class AgentEnv(SingleTurnEnv):
+    """An agent program (`async def run(client, task)`, the plain `openai` client) trained on a task
+    environment's tasks; `rollout` plays it through an OpenAI-compatible gateway."""
+
+    kind: ClassVar[str] = "agent"
+    version = "0"
+
+    def __init__(
+        self,
+        agent: Agent | str | None = None,
+        tasks: str = "rlvr/Arithmetic-v0",
+        task_args: Mapping[str, Any] | None = None,
+        timeout_s: float = 300.0,
+        max_concurrency: int = 256,
+        render_mode: str | None = None,
+    ):
+        super().__init__(render_mode=render_mode)
+        if not timeout_s > 0 or max_concurrency < 1:
+            raise ValueError(f"timeout_s must be > 0 and max_concurrency >= 1, got {timeout_s}, {max_concurrency}")
+        self.agent = load_agent(agent)
+        self.timeout_s, self.max_concurrency = float(timeout_s), int(max_concurrency)
+        self.task_env = make(tasks, disable_env_checker=True, **dict(task_args or {}))
+        inner = self.task_env.unwrapped
+        if not isinstance(inner, SingleTurnEnv) or inner.kind != SingleTurnEnv.kind:
+            self.task_env.close()
+            raise EnvArgumentError(f"tasks must be a single-step rlvr environment (its verifier grades), got {tasks!r}")
+        self.reward_range = inner.reward_range
+        self.verifier_version = getattr(inner, "verifier_version", None)
+
+    # ---- the Gymnasium contract: the task environment's tasks, its verifier on a final answer --------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.task_env.reset(seed=seed, options=options)
+        out = super().reset(seed=seed, options={"task": self.task_env.unwrapped.task})
+        self._seed_if_pending()  # a seeded reset makes the generator, as Gymnasium's checker expects
+        return out
+
+    def verify(self, task: Task, response: str) -> Verdict:
+        return self.task_env.unwrapped.verify(task, response)
+
+    def close(self) -> None:
+        self.task_env.close()
+        super().close()
+
+    # ---- what `envs.rollout.rollout` calls ----------------------------------------------------------
+    def play(
+        self,
+        sampler: Sampler,
+        tokenizer: Tokenizer,
+        *,
+        starts: Sequence[tuple[str | None, int | None]],
+        group_size: int,
+        sampling: SamplingSettings,
+        env_id: str,
+        env_kwargs: Mapping[str, Any],
+        model_info: Mapping[str, Any],
+        max_length: int | None,
+        group_id_start: int = 0,
+    ) -> list[Group]:
+        """G agent episodes for each (task id, None) or (None, reset seed) in `starts`, one group per
+        task in order, group ids from `group_id_start`; calls sampled by `sampler`, their settings
+        defaulting to `sampling`."""
+        tasks, metadata = [], []
+        settings = dataclasses.asdict(sampling)
+        for task_id, seed in starts:
+            self.reset(seed=seed, options=None if task_id is None else {"task_id": task_id})
+            tasks.append(self.task)
+            metadata.append(
+                {
+                    "env_version": self.version,
+                    "env_kwargs": {k: _plain(v) for k, v in env_kwargs.items()},
+                    "seed": seed,
+                    "verifier": self.verifier_version,
+                    **{k: v for k, v in model_info.items() if k != "step"},
+                    "model": model_info.get("model"),
+                    "model_step": model_info.get("model_step", model_info.get("step")),
+                    "sampling": settings,
+                    "max_length": max_length,
+                }
             )
-        )
-    return out
-
-
-def agent_rollout(
-    gateway: AgentGateway,
-    agent: Agent,
-    tasks: Sequence[Task],
-    *,
-    group_size: int,
-    env_id: str = "agent",
-    timeout_s: float = 300.0,
-    group_id_start: int = 0,
-    max_concurrency: int = 64,
-) -> list[Group]:
-    """`group_size` agent episodes of each task, all played at once (up to `max_concurrency`)."""
-    if group_size < 1 or max_concurrency < 1:
-        raise ValueError(f"group_size and max_concurrency must be >= 1, got {group_size}, {max_concurrency}")
-    with ThreadPoolExecutor(max_concurrency, thread_name_prefix="rlvr-agents") as pool:
-        futures = [
-            [pool.submit(play_agent, gateway, agent, task, timeout_s=timeout_s) for _ in range(group_size)]
-            for task in tasks
-        ]
-        results = [[f.result() for f in group] for group in futures]
-    return [
-        Group(
-            task.task_id,
-            group_id_start + i,
-            [
-                ep
-                for r in group
-                for ep in agent_episodes(
-                    r, env_id=env_id, task_id=task.task_id, group_id=group_id_start + i, messages=task.prompt
-                )
-            ],
-        )
-        for i, (task, group) in enumerate(zip(tasks, results))
-    ]
+        gateway = AgentGateway(sampler, tokenizer, defaults=sampling, max_length=max_length)
+        gateway.start(engine_thread=False)  # the engine runs in this thread (envs.agent_engine)
+        try:
+            return agent_rollout(
+                gateway,
+                self.agent,
+                tasks,
+                group_size=group_size,
+                env_id=env_id,
+                timeout_s=self.timeout_s,
+                group_id_start=group_id_start,
+                max_concurrency=self.max_concurrency,
+                grade=self.verify,
+                metadata=metadata,
+            )
+        finally:
+            gateway.close()

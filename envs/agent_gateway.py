@@ -47,8 +47,15 @@ model's text is never re-tokenized. So a call that continues a conversation exte
 ids by construction, and the recording rule joins them. Any other call (the first, a rewritten
 history, a template without the prefix property) is rendered whole by the chat template.
 
-Engine calls are serialised (one `generate` at a time, off the event loop): the samplers are not
-thread-safe. Concurrent episodes still interleave call by call.
+Settings a request leaves out are the gateway's `defaults` (a rollout's: the run's temperature,
+top_p and max_tokens). With a default seed, a call that names none is seeded
+`seed + slot + k * TURN_SEED_STRIDE`, for call k of the episode opened with `slot` (its index in
+the rollout), as `envs.rollout` seeds turn k of an episode: a rollout's calls are reproducible
+whatever order the agents' calls come in, on an engine that seeds per request.
+
+The engine: one driver thread is the sampler's only caller (`envs.agent_engine`); concurrent
+calls share its batches (vLLM's continuous batching, or one `generate` per gathered batch). A
+sampler that fails fails every waiting call (503) and is kept in `engine_failure`.
 """
 
 from __future__ import annotations
@@ -57,12 +64,15 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rlvr.envs.agent_calls import Call
+from rlvr.envs.agent_engine import EngineClosedError, EngineDriver
 from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
 from rlvr.envs.core import EnvError
+from rlvr.envs.rollout import TURN_SEED_STRIDE
 from rlvr.envs.sampler import Sample, Sampler, SamplingSettings, Tokenizer
 
 DEFAULT_MAX_TOKENS = 256  # OpenAI's endpoints leave it to the server: this one's default
@@ -89,21 +99,31 @@ class AgentGateway:
         model_name: str = "rlvr-policy",
         host: str = "127.0.0.1",
         port: int = 0,
-        default_max_tokens: int = DEFAULT_MAX_TOKENS,
+        defaults: SamplingSettings | None = None,
+        max_length: int | None = None,
     ):
         self.sampler, self.tokenizer = sampler, tokenizer
         self.model_name, self.host, self.port = model_name, host, port
-        self.default_max_tokens = default_max_tokens
+        self.defaults = defaults or SamplingSettings(max_tokens=DEFAULT_MAX_TOKENS)
+        # a call's prompt plus max_tokens must fit: the rollout's bound, else the sampler's context
+        self.max_length = max_length if max_length is not None else getattr(sampler, "max_model_len", None)
         self._episodes: dict[str, list[Call]] = {}
-        self._lock = threading.Lock()  # guards `_episodes`
-        self._engine = threading.Lock()  # one `generate` at a time
+        self._slots: dict[str, int] = {}  # episode id -> its seed offset
+        self._asking: dict[str, int] = {}  # episode id -> its calls not yet answered
+        self._lock = threading.Lock()  # guards `_episodes` and `_slots`
+        self._driver: EngineDriver | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
     # ---- life --------------------------------------------------------------------------------
-    def start(self) -> AgentGateway:
+    def start(self, engine_thread: bool = True) -> AgentGateway:
+        """Serve. `engine_thread`: drive the sampler from a thread of the gateway's own; False: the
+        caller drives it in its thread with `drive(until)` (a rollout does, `envs.agent_engine`)."""
         import uvicorn
 
+        self._driver = EngineDriver(self.sampler, quiet=self._quiet)
+        if engine_thread:
+            self._driver.start()
         config = uvicorn.Config(self._app(), host=self.host, port=self.port, log_level="warning", lifespan="off")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="rlvr-agent-gateway", daemon=True)
@@ -122,6 +142,23 @@ class AgentGateway:
             if self._thread is not None:
                 self._thread.join(timeout=10)
             self._server = self._thread = None
+        if self._driver is not None:
+            self._driver.close()
+
+    def drive(self, until: Callable[[], bool]) -> None:
+        """Run the engine in this thread until `until()` is true (a gateway started without its own
+        engine thread); a gateway with one just waits as long."""
+        driver = self._engine()
+        if driver.own_thread:
+            while not until():
+                time.sleep(0.01)
+        else:
+            driver.run(until)
+
+    @property
+    def engine_failure(self) -> BaseException | None:
+        """What the sampler raised, if it failed while serving (`envs.agent_engine`)."""
+        return None if self._driver is None else self._driver.failure
 
     def __enter__(self) -> AgentGateway:
         return self.start()
@@ -130,11 +167,13 @@ class AgentGateway:
         self.close()
 
     # ---- episodes ----------------------------------------------------------------------------
-    def open_episode(self) -> str:
-        """A new episode's id; its calls go to `base_url(id)`."""
+    def open_episode(self, slot: int = 0) -> str:
+        """A new episode's id; its calls go to `base_url(id)`. `slot`: its seed offset (module docstring)."""
         episode_id = uuid.uuid4().hex
         with self._lock:
             self._episodes[episode_id] = []
+            self._slots[episode_id] = slot
+            self._asking[episode_id] = 0
         return episode_id
 
     def base_url(self, episode_id: str) -> str:
@@ -152,8 +191,18 @@ class AgentGateway:
         """The episode's calls; later calls to its route are refused (404)."""
         with self._lock:
             calls = list(self._known(episode_id))
-            del self._episodes[episode_id]
+            del self._episodes[episode_id], self._slots[episode_id], self._asking[episode_id]
         return calls
+
+    def _quiet(self) -> int:
+        """Open episodes with no call waiting (the engine driver gathers calls until there are none)."""
+        with self._lock:
+            return sum(1 for n in self._asking.values() if n == 0)
+
+    def _asks(self, episode_id: str, change: int) -> None:
+        with self._lock:
+            if episode_id in self._asking:
+                self._asking[episode_id] += change
 
     def _known(self, episode_id: str) -> list[Call]:
         if episode_id not in self._episodes:
@@ -175,12 +224,20 @@ class AgentGateway:
                 self.calls(episode_id)
             except GatewayError as e:
                 return error(404, str(e), "not_found_error")
+            self._asks(episode_id, +1)
             try:
-                answer = await asyncio.to_thread(self._answer, episode_id, body, chat)
+                asked = await asyncio.to_thread(self._ask, episode_id, body, chat)
+                served = self._engine().request(asked.prompt_ids, asked.n, asked.sampling)
+                samples, version = await asyncio.wrap_future(served)
+                answer = await asyncio.to_thread(self._answer, episode_id, asked, samples, version)
             except (_BadRequest, TemplateError, ValueError) as e:
                 return error(400, str(e), "invalid_request_error")
             except GatewayError as e:  # closed while it was generating
                 return error(404, str(e), "not_found_error")
+            except EngineClosedError as e:
+                return error(503, str(e), "service_unavailable")
+            finally:
+                self._asks(episode_id, -1)
             return JSONResponse(answer)
 
         # The handlers' annotations are strings (`from __future__ import annotations`) that FastAPI
@@ -199,34 +256,43 @@ class AgentGateway:
 
         return app
 
-    def _answer(self, episode_id: str, body: dict[str, Any], chat: bool) -> dict[str, Any]:
-        """One request, answered and recorded (in a worker thread)."""
+    def _engine(self) -> EngineDriver:
+        if self._driver is None:
+            raise GatewayError("the agent gateway is not started")
+        return self._driver
+
+    def _ask(self, episode_id: str, body: dict[str, Any], chat: bool) -> _Asked:
+        """A request's prompt ids and settings (in a worker thread: the chat template is CPU work)."""
         n = 1 if body.get("n") is None else body["n"]
-        if not isinstance(n, int) or n < 1:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise _BadRequest(f"n must be a positive integer, got {n!r}")
-        sampling = _sampling(body, self.default_max_tokens)
+        with self._lock:
+            calls, slot = len(self._known(episode_id)), self._slots[episode_id]
+        sampling = _sampling(body, self.defaults, slot + calls * TURN_SEED_STRIDE)
         messages = tools = None
         if chat:
             messages, tools = _chat_request(body)
             prompt_ids = self._chat_prompt(episode_id, messages, tools)
         else:
             prompt_ids = self._completion_prompt(body.get("prompt"))
-        limit = getattr(self.sampler, "max_model_len", None)
+        limit = self.max_length
         if limit is not None and len(prompt_ids) + sampling.max_tokens > limit:
             raise _BadRequest(
                 f"the prompt ({len(prompt_ids)} tokens) plus max_tokens ({sampling.max_tokens}) "
                 f"exceeds the model's context ({limit})"
             )
-        with self._engine:
-            (samples,) = self.sampler.generate([prompt_ids], n, sampling)
-            # Read after: a trainer's `LocalSampler` loads staged weights at the start of `generate`.
-            version = getattr(self.sampler, "version", None)
-        if len(samples) != n:
-            raise RuntimeError(f"the sampler returned {len(samples)} samples for n={n}")
-        calls = [self._call(prompt_ids, s, version, sampling.stop, messages, tools) for s in samples]
+        return _Asked(prompt_ids, n, sampling, messages, tools, chat)
+
+    def _answer(self, episode_id: str, asked: _Asked, samples: list[Sample], version: int | None) -> dict[str, Any]:
+        """The served samples, recorded as the episode's calls, and the response (in a worker thread)."""
+        if len(samples) != asked.n:
+            raise RuntimeError(f"the sampler returned {len(samples)} samples for n={asked.n}")
+        calls = [
+            self._call(asked.prompt_ids, s, version, asked.sampling.stop, asked.messages, asked.tools) for s in samples
+        ]
         with self._lock:
             self._known(episode_id).extend(calls)
-        return _response(calls, self.model_name, chat)
+        return _response(calls, self.model_name, asked.chat)
 
     def _call(
         self,
@@ -306,20 +372,36 @@ def _chat_request(body: dict[str, Any]) -> tuple[list[dict], list[dict] | None]:
     return messages, (tools or None)
 
 
-def _sampling(body: dict[str, Any], default_max_tokens: int) -> SamplingSettings:
+@dataclass(frozen=True)
+class _Asked:
+    """One request, read: what to sample, and the chat request it came from."""
+
+    prompt_ids: list[int]
+    n: int
+    sampling: SamplingSettings
+    messages: list[dict] | None
+    tools: list[dict] | None
+    chat: bool
+
+
+def _sampling(body: dict[str, Any], defaults: SamplingSettings, seed_offset: int) -> SamplingSettings:
+    """The request's settings; those it leaves out are the gateway's `defaults` (the rollout's), and
+    with a default seed, its seed is the default + `seed_offset` (module docstring)."""
     stop = body.get("stop")
     stop = () if stop is None else (stop,) if isinstance(stop, str) else tuple(stop)
     if not all(isinstance(s, str) for s in stop):
         raise _BadRequest("stop must be a string or a list of strings")
-    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or default_max_tokens
-    temperature, top_p = body.get("temperature"), body.get("top_p")
+    max_tokens = body.get("max_completion_tokens") or body.get("max_tokens") or defaults.max_tokens
+    temperature, top_p, seed = body.get("temperature"), body.get("top_p"), body.get("seed")
+    if seed is None and defaults.seed is not None:
+        seed = defaults.seed + seed_offset
     try:
         return SamplingSettings(
-            temperature=1.0 if temperature is None else float(temperature),
-            top_p=1.0 if top_p is None else float(top_p),
+            temperature=defaults.temperature if temperature is None else float(temperature),
+            top_p=defaults.top_p if top_p is None else float(top_p),
             max_tokens=int(max_tokens),
             stop=stop,
-            seed=body.get("seed"),
+            seed=None if seed is None else int(seed),
         )
     except (TypeError, ValueError) as e:
         raise _BadRequest(str(e)) from None

@@ -80,6 +80,13 @@ class Episode:
     def is_error(self) -> bool:
         return self.outcome is Outcome.ERROR
 
+    @property
+    def segment(self) -> int:
+        """Which training sequence of its episode this is: 0, except for an agent episode whose agent
+        rewrote its history (`envs.agent_calls`), whose later segments are 1, 2, ... Statistics
+        count an episode once, by its segment 0 (every segment carries the episode's reward)."""
+        return int(self.metadata.get("segment", 0))
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["outcome"] = str(self.outcome)  # plain strings: the dict is JSON and pickle data

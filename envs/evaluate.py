@@ -56,7 +56,8 @@ def bootstrap_ci(
 def _by_task(episodes: Iterable[Episode]) -> dict[int, list[Episode]]:
     tasks: dict[int, list[Episode]] = defaultdict(list)
     for ep in episodes:
-        tasks[ep.group_id].append(ep)
+        if ep.segment == 0:  # an agent episode once, whatever its segments
+            tasks[ep.group_id].append(ep)
     return dict(tasks)
 
 
@@ -90,7 +91,9 @@ def summarize(
     **extra: Any,
 ) -> dict[str, Any]:
     """The `summary.json` of an evaluation. `tokens` and `seconds` are the model tokens generated
-    and the time spent in this run (a resumed run only times what it generated itself)."""
+    and the time spent in this run (a resumed run only times what it generated itself). An agent
+    episode of several segments counts once (`Episode.segment`)."""
+    episodes = [ep for ep in episodes if ep.segment == 0]
     tasks = _by_task(episodes)
     valid = [ep for ep in episodes if not ep.is_error]
     outcomes = Counter(ep.outcome for ep in episodes)

@@ -41,6 +41,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "rlvr/CodeDataset-v0": "rlvr.envs.code_dataset:CodeDatasetEnv",
     "rlvr/CodeFeedback-v0": "rlvr.envs.code_feedback:CodeFeedbackEnv",
     "rlvr/PythonTool-v0": "rlvr.envs.python_tool:PythonToolEnv",
+    "rlvr/Agent-v0": "rlvr.envs.agent_env:AgentEnv",
 }
 
 # Keyword arguments that `gymnasium.make` itself consumes rather than the environment.
@@ -57,7 +58,7 @@ class EnvArgumentError(EnvError, ValueError):
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """One row of `list_envs()`. `kind` is "single-step", "multi-turn", or "unavailable" when the
+    """One row of `list_envs()`. `kind` is "single-step", "multi-turn", "agent", or "unavailable" when the
     entry point cannot be imported; then `error` says why."""
 
     id: str

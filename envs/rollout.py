@@ -47,6 +47,10 @@ A `truncated` episode says why in `Episode.truncation`: `length` (the last turn'
 `context` (the opening prompt or the next turn did not fit in `max_length`), or `turns` (the
 environment's own limit, its verdict `truncated`).
 
+Agent environments (`kind == "agent"`, `envs.agent_env.AgentEnv`): the agent program drives the
+calls, not this turn loop; `rollout` hands the whole call to the env's `play`, which serves the
+same sampler to the agents through an OpenAI-compatible gateway and returns groups alike.
+
 Seeds: with `sampling.seed` set, turn t samples with seed `sampling.seed + t * 1_000_003`, spaced
 per prompt as the sampler spaces them: turn 0's i-th group gets that plus i*G in both schedules;
 a later turn's request gets that plus the episode's index (per episode) or its index among the
@@ -87,7 +91,8 @@ QUICK_SLACK_S = 0.01
 
 @dataclass
 class Group:
-    """The G episodes of one task. Statistics leave `error` episodes out."""
+    """The G episodes of one task. Statistics leave `error` episodes out, and count an agent
+    episode of several segments once (`Episode.segment`); `valid` holds every segment to train on."""
 
     task_id: str
     group_id: int
@@ -99,11 +104,11 @@ class Group:
 
     @property
     def rewards(self) -> list[float]:
-        return [ep.reward for ep in self.valid]
+        return [ep.reward for ep in self.valid if ep.segment == 0]
 
     @property
     def num_errors(self) -> int:
-        return len(self.episodes) - len(self.valid)
+        return sum(ep.is_error for ep in self.episodes if ep.segment == 0)
 
     @property
     def mean_reward(self) -> float | None:
@@ -376,6 +381,22 @@ def rollout(
     starts = [(str(t), None) for t in task_ids] if task_ids is not None else [(None, int(s)) for s in seeds]
     probe = make(env_id, disable_env_checker=True, **env_kwargs)  # a bad id or argument fails here, typed
     spec_id = probe.spec.id
+    if getattr(probe.unwrapped, "kind", None) == "agent":  # an agent program plays it (envs.agent_env)
+        try:
+            return probe.unwrapped.play(
+                sampler,
+                tokenizer,
+                starts=starts,
+                group_size=group_size,
+                sampling=sampling,
+                env_id=env_id,
+                env_kwargs=env_kwargs,
+                model_info=model_info,
+                max_length=max_length,
+                group_id_start=group_id_start,
+            )
+        finally:
+            probe.close()
     probe.close()
 
     opened: list[Any] = []

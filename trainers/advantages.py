@@ -113,6 +113,24 @@ def grpo_advantages(
     return centred_B / (std_N[group_idx_B] + eps)
 
 
+def episode_rows(episode_ids_B) -> tuple[Tensor, Tensor]:
+    """Rows that are segments of one episode (an agent's rewritten history, equal `episode_ids_B`)
+    as one: `(first_B, index_B)`, where `first_B` (B,) bool marks each episode's first row and
+    `index_B` (B,) maps every row to its episode, 0..E-1 in order of first rows. Estimators run on
+    the E first rows, and `per_episode_B[index_B]` gives every segment its episode's advantage:
+    a group's baseline counts each episode once, however many segments it has."""
+    ids_B = torch.as_tensor(episode_ids_B)
+    if ids_B.dim() != 1 or torch.is_floating_point(ids_B) or ids_B.dtype == torch.bool:
+        raise ValueError(f"episode_ids must be (B,) integers, got {tuple(ids_B.shape)} {ids_B.dtype}")
+    _, inverse_B = torch.unique(ids_B, return_inverse=True)
+    B = ids_B.shape[0]
+    first_of_E = torch.full((B,), B, dtype=torch.long).scatter_reduce(0, inverse_B, torch.arange(B), "amin")
+    first_B = torch.zeros(B, dtype=torch.bool)
+    first_B[first_of_E[first_of_E < B]] = True
+    index_B = torch.cumsum(first_B.long(), 0)[first_of_E[inverse_B]] - 1
+    return first_B, index_B
+
+
 def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
     """Normalise to zero mean, unit variance over the masked entries; masked-out entries come back
     as 0. The variance is the unbiased one (n - 1), as TRL's and verl's `masked_whiten`; one

@@ -31,6 +31,7 @@ from torch import Tensor
 from rlvr.trainers.advantages import (
     distill_advantages,
     dynamic_sampling_keep,
+    episode_rows,
     gae,
     grpo_advantages,
     overlong_filter,
@@ -402,9 +403,17 @@ def shape_rewards(
     return rewards_B + penalty_BT.sum(dim=1).to(rewards_B.dtype), turn_rewards_BT + penalty_BT
 
 
-def sequence_advantages(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor | None = None) -> Tensor:
+def sequence_advantages(
+    algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor | None = None, episode_ids_B: Tensor | None = None
+) -> Tensor:
     """The preset's sequence-level estimator, then whitening if asked. Returns `(B,)`.
-    Rewards may also be `(num_groups, G)` without ids. For ``gae`` use `token_advantages`."""
+    Rewards may also be `(num_groups, G)` without ids. For ``gae`` use `token_advantages`.
+    `episode_ids_B`: rows with one id are segments of one agent episode, counted once
+    (`trainers.advantages.episode_rows`: each gets its first row's advantage)."""
+    if episode_ids_B is not None and group_ids_B is not None:
+        first_B, index_B = episode_rows(episode_ids_B)
+        if not bool(first_B.all()):
+            return sequence_advantages(algo, rewards_B[first_B], group_ids_B[first_B])[index_B]
     if algo.advantage == "reinforce":
         advantages_B = reinforce_advantages(rewards_B, baseline=algo.batch_baseline)
     elif algo.advantage == "rloo":

@@ -43,6 +43,9 @@ class Batch:
     correct: torch.Tensor  # (B,) bool, outcome "correct"
     versions: torch.Tensor | None = None  # (B, T) long: the policy version that sampled each token, -1 elsewhere
     packed: bool = False  # run as one flattened sequence, padding-free (`trainers.packing`); micro-batches only
+    # (B,) long: rows with one id are segments of one agent episode (`Episode.segment`), counted once
+    # by the advantages; None: every row its own episode
+    episode_ids: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.input_ids.shape[0]
@@ -79,6 +82,7 @@ class Batch:
             truncated=self.truncated[rows],
             correct=self.correct[rows],
             versions=None if self.versions is None else self.versions[rows, comp],
+            episode_ids=None if self.episode_ids is None else self.episode_ids[rows],
         )
 
     def to(self, device: torch.device | str) -> Batch:
@@ -125,6 +129,9 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
         for row, ep in enumerate(episodes):
             if ep.versions:
                 versions[row, : len(ep.versions)] = torch.tensor(ep.versions, dtype=torch.long)
+    episode_ids = None
+    if any(ep.segment for ep in episodes):  # an agent episode of several segments: one id for them all
+        episode_ids = torch.cumsum(torch.tensor([ep.segment == 0 for ep in episodes], dtype=torch.long), 0)
     return Batch(
         input_ids=input_ids,
         attention_mask=attention_mask,
@@ -138,6 +145,7 @@ def collate(episodes: Sequence[Episode], pad_token_id: int) -> Batch:
         truncated=torch.tensor([is_truncated(ep) for ep in episodes]),
         correct=torch.tensor([ep.outcome is Outcome.CORRECT for ep in episodes]),
         versions=versions,
+        episode_ids=episode_ids,
     )
 
 

@@ -328,7 +328,7 @@ class Trainer:
                 metrics.update(self._check_without_update(tensors))
                 tensors = None  # no optimizer step: Adam would turn the float-noise gradient into a full step
         # every episode an error: not a lack of signal (trainers.outage says so); else nothing left to learn from
-        metrics["zero_signal"] = int(flat or (tensors is None and rollout.errors < len(rollout.all_episodes)))
+        metrics["zero_signal"] = int(flat or (tensors is None and rollout.errors < metrics["episodes"]))
         if tensors is not None:
             self.interrupts.hold()  # the weights change from here: Ctrl-C waits for the step's end (train)
             metrics.update(self.update(tensors))
@@ -363,11 +363,10 @@ class Trainer:
         extra = self.algo.max_refill_rounds if self.algo.dynamic_sampling else 0
         kept, all_episodes, rounds = collect_groups(sample_round, self._keep, cfg.tasks_per_step, extra)
         total = time.perf_counter() - t0
-        valid = [ep for ep in all_episodes if not ep.is_error]
         return Rollout(
             episodes=[ep for g in kept for ep in g],
             all_episodes=all_episodes,
-            errors=len(all_episodes) - len(valid),
+            errors=sum(ep.is_error for ep in all_episodes if ep.segment == 0),  # an agent episode once
             groups_total=cfg.tasks_per_step,
             groups_kept=len(kept),
             rounds=rounds,
@@ -472,9 +471,10 @@ class Trainer:
         return time.perf_counter() - t0
 
     def rollout_metrics(self, r: Rollout) -> dict[str, Any]:
-        valid = [ep for ep in r.all_episodes if not ep.is_error]
+        segments = [ep for ep in r.all_episodes if not ep.is_error]
+        valid = [ep for ep in segments if ep.segment == 0]  # an agent episode once, whatever its segments
         rewards = np.array([ep.reward for ep in valid], dtype=np.float64)
-        lengths = [sum(ep.loss_mask) for ep in valid]
+        lengths = [sum(ep.loss_mask) for ep in segments]
         outcomes = [ep.outcome for ep in valid]
         n = max(len(valid), 1)
         return {
@@ -487,7 +487,7 @@ class Trainer:
             **{f"truncated_{r}_rate": sum(ep.truncation is r for ep in valid) / n for r in TruncationReason},
             "response_length": float(np.mean(lengths)) if lengths else 0.0,
             "tokens_generated": int(sum(lengths)),
-            "episodes": len(r.all_episodes),
+            "episodes": sum(ep.segment == 0 for ep in r.all_episodes),
             "errors": r.errors,
             "episodes_trained": len(r.episodes),
             "groups_kept": r.groups_kept,
@@ -522,7 +522,7 @@ class Trainer:
         seeds = list(range(cfg.eval_seed_start, cfg.eval_seed_start + n))
         sampling = self._sampling(cfg.eval_temperature if temperature is None else temperature, seed=_mix(cfg.seed, 7))
         groups = self._roll(seeds, 1, sampling)
-        every = [ep for g in groups for ep in g.episodes]
+        every = [ep for g in groups for ep in g.episodes if ep.segment == 0]  # an agent episode once
         episodes = [ep for ep in every if not ep.is_error]
         self._warn_context_cuts(episodes)
         k = max(len(episodes), 1)

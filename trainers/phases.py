@@ -220,7 +220,7 @@ def compute_advantages(algo: AlgoConfig, t: StepTensors) -> Advantages:
         rewards_B = batch.rewards
         if kl_BT is not None:
             rewards_B = kl_penalized_rewards(rewards_B, kl_BT, mask_BT, algo.kl_coef)
-        advantages_B = sequence_advantages(algo, rewards_B, batch.group_ids)
+        advantages_B = sequence_advantages(algo, rewards_B, batch.group_ids, batch.episode_ids)
         return Advantages(advantages_B, stats={"advantage_abs_mean": float(advantages_B.abs().mean())})
     has_tokens_B = (mask_BT > 0).any(dim=1, keepdim=True)
     rewards_BT = torch.where(has_tokens_B, batch.turn_rewards, torch.zeros_like(batch.turn_rewards))

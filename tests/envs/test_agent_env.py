@@ -1,121 +1,140 @@
-"""Agent episodes (`envs.agent_env`): the user's agent through the gateway, judged, timed out, turned into episodes."""
+"""`AgentEnv` (`rlvr/Agent-v0`): an agent program as a Gymnasium env that `envs.rollout` plays through the
+gateway; real HTTP, the real `openai` client, the tiny model."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
+import gymnasium as gym
 import pytest
 
-from rlvr.envs.agent_calls import segments
-from rlvr.envs.agent_env import AgentResult, agent_episodes, agent_rollout, judge, play_agent
-from rlvr.envs.agent_gateway import AgentGateway
+from rlvr.envs import check_env, list_envs
+from rlvr.envs.agent_env import AgentEnv, load_agent, one_call
 from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.registry import EnvArgumentError
+from rlvr.envs.rollout import rollout
+from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
-from rlvr.verifiers.verdict import Outcome, Verdict
+from rlvr.verifiers.verdict import Outcome
+from tests.envs.test_agent_gateway import FOLLOW_UP  # (its import registers rlvr-test/PlanThenAnswer-v0)
 
-TASK = ArithmeticEnv().make_task(3)
-FOLLOW_UP = {"role": "user", "content": "Now give only the final answer, in \\boxed{}."}
+SAMPLING = SamplingSettings(max_tokens=12, seed=7)
 
 
 @pytest.fixture(scope="module")
-def gateway(model_dir, tokenizer):
-    with AgentGateway(HFSampler(load_causal_lm(model_dir), tokenizer), tokenizer) as g:
-        yield g
+def hf_sampler(model_dir, tokenizer):
+    return HFSampler(load_causal_lm(model_dir), tokenizer)
 
 
 async def plan_then_answer(client, task):
-    """Two calls with the plain client; the reward from rlvr's own verifier."""
+    """Two calls in one conversation, no settings of its own (the rollout's apply); the answer is graded."""
     messages = list(task.prompt)
-    plan = await client.chat.completions.create(model="policy", messages=messages, max_tokens=8, seed=0)
+    plan = await client.chat.completions.create(model="policy", messages=messages)
     messages += [{"role": "assistant", "content": plan.choices[0].message.content}, FOLLOW_UP]
-    answer = await client.chat.completions.create(model="policy", messages=messages, max_tokens=8, seed=1)
-    return ArithmeticEnv().verify(task, answer.choices[0].message.content)
+    answer = await client.chat.completions.create(model="policy", messages=messages)
+    return answer.choices[0].message.content
 
 
-def test_an_agent_episode_is_its_calls_with_its_verdict(gateway):
-    result = play_agent(gateway, plan_then_answer, TASK, timeout_s=120)
-    assert len(result.calls) == 2 and result.verdict.outcome in (Outcome.INCORRECT, Outcome.CORRECT)
-    (ep,) = agent_episodes(result, env_id="agent", task_id=TASK.task_id, group_id=0, messages=TASK.prompt)
-    (seg,) = segments(result.calls)
-    assert (ep.prompt_ids, ep.completion_ids, ep.loss_mask) == (
-        list(seg.prompt_ids),
-        list(seg.completion_ids),
-        list(seg.loss_mask),
+async def planner_and_solver(client, task):
+    """Two conversations: the solver sees the planner's notes in a system message (a rewritten history)."""
+    plan = await client.chat.completions.create(model="policy", messages=list(task.prompt))
+    notes = {"role": "system", "content": f"Notes: {plan.choices[0].message.content}"}
+    answer = await client.chat.completions.create(model="policy", messages=[notes, *task.prompt])
+    return answer.choices[0].message.content
+
+
+def not_async(client, task):
+    return 1.0
+
+
+def test_agent_env_meets_the_gymnasium_contract():
+    env = gym.make("rlvr/Agent-v0", task_args={"difficulty": 1})
+    assert env.unwrapped.agent is one_call and env.unwrapped.kind == "agent"
+    messages, info = env.reset(seed=3)
+    task = ArithmeticEnv(difficulty=1).make_task(3)
+    assert messages == task.prompt and info["task_id"] == "3"
+    _, reward, terminated, _, info = env.step(task.reference)  # a final answer, graded by Arithmetic's verifier
+    assert (reward, terminated, info["verdict"].outcome) == (1.0, True, Outcome.CORRECT)
+    assert all(r.ok for r in check_env(env))
+    env.close()
+    assert {i.id: i.kind for i in list_envs()}["rlvr/Agent-v0"] == "agent"
+
+
+def test_the_agent_is_named_by_module_or_file(tmp_path):
+    assert load_agent("tests.envs.test_agent_env:plan_then_answer") is plan_then_answer
+    (tmp_path / "my_agent.py").write_text("async def run(client, task):\n    return 1.0\n")
+    assert load_agent(f"{tmp_path}/my_agent.py:run").__name__ == "run"
+    for bad, says in [
+        ("plan_then_answer", "must be 'module:function'"),
+        ("tests.envs.test_agent_env:missing", "AttributeError"),
+        (f"{tmp_path}/nowhere.py:run", "no file"),
+        (not_async, "must be an async function"),
+        ("tests.envs.test_agent_env:not_async", "must be an async function"),
+    ]:
+        with pytest.raises(EnvArgumentError, match=says):
+            load_agent(bad)
+    with pytest.raises(EnvArgumentError, match="single-step"):
+        AgentEnv(tasks="rlvr/GuessNumber-v0")
+
+
+def test_a_rollout_of_the_agent_is_the_hand_built_multi_turn_episode(hf_sampler, tokenizer):
+    """One task, one episode, seeded: the gateway seeds call k as the rollout seeds turn k, so the
+    agent's episode is, token for token and logprob for logprob, the turn-based episode of the env
+    that plays the same two turns (the rollout's own settings apply to calls that name none)."""
+    kwargs = {"agent": plan_then_answer}  # Arithmetic at its default difficulty, as the hand-built env
+    (agent_group,) = rollout("rlvr/Agent-v0", kwargs, hf_sampler, tokenizer, seeds=[5], group_size=1, sampling=SAMPLING)
+    (hand_group,) = rollout(
+        "rlvr-test/PlanThenAnswer-v0", {}, hf_sampler, tokenizer, task_ids=["5"], group_size=1, sampling=SAMPLING
     )
-    assert ep.reward == result.verdict.score and ep.outcome is result.verdict.outcome
-    assert ep.metadata["segment"] == 0 and ep.metadata["calls"] == [0, 1]
+    (agent,), (hand,) = agent_group.episodes, hand_group.episodes
+    assert agent.prompt_ids == hand.prompt_ids and agent.completion_ids == hand.completion_ids
+    assert agent.loss_mask == hand.loss_mask and agent.logprobs == hand.logprobs
+    assert 0 in agent.loss_mask and agent.metadata["turns"] == 2 and agent.segment == 0
+    assert (agent.reward, agent.outcome) == (hand.reward, hand.outcome)
+    assert agent.metadata["seed"] == 5 and agent.metadata["sampling"]["max_tokens"] == SAMPLING.max_tokens
 
 
-async def rewrites(client, task):
-    await client.chat.completions.create(model="p", messages=list(task.prompt), max_tokens=3)
-    await client.chat.completions.create(model="p", messages=[FOLLOW_UP, *task.prompt], max_tokens=3)
-    return 0.25
+def test_an_agent_that_rewrote_its_history_counts_once_and_rollouts_repeat(hf_sampler, tokenizer):
+    kwargs = {"agent": planner_and_solver, "task_args": {"difficulty": 1}}
+
+    def play():
+        return rollout(
+            "rlvr/Agent-v0",
+            kwargs,
+            hf_sampler,
+            tokenizer,
+            seeds=[1, 2],
+            group_size=2,
+            sampling=SAMPLING,
+            group_id_start=3,
+        )
+
+    groups = play()
+    assert [g.group_id for g in groups] == [3, 4]
+    for g in groups:
+        assert [ep.segment for ep in g.episodes] == [0, 1, 0, 1]  # each episode: planner, then solver
+        assert len(g.rewards) == 2 and g.num_errors == 0  # counted once per episode
+        assert g.episodes[0].reward == g.episodes[1].reward and g.episodes[2].reward == g.episodes[3].reward
+    again = play()  # seeded: the same calls, whatever order the four agents' calls came in
+    assert [[ep.completion_ids for ep in g.episodes] for g in again] == [
+        [ep.completion_ids for ep in g.episodes] for g in groups
+    ]
 
 
-def test_every_segment_gets_the_episodes_reward(gateway):
-    result = play_agent(gateway, rewrites, TASK, timeout_s=120)
-    eps = agent_episodes(result, env_id="agent", task_id=TASK.task_id, group_id=4, messages=TASK.prompt)
-    assert [e.metadata["segment"] for e in eps] == [0, 1]
-    assert [e.reward for e in eps] == [0.25, 0.25] and {e.outcome for e in eps} == {Outcome.INCORRECT}
-    assert {e.group_id for e in eps} == {4}
+class BrokenEngine(HFSampler):
+    """A sampler whose engine dies on its second call (fault injection: the path under test is ours)."""
+
+    calls = 0
+
+    def generate(self, prompt_token_ids, n, sampling):
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("the engine died")
+        return super().generate(prompt_token_ids, n, sampling)
 
 
-async def raises(client, task):
-    await client.chat.completions.create(model="p", messages=list(task.prompt), max_tokens=2)
-    raise KeyError("the harness broke")
-
-
-async def hangs(client, task):
-    await asyncio.sleep(60)
-
-
-async def blocks(client, task):
-    time.sleep(3)  # a synchronous call inside the agent: the loop cannot cancel it
-
-
-async def out_of_range(client, task):
-    await client.chat.completions.create(model="p", messages=list(task.prompt), max_tokens=2)
-    return 2.0
-
-
-@pytest.mark.parametrize(
-    ("agent", "timeout_s", "detail"),
-    [
-        (raises, 60, "raised KeyError"),
-        (hangs, 0.5, "did not finish in 0.5 s"),
-        (blocks, 0.5, "did not finish in 0.5 s"),
-        (out_of_range, 60, "returned 2.0"),
-    ],
-)
-def test_a_failing_or_hung_agent_is_an_error_never_a_zero(gateway, agent, timeout_s, detail):
-    t0 = time.perf_counter()
-    result = play_agent(gateway, agent, TASK, timeout_s=timeout_s)
-    assert time.perf_counter() - t0 < timeout_s + 2
-    assert result.verdict.outcome is Outcome.ERROR and detail in result.verdict.detail
-    (ep, *_) = agent_episodes(result, env_id="agent", task_id=TASK.task_id, group_id=0, messages=TASK.prompt)
-    assert ep.is_error
-
-
-def test_judging_what_the_agent_returned():
-    assert judge(1.0) == Verdict(1.0, Outcome.CORRECT, "the agent's reward")
-    assert judge(0).outcome is Outcome.INCORRECT
-    verdict = Verdict(0.5, Outcome.FORMAT_ERROR, "no box")
-    assert judge(verdict) is verdict
-    for bad in (None, True, -0.1, "1.0"):
-        assert judge(bad).outcome is Outcome.ERROR
-    (ep,) = agent_episodes(
-        AgentResult((), Verdict(1.0, Outcome.CORRECT)), env_id="a", task_id="1", group_id=0, messages=[]
-    )
-    assert ep.is_error and ep.metadata["detail"] == "the agent made no call"
-
-
-def test_agent_rollout_plays_groups_at_once(gateway):
-    tasks = [ArithmeticEnv().make_task(s) for s in (21, 22)]
-    groups = agent_rollout(gateway, rewrites, tasks, group_size=2, group_id_start=10)
-    assert [(g.task_id, g.group_id) for g in groups] == [("21", 10), ("22", 11)]
-    for g, task in zip(groups, tasks):
-        assert len(g.episodes) == 4  # 2 episodes x 2 segments (each rewrote its history once)
-        assert {e.reward for e in g.episodes} == {0.25} and g.num_errors == 0
-        assert all(e.task_id == task.task_id and e.group_id == g.group_id for e in g.episodes)
+def test_a_sampler_that_fails_fails_the_rollout_not_the_agents(model_dir, tokenizer):
+    sampler = BrokenEngine(load_causal_lm(model_dir), tokenizer)
+    with pytest.raises(RuntimeError, match="the engine died"):
+        rollout(
+            "rlvr/Agent-v0", {"agent": plan_then_answer}, sampler, tokenizer, seeds=[1], group_size=1, sampling=SAMPLING
+        )

@@ -14,7 +14,7 @@ from rlvr.commands import check_env as check_env_cmd
 from rlvr.commands import envs as envs_cmd
 from rlvr.envs.registry import BUILTIN_ENVS, EnvArgumentError, UnknownEnvError, parse_env_args
 
-NINE = [
+BUILTIN = [
     "rlvr/Arithmetic-v0",
     "rlvr/SymbolicMath-v0",
     "rlvr/MathDataset-v0",
@@ -24,14 +24,15 @@ NINE = [
     "rlvr/CodeDataset-v0",
     "rlvr/CodeFeedback-v0",
     "rlvr/PythonTool-v0",
+    "rlvr/Agent-v0",
 ]
 
 
-def test_all_nine_ids_registered_idempotently():
-    assert sorted(BUILTIN_ENVS) == sorted(NINE)
+def test_all_builtin_ids_registered_idempotently():
+    assert sorted(BUILTIN_ENVS) == sorted(BUILTIN)
     envs.register_builtins()
     envs.register_builtins()
-    for env_id in NINE:
+    for env_id in BUILTIN:
         assert gym.registry[env_id].entry_point == BUILTIN_ENVS[env_id]
 
 
@@ -107,7 +108,7 @@ def test_list_envs_kinds_descriptions_and_broken_entry_points():
     broken = rows["rlvr/Broken-v0"]
     assert broken.kind == "unavailable" and "No module named 'rlvr.envs.no_such_module'" in broken.error
     assert "CartPole-v1" not in rows  # only text environments
-    assert set(NINE) - {"rlvr/Code-v0", "rlvr/CodeDataset-v0", "rlvr/CodeFeedback-v0", "rlvr/PythonTool-v0"} <= set(
+    assert set(BUILTIN) - {"rlvr/Code-v0", "rlvr/CodeDataset-v0", "rlvr/CodeFeedback-v0", "rlvr/PythonTool-v0"} <= set(
         rows
     )
 

@@ -7,6 +7,7 @@ import torch
 
 from rlvr.trainers.advantages import (
     dynamic_sampling_keep,
+    episode_rows,
     gae,
     grpo_advantages,
     overlong_filter,
@@ -152,6 +153,32 @@ def test_gae_skips_env_tokens_and_padding():
         gae(torch.tensor([[1.0, 0.0]]), torch.zeros(1, 2), torch.tensor([[0, 1]]))
     with pytest.raises(ValueError, match="gamma"):
         gae(r, v, m, gamma=1.5)
+
+
+def test_episode_rows_marks_each_episodes_first_row_and_maps_rows_to_episodes():
+    first, index = episode_rows([5, 5, 2, 9, 9, 9])
+    assert first.tolist() == [True, False, True, True, False, False] and index.tolist() == [0, 0, 1, 2, 2, 2]
+    first, index = episode_rows([3, 1, 3])  # ids need not be sorted nor adjacent
+    assert first.tolist() == [True, True, False] and index.tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match="integers"):
+        episode_rows([0.0, 1.0])
+
+
+def test_an_agent_episode_of_several_segments_counts_once_in_its_group():
+    # Rows 0 and 1 are two segments of one episode (reward 1); group 0 holds two episodes, not three.
+    rewards = torch.tensor([1.0, 1.0, 0.0, 0.0, 1.0])
+    groups, episodes = torch.tensor([0, 0, 0, 1, 1]), torch.tensor([0, 0, 1, 2, 3])
+    rloo = get_algorithm("rloo")
+    # per episode: group 0 is [1, 0] -> +1, -1; group 1 is [0, 1] -> -1, +1; each segment its episode's
+    assert close(sequence_advantages(rloo, rewards, groups, episodes), [1, 1, -1, -1, 1])
+    # counted per row instead, the episode would weigh twice: row 2 would be 0 - mean(1, 1) = -1, rows 0-1 +0.5
+    assert close(sequence_advantages(rloo, rewards, groups), [0.5, 0.5, -1, -1, 1])
+    grpo = get_algorithm("grpo")
+    once = sequence_advantages(grpo, rewards, groups, episodes)
+    assert close(once, sequence_advantages(grpo, rewards[[0, 2, 3, 4]], groups[[0, 2, 3, 4]])[[0, 0, 1, 2, 3]])
+    assert close(
+        sequence_advantages(grpo, rewards, groups, torch.arange(5)), sequence_advantages(grpo, rewards, groups)
+    )
 
 
 def test_sequence_advantages_dispatch_by_preset():

@@ -102,6 +102,14 @@ def test_select_trims_padding_and_keeps_content():
     assert s.loss_mask.tolist() == [[1, 1]]
 
 
+def test_the_segments_of_an_agent_episode_share_an_episode_id():
+    eps = [episode([1, 2], [3]), episode([4, 5], [6]), episode([1, 2], [7]), episode([8], [9], group=1)]
+    eps[1].metadata["segment"] = 1  # the second segment of the first episode (its agent rewrote its history)
+    batch = collate(eps, PAD)
+    assert batch.episode_ids.tolist() == [1, 1, 2, 3] and batch.select([1, 3]).episode_ids.tolist() == [1, 3]
+    assert collate(EPISODES, PAD).episode_ids is None  # every row its own episode
+
+
 def test_collate_rejects_bad_episodes():
     with pytest.raises(BatchError, match="no episodes"):
         collate([], PAD)

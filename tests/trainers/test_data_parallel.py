@@ -154,22 +154,27 @@ def test_a_config_files_ray_section_sets_the_ray_settings():
     )
 
 
-def test_training_on_two_ranks_is_the_one_rank_run_and_resumes_exactly(ray_cluster, tmp_path):
+def test_training_on_two_ranks_with_a_generate_worker_is_the_one_rank_run_and_resumes_exactly(ray_cluster, tmp_path):
     """`rlvr train --ray --trainer-ranks 2`, three steps, stopped after step 2's checkpoint and
     resumed (new ranks take the checkpoint's weights and optimizer state): the rewards and the final
     weights are those of the uninterrupted single-process run (the ranks stay in step, the sampler
     gets rank 0's weights, and the resume goes on exactly: a resume that lost the optimizer state or
-    a rank's weights would leave Adam's bound far behind). `--sampler hf` (a `generate` rollout
-    worker: the subject is the ranks; vLLM on the workers: tests/trainers/test_ray_rollout.py)."""
+    a rank's weights would leave Adam's bound far behind). `--sampler hf`: the rollout worker samples
+    with `generate` on its own copy of the model, which takes the trainer's weights at every sync (the
+    sampler/trainer gap stays at float32 noise, one version per update) and evaluates the held-out
+    tasks (this was test_ray_rollout's test_workers_can_sample_with_hugging_face_generate, whose own
+    run of 2 workers cost 13 s more; vLLM on the workers: tests/trainers/test_ray_rollout.py)."""
     from tests.trainers.test_ray_rollout import train
 
-    settings = dict(ray=True, rollout_workers=1, trainer_ranks=2)  # train(): on the CPU
-    train(tmp_path / "ranks", **settings, sampler="hf", eval_tasks=0, steps=2, save_every=2)
-    ranks, summary, ranks_metrics = train(tmp_path / "ranks", **settings, sampler="hf", eval_tasks=0, resume=True)
-    one, _, one_metrics = train(tmp_path / "one", sampler="hf", eval_tasks=0)
+    settings = dict(ray=True, rollout_workers=1, trainer_ranks=2, sampler="hf", eval_tasks=4)  # train(): on the CPU
+    train(tmp_path / "ranks", **settings, steps=2, save_every=2)
+    ranks, summary, ranks_metrics = train(tmp_path / "ranks", **settings, resume=True)
+    one, _, one_metrics = train(tmp_path / "one", sampler="hf", eval_tasks=4)  # held-out tasks set the train seeds
     assert summary["start_step"] == 2 and [m["step"] for m in ranks_metrics] == [1, 2, 3]
     assert [m["reward_mean"] for m in ranks_metrics] == [m["reward_mean"] for m in one_metrics]
-    assert all(m["logprob_gap_max"] < 1e-4 for m in ranks_metrics)
+    assert all(m["logprob_gap_max"] < 1e-4 for m in ranks_metrics), [m["logprob_gap_max"] for m in ranks_metrics]
+    assert ranks.sampler.version == sum(not m.get("skipped") for m in ranks_metrics)  # one per update
+    assert summary["eval_after"]["tasks"] == 4
     for a, b in zip(trainable_parameters(ranks.models), trainable_parameters(one.models)):
         assert_adam_runs_agree(a, b, lr=1e-3, steps=3)  # train()'s lr and steps
 

@@ -232,6 +232,29 @@ def test_an_environment_error_propagates_and_replaces_nobody(pool, tmp_path):
     assert pool.replaced == replaced
 
 
+@pytest.mark.vllm
+def test_agents_play_on_the_workers_each_behind_a_gateway_of_its_own(pool):
+    """rlvr/Agent-v0 on the workers: each rollout worker serves its own agent gateway beside its sampler;
+    the groups come back in order, each episode holding its agent's two calls, token-exact and versioned."""
+    got = roll(
+        pool,
+        "rlvr/Agent-v0",
+        {"agent": "ray_test_envs:plan_then_answer", "timeout_s": 120},
+        seeds=range(60, 64),
+        group_size=2,
+        sampling=sampling(),
+        model_info=MODEL_INFO,
+        max_length=1024,
+        group_id_start=3,
+    )
+    assert [g.group_id for g in got] == [3, 4, 5, 6] and [g.task_id for g in got] == ["60", "61", "62", "63"]
+    for g in got:
+        assert len(g.episodes) == 2 and g.num_errors == 0
+        for ep in g.episodes:
+            assert ep.metadata["turns"] == 2 and ep.segment == 0
+            assert 0 in ep.loss_mask and len(ep.versions) == len(ep.completion_ids)  # the follow-up's tokens masked
+
+
 def test_a_worker_that_cannot_start_is_one_typed_error(ray_cluster, hf_spec, tmp_path):
     broken = dataclasses.replace(hf_spec, model=str(tmp_path / "no-model"))
     with pytest.raises(RolloutWorkerError, match="a rollout worker could not start"):
@@ -333,12 +356,3 @@ def test_rollout_workers_verify_on_the_verifier_workers_and_survive_losing_one(r
     finally:
         pool.close()
     assert verifier.closed
-
-
-def test_workers_can_sample_with_hugging_face_generate(ray_cluster, tmp_path):
-    """`--ray --sampler hf`: each worker samples with `generate` on its own copy of the model, which
-    takes the trainer's weights at every sync (the sampler/trainer gap stays at float32 noise)."""
-    trainer, summary, metrics = train(tmp_path, ray=True, sampler="hf", rollout_workers=2, steps=2, eval_tasks=4)
-    assert [m["step"] for m in metrics] == [1, 2]
-    assert all(m["logprob_gap_max"] < 1e-4 for m in metrics), [m["logprob_gap_max"] for m in metrics]
-    assert trainer.sampler.version == 2 and summary["eval_after"]["tasks"] == 4

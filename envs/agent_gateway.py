@@ -2,31 +2,24 @@
 
 Where it lives, and why. The gateway is a consumer of the `Sampler` protocol (`envs.sampler`), as
 `envs.rollout` is: it turns requests into prompt ids with the chat template (`envs.chat_template`),
-asks `sampler.generate` for completions, and records what was served (`envs.agent_calls.Call`).
+asks the sampler for completions (`envs.agent_engine`), and records what was served (`envs.agent_calls.Call`).
 It needs no trainer code and no torch: the trainer hands it the sampler it trains with (its
 `LocalSampler`, a vLLM or HF backend), as it hands one to the rollout, so the arrows stay
 trainers -> envs. fastapi and uvicorn are imported only when a gateway is built.
 
-How an agent becomes an environment (the plan for `AgentEnv`, not yet built). An `AgentEnv` is a
-`MultiTurnEnv` (a Gymnasium env, `gymnasium.make`-able, check_env-able) that also says it plays its
-own episodes: the user's `async def run(client, task) -> float | Verdict` drives the calls, not the
-rollout's turn loop. `envs.rollout` gets one branch: the episodes of such an env are played by
-`envs.agent_env.agent_rollout` (built: each agent runs with an `openai` client whose `base_url` is
-its episode's route, bounded by a timeout; a hung or failing agent is an `error` outcome, never a 0
-reward; the episode's calls become `segments` (`envs.agent_calls`) credited with its reward). The
-first segment is the group's `Episode` as any other; later segments (a rewritten history) are
-`Episode`s of the same group with `metadata["segment"]` >= 1, which group statistics (the baseline,
-the group's mean) must then count once per episode, not per segment: that is the only change the
-advantages need, and no algorithm changes otherwise. The sampler the gateway serves is the rollout's
-own (the `LocalSampler` that loads staged weights between engine calls: `--max-staleness K` works,
-and each call records the version it got; a Ray rollout worker starts a gateway of its own beside
-its sampler). Rejected: making the env a proxy that the rollout's turn loop samples for (reset
-returns the agent's first call's messages, step hands back the text): it keeps the rollout
+How an agent becomes an environment: `envs.agent_env.AgentEnv` (`rlvr/Agent-v0`), whose episodes
+`envs.rollout` hands to the env itself; it serves the rollout's own sampler here (a trainer's
+`LocalSampler`, which loads staged weights between engine calls: `--max-staleness K` works, and
+each call records the version it got; a Ray rollout worker serves a gateway of its own beside its
+sampler) and plays the agents (`envs.agent_play`). Later segments of an episode (a rewritten
+history) are `Episode`s of the same group with `segment` >= 1, which statistics and advantages
+count once per episode. Rejected: making the env a proxy that the rollout's turn loop samples for
+(reset returns the agent's first call's messages, step hands back the text): it keeps the rollout
 unchanged, but loses each call's own settings (`n`, `max_tokens`, `stop`, `tools`), cannot express a
 rewritten history, and needs every agent to open each group's copies with identical messages.
 
 The server. `AgentGateway(sampler, tokenizer).start()` serves on 127.0.0.1, a free port, in a
-thread of its own (uvicorn). Each episode has its own route: `open_episode()` returns an id, and
+thread of its own (uvicorn), with fastapi. Each episode has its own route: `open_episode()` returns an id, and
 `base_url(id)` = `http://127.0.0.1:PORT/episodes/ID/v1`, the `openai` client's `base_url`: calls of
 concurrent episodes never mix, and a call to an unknown or closed episode is a 404. Routes:
 - `POST .../v1/chat/completions`: `messages` (and `tools`, passed to the chat template) -> prompt

@@ -1,5 +1,5 @@
 """Environments for tests/trainers/test_ray_rollout.py, made inside Ray rollout workers by module name
-(`ray_test_envs:test/DiesOnce-v0`)."""
+(`ray_test_envs:test/DiesOnce-v0`), and an agent they load the same way (`ray_test_envs:plan_then_answer`)."""
 
 from __future__ import annotations
 
@@ -59,3 +59,15 @@ class VerifiesInSandbox(ArithmeticEnv):
 
 
 gymnasium.register(id="test/VerifiesInSandbox-v0", entry_point=VerifiesInSandbox)
+
+
+async def plan_then_answer(client, task):
+    """A two-call agent (`rlvr/Agent-v0`): an answer, then a follow-up in the same conversation."""
+    messages = list(task.prompt)
+    plan = await client.chat.completions.create(model="policy", messages=messages)
+    messages += [
+        {"role": "assistant", "content": plan.choices[0].message.content},
+        {"role": "user", "content": "Now give only the final answer, in \\boxed{}."},
+    ]
+    answer = await client.chat.completions.create(model="policy", messages=messages)
+    return answer.choices[0].message.content

@@ -75,6 +75,10 @@ COVERAGE: dict[str, str] = {
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 "
     "--model tiny --tasks 50": f"{HERE}::test_count_letters_eval",
+    # as written, from a folder holding the README's my_agent.py; slow (the agent's learning test)
+    "python -m rlvr train --env rlvr/Agent-v0 --env-arg agent=my_agent:plan_then_answer --max-staleness 1 "
+    "--steps 20 --warmup-steps 5 --max-tokens 12 --eval-tasks 400 --out runs/agent": "tests/test_readme_agents.py::"
+    "test_the_readme_agent_trains_as_written_and_learns",
 }
 
 

@@ -10,8 +10,9 @@ sampler's output for one task may depend on the other tasks in its call (a batch
 shared random stream, padding, float32 batch numerics: batched matmuls are not batch-invariant),
 so a task is exactly reproducible only as part of the very same call. Hence a chunk's lines are
 kept only when they are exactly what sampling it whole wrote: every group of the chunk, each with
-all its episodes, each line carrying this chunk's bounds, and no `error` among them (a grader
-outage is no answer; its chunk is sampled again). Anything else (a stop inside the chunk's write,
+all its episodes (an agent episode's later segments are lines of their own, not episodes), each
+line carrying this chunk's bounds, and no `error` among them (a grader outage is no answer; its
+chunk is sampled again). Anything else (a stop inside the chunk's write,
 a torn last line, a chunk sampled with other bounds by a run with fewer tasks, an error) sends the
 whole chunk back to be sampled again, with the same call the uninterrupted run makes. The
 resumed run's episodes are then those of an uninterrupted run, on any hardware where a call is
@@ -106,7 +107,7 @@ def load_whole_chunks(
 
     def whole(start: int, stop: int) -> bool:
         groups = [by_group.get(g, []) for g in range(start, stop)]
-        return all(len(lines) == group_size for lines in groups) and all(
+        return all(sum(_segment(r) == 0 for r in lines) == group_size for lines in groups) and all(
             r.get(CHUNK) == [start, stop] and r["outcome"] != Outcome.ERROR.value for lines in groups for r in lines
         )
 
@@ -117,6 +118,11 @@ def load_whole_chunks(
         _rewrite(path, keep)
     ours = {g for start, stop in chunks for g in range(start, stop)} - dropped
     return [r for r in keep if int(r["group_id"]) in ours], redo
+
+
+def _segment(record: dict[str, Any]) -> int:
+    """The line's `Episode.segment`: 0 for an episode's first (or only) training sequence."""
+    return int((record.get("metadata") or {}).get("segment", 0))
 
 
 def sort_by_group(path: str | os.PathLike) -> None:

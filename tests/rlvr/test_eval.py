@@ -175,6 +175,19 @@ def test_log_resumes_by_whole_chunks(tmp_path):
         assert read_records(path) == whole[4:], case
 
 
+def test_an_agent_episodes_segments_are_lines_of_one_episode(tmp_path):
+    """An agent that rewrote its history leaves two lines for one episode: the group is whole with G
+    episodes, whatever their segments; summaries count the episode once."""
+    path = tmp_path / "episodes.jsonl"
+    lines = chunk_lines(0, 1)
+    second = {**lines[0], "metadata": {**lines[0]["metadata"], "segment": 1}}
+    append_records(path, [lines[0], second, lines[1]])
+    assert load_whole_chunks(path, [(0, 1)], 2) == ([lines[0], second, lines[1]], [])
+    episodes = [episode_from_record(r) for r in read_records(path)]
+    s = summarize(episodes, [1], env_id="rlvr/Agent-v0", env_args={}, model="tiny")
+    assert (s["tasks"], s["episodes"], s["outcomes"]["correct"]) == (1, 2, 2)
+
+
 def test_log_keeps_the_lines_of_a_longer_run(tmp_path):
     """Groups past this run's chunks (a run with more tasks wrote them) stay in the file untouched,
     for a later run to judge, and are not this run's records; `sort_by_group` puts a chunk sampled

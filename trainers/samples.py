@@ -7,7 +7,9 @@ else the first group; its best episode (highest reward, the first on a tie) and 
 reward, the last on a tie). A group with a reward spread is the one the update learns from, and
 its best and worst show what the step pushes toward and away from. Error episodes are left out
 while any episode is valid (an error is no answer of the model's); a step of errors alone shows
-its first error. Chosen by group id, never by chance: a resumed run shows the same samples.
+its first error. An agent episode of several segments (`Episode.segment`) is shown by its last,
+the conversation that gave its answer. Chosen by group id, never by chance: a resumed run shows
+the same samples.
 
 A sample's text is the tokenizer's decoding of the exact token ids (special tokens kept, as
 `rlvr eval`'s episode lines): the file holds what the model saw and wrote. The console line
@@ -54,7 +56,8 @@ class Sample:
 def pick(episodes: Sequence[Any]) -> list[tuple[str, Any]]:
     """(rank, episode) pairs to show: the best and the worst of the chosen group (see the module
     docstring); one pair when the group has one episode; none when there are no episodes."""
-    valid = [ep for ep in episodes if not ep.is_error]
+    last = [ep for ep in episodes if ep.segment == int(ep.metadata.get("segments", 1)) - 1]
+    valid = [ep for ep in last if not ep.is_error]
     pool = valid or list(episodes)[:1]
     if not pool:
         return []

@@ -53,6 +53,14 @@ def test_pick_takes_best_and_worst_of_the_first_group_with_a_reward_spread():
     assert pick([]) == []
 
 
+def test_an_agent_episode_is_shown_by_its_last_segment():
+    planner, solver = episode(0, 1.0, tag="planner"), episode(0, 1.0, tag="solver")
+    planner.metadata.update(segment=0, segments=2)
+    solver.metadata.update(segment=1, segments=2)
+    other = episode(0, 0.0, "incorrect", "other")
+    assert tags(pick([planner, solver, other])) == [("best", "solver"), ("worst", "other")]
+
+
 def test_pick_leaves_errors_out_unless_there_is_nothing_else():
     error = episode(0, 0.0, "error", "err")
     assert tags(pick([error, episode(1, 0.0, "incorrect", "i"), episode(1, 1.0, tag="c")])) == [

@@ -117,7 +117,9 @@ class AgentGateway:
         self._driver = EngineDriver(self.sampler, quiet=self._quiet)
         if engine_thread:
             self._driver.start()
-        config = uvicorn.Config(self._app(), host=self.host, port=self.port, log_level="warning", lifespan="off")
+        config = uvicorn.Config(
+            self._app(), host=self.host, port=self.port, log_level="warning", lifespan="off", access_log=False
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="rlvr-agent-gateway", daemon=True)
         self._thread.start()

@@ -33,10 +33,12 @@ entry_point="rlvr.envs.agent_env:AgentEnv", kwargs={"agent": "me.agents:plan"})`
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
 import inspect
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -66,11 +68,7 @@ def load_agent(agent: Agent | str | None) -> Agent:
             raise EnvArgumentError(f"agent must be 'module:function' or 'file.py:function', got {agent!r}")
         try:
             if where.endswith(".py"):
-                spec = importlib.util.spec_from_file_location(f"rlvr_agent_{Path(where).stem}", where)
-                if spec is None or spec.loader is None or not Path(where).is_file():
-                    raise FileNotFoundError(f"no file {where}")
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
+                module = _load_file(Path(where))
             else:
                 module = importlib.import_module(where)
             agent = getattr(module, name)
@@ -79,6 +77,24 @@ def load_agent(agent: Agent | str | None) -> Agent:
     if not inspect.iscoroutinefunction(agent):
         raise EnvArgumentError(f"agent must be an async function, async def run(client, task); got {agent!r:.80}")
     return agent
+
+
+def _load_file(path: Path) -> Any:
+    """The module of a file, loaded once (a rollout makes its env anew each call, and a module's
+    top level should not run each time): kept in `sys.modules` under a name made from its path."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no file {path}")
+    path = path.resolve()
+    name = f"rlvr_agent_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
 
 
 def _plain(value: Any) -> Any:

@@ -63,6 +63,7 @@ def test_the_agent_is_named_by_module_or_file(tmp_path):
     assert load_agent("tests.envs.test_agent_env:plan_then_answer") is plan_then_answer
     (tmp_path / "my_agent.py").write_text("async def run(client, task):\n    return 1.0\n")
     assert load_agent(f"{tmp_path}/my_agent.py:run").__name__ == "run"
+    assert load_agent(f"{tmp_path}/my_agent.py:run") is load_agent(f"{tmp_path}/my_agent.py:run")  # loaded once
     for bad, says in [
         ("plan_then_answer", "must be 'module:function'"),
         ("tests.envs.test_agent_env:missing", "AttributeError"),

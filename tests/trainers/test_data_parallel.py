@@ -59,6 +59,7 @@ def test_two_ranks_make_the_update_of_one(ray_cluster, case):
 
     cfg = TrainConfig.from_dict(dict(RANKS, tasks_per_step=3, group_size=4, temperature=0.8, **CASES[case]))
     algo, models, t = step_tensors(cfg)
+    before = [p.detach().clone() for p in trainable_parameters(models)]
     alone = copy.deepcopy(models)
     one = run_update(alone, build_optimizer(cfg, alone), algo, cfg, t, shuffle_seed=5)
 
@@ -71,7 +72,6 @@ def test_two_ranks_make_the_update_of_one(ray_cluster, case):
         (other,) = ranks.weights()
     finally:
         ranks.close()
-    before = trainable_parameters(step_tensors(cfg)[1])
     tokens = int(t.batch.loss_mask.sum())
     for a, b, c, start in zip(trainable_parameters(models), trainable_parameters(alone), other, before):
         assert not torch.equal(a, start)  # the update moved it

@@ -74,19 +74,6 @@ def test_staleness_0_through_the_producer_is_the_synchronous_loop(tmp_path):
     assert not producer_threads()
 
 
-def test_staleness_1_trains_on_tokens_at_most_one_update_old(tmp_path):
-    trainer = run(config(tmp_path, max_staleness=1, steps=6))
-    assert trainer.sampler.inner.track_versions  # each token's version, not its sample's last one
-    records = rows(tmp_path)
-    assert [r["step"] for r in records] == list(range(1, 7))
-    assert all(r["staleness_max"] <= 1 for r in records)
-    assert any(r["staleness_1_frac"] > 0 for r in records)  # the producer did run ahead
-    for r in records:  # decoupled PPO's correction and its metrics, every step
-        assert r["staleness_0_frac"] + r["staleness_1_frac"] == pytest.approx(1.0)
-        assert 0 < r["is_ess"] <= 1 and r["is_weight_mean"] > 0 and "time_waiting" in r
-    assert not producer_threads()
-
-
 def test_weights_loaded_mid_sample_tag_each_token_with_its_version(model_dir, tokenizer, request):
     """A partial rollout: the engine takes new weights between two of its steps, and the tokens of
     one sample record which weights sampled them."""
@@ -117,7 +104,11 @@ def test_weights_loaded_mid_sample_tag_each_token_with_its_version(model_dir, to
         assert k >= 2 and s.versions == (0,) * k + (5,) * (len(s.token_ids) - k)
 
 
-def test_a_failing_producer_stops_the_run_with_a_checkpoint_to_resume_from(tmp_path):
+def test_staleness_1_trains_on_tokens_at_most_one_update_old_and_a_failing_producer_stops_the_run_to_resume(tmp_path):
+    """A producer that fails a few steps in stops the run with its last finished step saved, and `--resume` goes
+    on to the end. Both runs at staleness 1, whose steps (1-5, either run's) show that every token trained on is
+    at most one update old, its version recorded per token, and some are (the producer ran ahead): one run
+    checked for both properties, where test_staleness_1_trains_on_tokens_at_most_one_update_old had its own."""
     trainer = Trainer(config(tmp_path, max_staleness=1, steps=5))
     polls = {"n": 0}
     real_poll = trainer.sampler.inner.poll
@@ -138,7 +129,15 @@ def test_a_failing_producer_stops_the_run_with_a_checkpoint_to_resume_from(tmp_p
     assert 1 <= finished < 5 and not producer_threads()
     assert (tmp_path / "checkpoints" / f"step-{finished:08d}").is_dir()  # the last finished step, saved
     resumed = run(config(tmp_path, max_staleness=1, steps=5, resume=True))
-    assert resumed.step == 5 and [r["step"] for r in rows(tmp_path)] == list(range(1, 6))
+    records = rows(tmp_path)
+    assert resumed.step == 5 and [r["step"] for r in records] == list(range(1, 6))
+    assert resumed.sampler.inner.track_versions  # each token's version, not its sample's last one
+    assert all(r["staleness_max"] <= 1 for r in records)
+    assert any(r["staleness_1_frac"] > 0 for r in records), [r["staleness_1_frac"] for r in records]  # ran ahead
+    for r in records:  # decoupled PPO's correction and its metrics, every step
+        assert r["staleness_0_frac"] + r["staleness_1_frac"] == pytest.approx(1.0)
+        assert 0 < r["is_ess"] <= 1 and r["is_weight_mean"] > 0 and "time_waiting" in r
+    assert not producer_threads()
 
 
 def test_ctrl_c_leaves_no_thread_and_no_request(tmp_path, monkeypatch):

@@ -36,7 +36,7 @@ import asyncio
 import functools
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,22 @@ from rlvr.verifiers.verdict import Outcome, Verdict
 
 Agent = Callable[[Any, Task], Awaitable[Any]]  # async def run(client, task) -> float | Verdict | str
 Grader = Callable[[str], Verdict]  # a final answer's verdict
+
+
+HELPER_THREADS = 8
+
+
+class HelperThreads(ThreadPoolExecutor):
+    """Threads shared by every agent's event loop for its blocking helpers (`asyncio.to_thread`: the
+    openai client computes its platform headers so, once per client): a loop's own pool would start a
+    thread for each agent, 5 ms each on a busy machine. A loop shuts its default executor down when
+    it ends; this one stays up until `close()`."""
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Kept up when an agent's loop ends (see the class docstring)."""
+
+    def close(self) -> None:
+        super().shutdown(wait=False)
 
 
 @dataclass(frozen=True)
@@ -85,15 +101,19 @@ def play_agent(
     timeout_s: float = 300.0,
     grade: Grader | None = None,
     slot: int = 0,
+    helpers: Executor | None = None,
 ) -> AgentResult:
     """Run `agent` on `task` against a fresh episode of `gateway` (opened with `slot`), bounded by
-    `timeout_s`; a string it returns is graded by `grade`."""
+    `timeout_s`; a string it returns is graded by `grade`. `helpers`: the threads the agent's event
+    loop runs blocking helpers on (`HelperThreads`); None: a pool of the loop's own."""
     import openai  # the client the agent is given; only an agent episode needs it
 
     episode = gateway.open_episode(slot)
     box: dict[str, Any] = {}
 
     async def run() -> None:
+        if helpers is not None:
+            asyncio.get_running_loop().set_default_executor(helpers)
         # Plain HTTP on localhost: no TLS, so no certificate store to load (40-60 ms a client otherwise).
         http = openai.DefaultAsyncHttpxClient(verify=False)
         async with openai.AsyncOpenAI(
@@ -185,6 +205,7 @@ def agent_rollout(
     episodes."""
     if group_size < 1 or max_concurrency < 1:
         raise ValueError(f"group_size and max_concurrency must be >= 1, got {group_size}, {max_concurrency}")
+    helpers = HelperThreads(HELPER_THREADS, thread_name_prefix="rlvr-agent-helpers")
     with ThreadPoolExecutor(max_concurrency, thread_name_prefix="rlvr-agents") as pool:
         futures = [
             [
@@ -196,6 +217,7 @@ def agent_rollout(
                     timeout_s=timeout_s,
                     grade=None if grade is None else functools.partial(grade, task),
                     slot=i * group_size + j,
+                    helpers=helpers,
                 )
                 for j in range(group_size)
             ]
@@ -203,6 +225,7 @@ def agent_rollout(
         ]
         gateway.drive(lambda: all(f.done() for group in futures for f in group))
         results = [[f.result() for f in group] for group in futures]
+    helpers.close()
     if gateway.engine_failure is not None:
         raise gateway.engine_failure
     return [

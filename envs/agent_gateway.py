@@ -29,7 +29,9 @@ concurrent episodes never mix, and a call to an unknown or closed episode is a 4
 - `POST .../v1/completions`: `prompt`, a string (tokenized without special tokens) or a list of
   token ids (taken as they are); the same settings.
 - `GET .../v1/models`: the one model, `model_name` (any `model` a request names is accepted).
-Streaming, tool-call parsing into `tool_calls` and `logprobs` in the answer are not served yet.
+`stream: true` gets the whole answer as server-sent events once it is sampled (the OpenAI chunk
+format, `envs.agent_responses`), so clients that stream work; tokens are not sent as they are
+sampled. Tool-call parsing into `tool_calls` and `logprobs` in the answer are not served yet.
 
 Prompt ids, token-exact. A chat call whose messages are an earlier call's messages, then that
 call's answer as an assistant message (content unchanged, no tool calls), then new messages, with
@@ -63,6 +65,7 @@ from typing import Any
 
 from rlvr.envs.agent_calls import Call
 from rlvr.envs.agent_engine import EngineClosedError, EngineDriver
+from rlvr.envs.agent_responses import response, stream_events
 from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
 from rlvr.envs.core import EnvError
 from rlvr.envs.rollout import TURN_SEED_STRIDE
@@ -207,14 +210,14 @@ class AgentGateway:
     # ---- serving -----------------------------------------------------------------------------
     def _app(self) -> Any:
         from fastapi import Body, FastAPI
-        from fastapi.responses import JSONResponse
+        from fastapi.responses import JSONResponse, Response, StreamingResponse
 
         app = FastAPI(title="rlvr agent gateway")
 
         def error(status: int, message: str, kind: str) -> JSONResponse:
             return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
 
-        async def serve(episode_id: str, body: dict[str, Any], chat: bool) -> JSONResponse:
+        async def serve(episode_id: str, body: dict[str, Any], chat: bool) -> Response:
             try:
                 self.calls(episode_id)
             except GatewayError as e:
@@ -233,6 +236,9 @@ class AgentGateway:
                 return error(503, str(e), "service_unavailable")
             finally:
                 self._asks(episode_id, -1)
+            if body.get("stream"):  # the whole answer as server-sent events (`envs.agent_responses`)
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return StreamingResponse(iter(stream_events(answer, include_usage)), media_type="text/event-stream")
             return JSONResponse(answer)
 
         # The handlers' annotations are strings (`from __future__ import annotations`) that FastAPI
@@ -287,7 +293,7 @@ class AgentGateway:
         ]
         with self._lock:
             self._known(episode_id).extend(calls)
-        return _response(calls, self.model_name, asked.chat)
+        return response(calls, self.model_name, asked.chat)
 
     def _call(
         self,
@@ -400,33 +406,3 @@ def _sampling(body: dict[str, Any], defaults: SamplingSettings, seed_offset: int
         )
     except (TypeError, ValueError) as e:
         raise _BadRequest(str(e)) from None
-
-
-def _response(calls: list[Call], model: str, chat: bool) -> dict[str, Any]:
-    prompt_tokens = len(calls[0].prompt_ids)
-    completion_tokens = sum(len(c.completion_ids) for c in calls)
-    choices = []
-    for i, c in enumerate(calls):
-        if chat:
-            choices.append(
-                {
-                    "index": i,
-                    "message": {"role": "assistant", "content": c.text},
-                    "finish_reason": str(c.finish_reason),
-                    "logprobs": None,
-                }
-            )
-        else:
-            choices.append({"index": i, "text": c.text, "finish_reason": str(c.finish_reason), "logprobs": None})
-    return {
-        "id": f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}",
-        "object": "chat.completion" if chat else "text_completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": choices,
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }

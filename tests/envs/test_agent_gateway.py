@@ -142,6 +142,26 @@ def test_n_max_tokens_greedy_and_the_completions_route(gateway, tokenizer):
     assert text.choices[0].text == calls[3].text and len(calls[3].completion_ids) <= 3
 
 
+async def streams(client: openai.AsyncOpenAI, messages: list[dict]):
+    chat = await client.chat.completions.create(
+        model="m", messages=messages, n=2, max_tokens=5, stream=True, stream_options={"include_usage": True}
+    )
+    chunks = [c async for c in chat]
+    text = await client.completions.create(model="m", prompt="1 + 1 =", max_tokens=3, stream=True)
+    return chunks, [c async for c in text]
+
+
+def test_a_streamed_answer_is_the_recorded_text(gateway):
+    episode, (chat, text) = run_agent(gateway, streams, ArithmeticEnv().make_task(4).prompt)
+    calls = gateway.close_episode(episode)
+    for i in (0, 1):
+        deltas = [ch.delta for c in chat for ch in c.choices if ch.index == i]
+        assert "".join(d.content or "" for d in deltas) == calls[i].text
+        assert [ch.finish_reason for c in chat for ch in c.choices if ch.index == i][-1] == str(calls[i].finish_reason)
+    assert chat[-1].usage.completion_tokens == len(calls[0].completion_ids) + len(calls[1].completion_ids)
+    assert "".join(ch.text for c in text for ch in c.choices) == calls[2].text
+
+
 def test_episodes_are_apart_and_bad_requests_are_one_clear_error(gateway):
     a, b = gateway.open_episode(), gateway.open_episode()
     assert gateway.base_url(a) != gateway.base_url(b)

@@ -43,7 +43,8 @@ class Call:
     """One answered completion, as the gateway served it. `version`: the policy version of the
     sampler's weights when it answered (None: not tracked); `versions`: per completion token, when the
     sampler tags them (weights changing mid-sample); `messages`/`tools`: the chat request that built
-    the prompt (None for `/v1/completions`); `text`: what the agent was sent back."""
+    the prompt (None for `/v1/completions`); `text`: what the agent was sent back as content, and
+    `tool_calls` the tool calls read from the completion (`envs.agent_responses.split_tool_calls`)."""
 
     prompt_ids: tuple[int, ...]
     completion_ids: tuple[int, ...]
@@ -54,6 +55,7 @@ class Call:
     text: str = ""
     messages: tuple[dict, ...] | None = None
     tools: tuple[dict, ...] | None = None
+    tool_calls: tuple[dict, ...] = ()  # the calls read from the completion, as the agent was sent them
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "finish_reason", FinishReason(self.finish_reason))

@@ -49,6 +49,7 @@ from rlvr.envs.core import SingleTurnEnv, Task
 from rlvr.envs.registry import EnvArgumentError, make
 from rlvr.envs.rollout import Group
 from rlvr.envs.sampler import Sampler, SamplingSettings, Tokenizer
+from rlvr.envs.tools import get_parser
 from rlvr.verifiers.verdict import Verdict
 
 
@@ -120,6 +121,7 @@ class AgentEnv(SingleTurnEnv):
         task_args: Mapping[str, Any] | None = None,
         timeout_s: float = 300.0,
         max_concurrency: int = 256,
+        tool_format: str = "hermes",
         render_mode: str | None = None,
     ):
         super().__init__(render_mode=render_mode)
@@ -127,6 +129,7 @@ class AgentEnv(SingleTurnEnv):
             raise ValueError(f"timeout_s must be > 0 and max_concurrency >= 1, got {timeout_s}, {max_concurrency}")
         self.agent = load_agent(agent)
         self.timeout_s, self.max_concurrency = float(timeout_s), int(max_concurrency)
+        self.tool_format = get_parser(tool_format).name  # how the model writes tool calls (envs.tools)
         self.task_env = make(tasks, disable_env_checker=True, **dict(task_args or {}))
         inner = self.task_env.unwrapped
         if not isinstance(inner, SingleTurnEnv) or inner.kind != SingleTurnEnv.kind:
@@ -185,7 +188,9 @@ class AgentEnv(SingleTurnEnv):
                     "max_length": max_length,
                 }
             )
-        gateway = AgentGateway(sampler, tokenizer, defaults=sampling, max_length=max_length)
+        gateway = AgentGateway(
+            sampler, tokenizer, defaults=sampling, max_length=max_length, tool_format=self.tool_format
+        )
         gateway.start(engine_thread=False)  # the engine runs in this thread (envs.agent_engine)
         try:
             return agent_rollout(

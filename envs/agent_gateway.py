@@ -31,10 +31,12 @@ concurrent episodes never mix, and a call to an unknown or closed episode is a 4
 - `GET .../v1/models`: the one model, `model_name` (any `model` a request names is accepted).
 `stream: true` gets the whole answer as server-sent events once it is sampled (the OpenAI chunk
 format, `envs.agent_responses`), so clients that stream work; tokens are not sent as they are
-sampled. Tool-call parsing into `tool_calls` and `logprobs` in the answer are not served yet.
+sampled. With `tools`, the completion's tool calls are read into `message.tool_calls`
+(`envs.agent_responses`; the model family's format is `tool_format`, Hermes by default). `logprobs`
+in the answer are not served.
 
 Prompt ids, token-exact. A chat call whose messages are an earlier call's messages, then that
-call's answer as an assistant message (content unchanged, no tool calls), then new messages, with
+call's answer as an assistant message (its content and tool calls unchanged), then new messages, with
 the same tools, gets that call's prompt ids + completion ids + the template's tokens for the new
 messages (`envs.chat_template.reply_ids`: the end of the model's turn when it did not emit eos, the
 new messages, the generation prompt), exactly as `envs.rollout` builds a multi-turn episode; the
@@ -65,11 +67,12 @@ from typing import Any
 
 from rlvr.envs.agent_calls import Call
 from rlvr.envs.agent_engine import EngineClosedError, EngineDriver
-from rlvr.envs.agent_responses import response, stream_events
+from rlvr.envs.agent_responses import response, same_tool_calls, split_tool_calls, stream_events
 from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
 from rlvr.envs.core import EnvError
 from rlvr.envs.rollout import TURN_SEED_STRIDE
 from rlvr.envs.sampler import Sample, Sampler, SamplingSettings, Tokenizer
+from rlvr.envs.tools import ToolCallParser, get_parser
 
 DEFAULT_MAX_TOKENS = 256  # OpenAI's endpoints leave it to the server: this one's default
 START_TIMEOUT_S = 30.0
@@ -97,10 +100,12 @@ class AgentGateway:
         port: int = 0,
         defaults: SamplingSettings | None = None,
         max_length: int | None = None,
+        tool_format: str | ToolCallParser = "hermes",
     ):
         self.sampler, self.tokenizer = sampler, tokenizer
         self.model_name, self.host, self.port = model_name, host, port
         self.defaults = defaults or SamplingSettings(max_tokens=DEFAULT_MAX_TOKENS)
+        self.parser = get_parser(tool_format)  # reads the tool calls of a chat request with `tools`
         # a call's prompt plus max_tokens must fit: the rollout's bound, else the sampler's context
         self.max_length = max_length if max_length is not None else getattr(sampler, "max_model_len", None)
         self._episodes: dict[str, list[Call]] = {}
@@ -307,6 +312,7 @@ class AgentGateway:
         text = self.tokenizer.decode(list(sample.token_ids), skip_special_tokens=True)
         cuts = [text.find(s) for s in stop if s and s in text]
         text = text[: min(cuts)] if cuts else text  # OpenAI's answer leaves the stop string out
+        text, tool_calls = split_tool_calls(text, self.parser) if tools else (text, ())
         return Call(
             prompt_ids=tuple(prompt_ids),
             completion_ids=tuple(sample.token_ids),
@@ -317,11 +323,15 @@ class AgentGateway:
             text=text,
             messages=None if messages is None else tuple(messages),
             tools=None if tools is None else tuple(tools),
+            tool_calls=tool_calls,
         )
 
     def _chat_prompt(self, episode_id: str, messages: list[dict], tools: list[dict] | None) -> list[int]:
         """Prompt ids for a chat call: an earlier call's ids extended when the messages continue it
-        (module docstring), else the chat template's rendering of the whole conversation."""
+        (module docstring), else the chat template's rendering of the whole conversation. The
+        template lists `tools` when the tool format is one it renders (Hermes), not for one the
+        prompt teaches itself (markdown), as `envs.tool_env` does."""
+        listed = tools if self.parser.renders_tools else None
         for call in reversed(self.calls(episode_id)):
             if (
                 call.messages is None
@@ -330,16 +340,16 @@ class AgentGateway:
             ):
                 continue
             k = len(call.messages)
-            if len(messages) <= k + 1 or list(call.messages) != messages[:k] or not _is_answer(messages[k], call.text):
+            if len(messages) <= k + 1 or list(call.messages) != messages[:k] or not _is_answer(messages[k], call):
                 continue
-            answered = list(call.messages) + [{"role": "assistant", "content": call.text}]
+            answered = list(call.messages) + [messages[k]]  # rendered only to find where the new messages start
             ended = bool(call.completion_ids) and call.completion_ids[-1] == self.tokenizer.eos_token_id
             try:
-                extra = reply_ids(self.tokenizer, answered, messages[k + 1 :], ended, tools)
+                extra = reply_ids(self.tokenizer, answered, messages[k + 1 :], ended, listed)
             except TemplateError:
                 break  # no prefix property: render whole
             return list(call.prompt_ids) + list(call.completion_ids) + extra
-        return template_ids(self.tokenizer, messages, True, tools)
+        return template_ids(self.tokenizer, messages, True, listed)
 
     def _completion_prompt(self, prompt: Any) -> list[int]:
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
@@ -351,13 +361,13 @@ class AgentGateway:
         raise _BadRequest("prompt must be one non-empty string or one non-empty list of token ids")
 
 
-def _is_answer(message: Any, text: str) -> bool:
-    """Whether `message` is the assistant's answer `text`, unchanged and without tool calls."""
+def _is_answer(message: Any, call: Call) -> bool:
+    """Whether `message` is the answer `call` was sent back, unchanged: its content and tool calls."""
     return (
         isinstance(message, dict)
         and message.get("role") == "assistant"
-        and message.get("content") == text
-        and not message.get("tool_calls")
+        and (message.get("content") or "") == call.text
+        and same_tool_calls(message.get("tool_calls"), call.tool_calls)
     )
 
 

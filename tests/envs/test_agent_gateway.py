@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import gymnasium as gym
 import openai
@@ -160,6 +161,52 @@ def test_a_streamed_answer_is_the_recorded_text(gateway):
         assert [ch.finish_reason for c in chat for ch in c.choices if ch.index == i][-1] == str(calls[i].finish_reason)
     assert chat[-1].usage.completion_tokens == len(calls[0].completion_ids) + len(calls[1].completion_ids)
     assert "".join(ch.text for c in text for ch in c.choices) == calls[2].text
+
+
+PYTHON_TOOL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "python",
+            "description": "Run Python code and see what it prints.",
+            "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]},
+        },
+    }
+]
+
+
+async def calls_the_tool(client: openai.AsyncOpenAI, messages: list[dict], seed: int):
+    """A tool-using agent: the model's call, the tool's answer, the model's next turn."""
+    first = await client.chat.completions.create(
+        model="m", messages=messages, tools=PYTHON_TOOL, max_tokens=60, seed=seed
+    )
+    said = first.choices[0].message
+    answers = [{"role": "tool", "tool_call_id": c.id, "content": "42"} for c in said.tool_calls or []]
+    history = [*messages, said.model_dump(exclude_none=True), *answers]
+    second = await client.chat.completions.create(model="m", messages=history, tools=PYTHON_TOOL, max_tokens=8)
+    return first, second
+
+
+def test_tool_calls_are_sent_as_tool_calls_and_answering_them_continues_the_episode(hf_sampler, tokenizer):
+    """The tiny model writes its python tool calls as markdown blocks (`tool_format="markdown"`): the
+    agent gets them as `tool_calls`, sends them back with the tool's answers, and the next call
+    extends the episode's token ids (one segment), as a turn-based tool rollout would."""
+    messages, _ = gym.make("rlvr/PythonTool-v0").reset(seed=1)
+    with AgentGateway(hf_sampler, tokenizer, tool_format="markdown") as g:
+        for seed in range(16):  # a sample that makes a readable call (16 of 16 measured)
+            episode, (first, second) = run_agent(g, calls_the_tool, messages, seed)
+            calls = g.close_episode(episode)
+            if first.choices[0].message.tool_calls:
+                break
+    (call,) = first.choices[0].message.tool_calls
+    assert first.choices[0].finish_reason == "tool_calls" and call.function.name == "python"
+    assert json.loads(call.function.arguments)["code"] and calls[0].tool_calls[0]["id"] == call.id
+    (segment,) = segments(calls)  # the tool's answer extended the model's turn: one segment
+    assert segment.calls == (0, 1) and 0 in segment.loss_mask
+    assert list(calls[1].prompt_ids[: len(calls[0].prompt_ids) + len(calls[0].completion_ids)]) == [
+        *calls[0].prompt_ids,
+        *calls[0].completion_ids,
+    ]
 
 
 def test_episodes_are_apart_and_bad_requests_are_one_clear_error(gateway):

@@ -41,6 +41,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from rlvr.envs.core import EnvError
+from rlvr.envs.rollout import checked_generate
 from rlvr.envs.sampler import RequestSampler, Sampler, SamplingSettings
 
 GATHER_S = 0.02  # an idle engine starts when no call has come for this long...
@@ -141,24 +142,23 @@ class EngineDriver:
         except BaseException as e:  # noqa: BLE001 - kept and re-raised by the rollout
             with self._cv:
                 self.failure = e
-                failed = [*(taken or []), *self._pending, *self._in_engine.values()]
-                self._pending, self._in_engine = [], {}
-            for req in failed:
-                if not req.future.done():
-                    req.future.set_exception(self._refusal())
-            if self._continuous:
-                with contextlib.suppress(Exception):  # the engine that just failed may fail again
-                    self.sampler.cancel()
+            self._fail_waiting(taken)
         finally:
             if self._closed:
-                with self._cv:
-                    left, self._pending = [*self._pending, *self._in_engine.values()], []
-                    self._in_engine = {}
-                for req in left:
-                    if not req.future.done():
-                        req.future.set_exception(self._refusal())
-                if self._continuous and self.failure is None and left:
-                    self.sampler.cancel()
+                self._fail_waiting([])
+
+    def _fail_waiting(self, taken: list[_Request]) -> None:
+        """Fail every call not answered (`taken` too: those the failed engine call held) with the
+        refusal, and drop the engine's requests."""
+        with self._cv:
+            left = [*taken, *self._pending, *self._in_engine.values()]
+            self._pending, self._in_engine = [], {}
+        for req in left:
+            if not req.future.done():
+                req.future.set_exception(self._refusal())
+        if self._continuous and left:
+            with contextlib.suppress(Exception):  # an engine that just failed may fail again
+                self.sampler.cancel()
 
     def _step(self, taken: list[_Request]) -> None:
         for req in taken:
@@ -171,20 +171,21 @@ class EngineDriver:
         for key, samples in finished:
             req = self._in_engine.pop(key, None)
             if req is not None:
+                if len(samples) != req.n:
+                    raise RuntimeError(f"the sampler returned {len(samples)} samples for n={req.n}")
                 req.future.set_result((samples, version))
 
     def _generate(self, taken: list[_Request]) -> None:
-        batches: dict[tuple[int, SamplingSettings], list[_Request]] = defaultdict(list)
+        shared: dict[tuple[int, SamplingSettings], list[_Request]] = defaultdict(list)
+        alone = []  # a seeded call's samples must not depend on what else was in flight
         for req in taken:
             if req.sampling.seed is None:
-                batches[(req.n, req.sampling)].append(req)
-            else:  # alone: a seeded call's samples must not depend on what else was in flight
-                batches[(req.n, req.sampling, id(req))].append(req)  # type: ignore[index]
-        for (n, sampling, *_), reqs in batches.items():
-            out = self.sampler.generate([r.prompt_ids for r in reqs], n, sampling)
+                shared[(req.n, req.sampling)].append(req)
+            else:
+                alone.append([req])
+        for reqs in [*shared.values(), *alone]:
+            n, sampling = reqs[0].n, reqs[0].sampling
+            out = checked_generate(self.sampler, [r.prompt_ids for r in reqs], n, sampling)
             version = getattr(self.sampler, "version", None)
-            if len(out) != len(reqs) or any(len(s) != n for s in out):
-                got = [len(s) for s in out]
-                raise RuntimeError(f"the sampler returned {got} samples for {len(reqs)} prompts x {n}")
             for req, samples in zip(reqs, out):
                 req.future.set_result((list(samples), version))

@@ -47,7 +47,7 @@ from rlvr.envs.agent_gateway import AgentGateway
 from rlvr.envs.agent_play import Agent, agent_rollout
 from rlvr.envs.core import SingleTurnEnv, Task
 from rlvr.envs.registry import EnvArgumentError, make
-from rlvr.envs.rollout import Group
+from rlvr.envs.rollout import Group, episode_metadata
 from rlvr.envs.sampler import Sampler, SamplingSettings, Tokenizer
 from rlvr.envs.tools import get_parser
 from rlvr.verifiers.verdict import Verdict
@@ -175,18 +175,9 @@ class AgentEnv(SingleTurnEnv):
         for task_id, seed in starts:
             self.reset(seed=seed, options=None if task_id is None else {"task_id": task_id})
             tasks.append(self.task)
+            kwargs = {k: _plain(v) for k, v in env_kwargs.items()}
             metadata.append(
-                {
-                    "env_version": self.version,
-                    "env_kwargs": {k: _plain(v) for k, v in env_kwargs.items()},
-                    "seed": seed,
-                    "verifier": self.verifier_version,
-                    **{k: v for k, v in model_info.items() if k != "step"},
-                    "model": model_info.get("model"),
-                    "model_step": model_info.get("model_step", model_info.get("step")),
-                    "sampling": settings,
-                    "max_length": max_length,
-                }
+                episode_metadata(self.version, kwargs, seed, self.verifier_version, model_info, settings, max_length)
             )
         gateway = AgentGateway(
             sampler, tokenizer, defaults=sampling, max_length=max_length, tool_format=self.tool_format

@@ -62,7 +62,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.envs.agent_calls import Call
@@ -108,10 +108,8 @@ class AgentGateway:
         self.parser = get_parser(tool_format)  # reads the tool calls of a chat request with `tools`
         # a call's prompt plus max_tokens must fit: the rollout's bound, else the sampler's context
         self.max_length = max_length if max_length is not None else getattr(sampler, "max_model_len", None)
-        self._episodes: dict[str, list[Call]] = {}
-        self._slots: dict[str, int] = {}  # episode id -> its seed offset
-        self._asking: dict[str, int] = {}  # episode id -> its calls not yet answered
-        self._lock = threading.Lock()  # guards `_episodes` and `_slots`
+        self._episodes: dict[str, _Episode] = {}
+        self._lock = threading.Lock()  # guards `_episodes` and what they hold
         self._driver: EngineDriver | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -174,9 +172,7 @@ class AgentGateway:
         """A new episode's id; its calls go to `base_url(id)`. `slot`: its seed offset (module docstring)."""
         episode_id = uuid.uuid4().hex
         with self._lock:
-            self._episodes[episode_id] = []
-            self._slots[episode_id] = slot
-            self._asking[episode_id] = 0
+            self._episodes[episode_id] = _Episode(slot)
         return episode_id
 
     def base_url(self, episode_id: str) -> str:
@@ -188,26 +184,26 @@ class AgentGateway:
     def calls(self, episode_id: str) -> list[Call]:
         """The episode's calls so far, in the order they were answered."""
         with self._lock:
-            return list(self._known(episode_id))
+            return list(self._known(episode_id).calls)
 
     def close_episode(self, episode_id: str) -> list[Call]:
         """The episode's calls; later calls to its route are refused (404)."""
         with self._lock:
-            calls = list(self._known(episode_id))
-            del self._episodes[episode_id], self._slots[episode_id], self._asking[episode_id]
+            calls = list(self._known(episode_id).calls)
+            del self._episodes[episode_id]
         return calls
 
     def _quiet(self) -> int:
         """Open episodes with no call waiting (the engine driver gathers calls until there are none)."""
         with self._lock:
-            return sum(1 for n in self._asking.values() if n == 0)
+            return sum(1 for e in self._episodes.values() if e.asking == 0)
 
     def _asks(self, episode_id: str, change: int) -> None:
         with self._lock:
-            if episode_id in self._asking:
-                self._asking[episode_id] += change
+            if episode_id in self._episodes:
+                self._episodes[episode_id].asking += change
 
-    def _known(self, episode_id: str) -> list[Call]:
+    def _known(self, episode_id: str) -> _Episode:
         if episode_id not in self._episodes:
             raise GatewayError(f"no open agent episode {episode_id!r}")
         return self._episodes[episode_id]
@@ -273,7 +269,8 @@ class AgentGateway:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise _BadRequest(f"n must be a positive integer, got {n!r}")
         with self._lock:
-            calls, slot = len(self._known(episode_id)), self._slots[episode_id]
+            episode = self._known(episode_id)
+            calls, slot = len(episode.calls), episode.slot
         sampling = _sampling(body, self.defaults, slot + calls * TURN_SEED_STRIDE)
         messages = tools = None
         if chat:
@@ -291,13 +288,11 @@ class AgentGateway:
 
     def _answer(self, episode_id: str, asked: _Asked, samples: list[Sample], version: int | None) -> dict[str, Any]:
         """The served samples, recorded as the episode's calls, and the response (in a worker thread)."""
-        if len(samples) != asked.n:
-            raise RuntimeError(f"the sampler returned {len(samples)} samples for n={asked.n}")
         calls = [
             self._call(asked.prompt_ids, s, version, asked.sampling.stop, asked.messages, asked.tools) for s in samples
         ]
         with self._lock:
-            self._known(episode_id).extend(calls)
+            self._known(episode_id).calls.extend(calls)
         return response(calls, self.model_name, asked.chat)
 
     def _call(
@@ -381,6 +376,15 @@ def _chat_request(body: dict[str, Any]) -> tuple[list[dict], list[dict] | None]:
     if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
         raise _BadRequest("tools must be a list of objects")
     return messages, (tools or None)
+
+
+@dataclass
+class _Episode:
+    """An open episode: its calls in the order answered, its seed offset, its calls not yet answered."""
+
+    slot: int
+    calls: list[Call] = field(default_factory=list)
+    asking: int = 0
 
 
 @dataclass(frozen=True)

@@ -221,7 +221,10 @@ def _seeded(sampling: SamplingSettings, turn: int) -> SamplingSettings:
     return dataclasses.replace(sampling, seed=sampling.seed + turn * TURN_SEED_STRIDE)
 
 
-def _generate(sampler: Sampler, prompts: list[list[int]], n: int, sampling: SamplingSettings) -> list[list[Sample]]:
+def checked_generate(
+    sampler: Sampler, prompts: list[list[int]], n: int, sampling: SamplingSettings
+) -> list[list[Sample]]:
+    """`sampler.generate`, refusing an answer of another shape than `len(prompts)` x `n` samples."""
     out = sampler.generate(prompts, n, sampling)
     if len(out) != len(prompts) or any(len(s) != n for s in out):
         raise RuntimeError(f"the sampler returned {[len(s) for s in out]} samples for {len(prompts)} prompts x {n}")
@@ -302,6 +305,31 @@ def _verifier_version(verdict: Verdict | None) -> str | None:
     return info.get("verifier_version") or info.get("verifier")
 
 
+def episode_metadata(
+    env_version: Any,
+    env_kwargs: Mapping[str, Any],
+    seed: int | None,
+    verifier: str | None,
+    model_info: Mapping[str, Any],
+    sampling: Mapping[str, Any],
+    max_length: int | None,
+) -> dict[str, Any]:
+    """How an episode was made, as every rollout's episodes record it (turn-based ones here, agent
+    episodes in `envs.agent_env`): the env and its arguments, the reset seed, the verifier, the model
+    and its step, the sampling settings, and the context the episode had to fit in."""
+    return {
+        "env_version": env_version,
+        "env_kwargs": dict(env_kwargs),
+        "seed": seed,
+        "verifier": verifier,
+        **{k: v for k, v in model_info.items() if k != "step"},
+        "model": model_info.get("model"),
+        "model_step": model_info.get("model_step", model_info.get("step")),
+        "sampling": dict(sampling),
+        "max_length": max_length,
+    }
+
+
 def _episode(
     run: _Run,
     env_id: str,
@@ -312,21 +340,15 @@ def _episode(
 ) -> Episode:
     env = run.env.unwrapped
     verdict = run.verdict
+    verifier = _verifier_version(verdict) or getattr(env, "verifier_version", None)
+    version = getattr(env, "version", None)
     metadata = {
-        "env_version": getattr(env, "version", None),
-        "env_kwargs": dict(env_kwargs),
-        "seed": run.seed,
-        "verifier": _verifier_version(verdict) or getattr(env, "verifier_version", None),
-        **{k: v for k, v in model_info.items() if k != "step"},
-        "model": model_info.get("model"),
-        "model_step": model_info.get("model_step", model_info.get("step")),
-        "sampling": dict(sampling),
+        **episode_metadata(version, env_kwargs, run.seed, verifier, model_info, sampling, max_length),
         "turns": run.turns,
         "detail": run.note or (verdict.detail if verdict else ""),
     }
     if run.error is not None:
         metadata["error"] = run.error
-    metadata["max_length"] = max_length  # the context the episode had to fit in
     return Episode(
         env_id=env_id,
         task_id=run.task_id,
@@ -586,7 +608,7 @@ def _play_lockstep(plan: RolloutPlan, pool: Executor, bar: Any, sampler: Sampler
     # Turn 1: one call on the groups' shared prompts, n = G each.
     live = [r for r in leaders if not r.done]
     first = _seeded(plan.sampling, 0)
-    samples = _generate(sampler, [r.prompt_ids for r in live], plan.group_size, first) if live else []
+    samples = checked_generate(sampler, [r.prompt_ids for r in live], plan.group_size, first) if live else []
     groups = [[leader] + copies() for leader, copies in zip(leaders, pending)]
     pairs = [(r, s) for g, ss in zip([g for g in groups if not g[0].done], samples) for r, s in zip(g, ss)]
     turn = 0
@@ -598,7 +620,7 @@ def _play_lockstep(plan: RolloutPlan, pool: Executor, bar: Any, sampler: Sampler
         # Later turns: one call on every active episode's context, n = 1 each.
         active = [r for g in groups for r in g if not r.done]
         contexts = [r.context_ids() for r in active]
-        samples = _generate(sampler, contexts, 1, _seeded(plan.sampling, turn)) if active else []
+        samples = checked_generate(sampler, contexts, 1, _seeded(plan.sampling, turn)) if active else []
         pairs = [(r, ss[0]) for r, ss in zip(active, samples)]
     bar.update(bar.total - bar.n)
     return groups

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
-from tests.test_readme_commands import readme_command, run_here
+from tests.test_readme_commands import outputs, readme_command, run_here
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 HEADING = "### Agents you already run"
@@ -41,9 +41,7 @@ def test_the_readme_agent_trains_as_written_and_learns(tmp_path, capsys, monkeyp
     (tmp_path / "my_agent.py").write_text(agent_example(), encoding="utf-8")
     command = readme_command("python -m rlvr train --env rlvr/Agent-v0")
     run_here(command, tmp_path, capsys, monkeypatch)
-    out = tmp_path / "runs" / "agent"
-    metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    evals = [json.loads(x) for x in (out / "eval.jsonl").read_text().splitlines()]
+    metrics, evals = outputs(tmp_path, command)
     before, after = evals[0]["accuracy"], evals[-1]["accuracy"]
     assert 100 * (after - before) >= TARGET, f"held-out accuracy {before:.3f} -> {after:.3f}"
     assert len(metrics) == 20 and sum(m["errors"] for m in metrics) == 0
@@ -51,5 +49,5 @@ def test_the_readme_agent_trains_as_written_and_learns(tmp_path, capsys, monkeyp
     assert all(m["staleness_max"] <= 1 for m in metrics) and any(m["staleness_1_frac"] > 0 for m in metrics)
     # every agent run made its two calls, a planner's and a solver's: two segments, counted once
     assert all(m["episodes"] == 16 * 8 for m in metrics)
-    samples = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    samples = [json.loads(x) for x in (tmp_path / "runs" / "agent" / "samples.jsonl").read_text().splitlines()]
     assert samples and {"best", "worst"} <= {s["rank"] for s in samples}

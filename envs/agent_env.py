@@ -195,6 +195,7 @@ class AgentEnv(SingleTurnEnv):
                 max_concurrency=self.max_concurrency,
                 grade=self.verify,
                 metadata=metadata,
+                grade_truncated=self.grade_truncated,
             )
         finally:
             gateway.close()

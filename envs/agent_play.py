@@ -43,8 +43,9 @@ from typing import Any
 from rlvr.envs.agent_calls import ENV_VERSION, Call, segments
 from rlvr.envs.agent_gateway import AgentGateway
 from rlvr.envs.core import Task
-from rlvr.envs.episode import Episode
+from rlvr.envs.episode import Episode, TruncationReason
 from rlvr.envs.rollout import Group
+from rlvr.envs.sampler import FinishReason
 from rlvr.verifiers.verdict import Outcome, Verdict
 
 Agent = Callable[[Any, Task], Awaitable[Any]]  # async def run(client, task) -> float | Verdict | str
@@ -73,6 +74,7 @@ class AgentResult:
 
     calls: tuple[Call, ...]
     verdict: Verdict
+    graded_text: bool = False  # the verdict is the task verifier's, on text the agent returned
 
 
 def judge(returned: Any, grade: Grader | None = None) -> Verdict:
@@ -138,7 +140,7 @@ def play_agent(
         verdict = Verdict(0.0, Outcome.ERROR, f"the agent raised {type(e).__name__}: {e}"[:300])
     else:
         verdict = judge(box.get("returned"), grade)
-    return AgentResult(calls, verdict)
+    return AgentResult(calls, verdict, isinstance(box.get("returned"), str) and grade is not None)
 
 
 def agent_episodes(
@@ -149,14 +151,21 @@ def agent_episodes(
     group_id: int,
     messages: list[dict[str, Any]],
     metadata: Mapping[str, Any] | None = None,
+    grade_truncated: bool = False,
 ) -> list[Episode]:
     """The episode's segments as `Episode`s, each with the whole reward and the verdict's outcome (the
-    agent's verdict is the episode's, whatever its last call's finish reason); an episode whose agent
-    never called the gateway is one empty `error` episode, to be counted."""
+    agent's verdict is the episode's); an episode whose agent never called the gateway is one empty
+    `error` episode, to be counted. Text the agent returned, graded by the task's verifier, is not
+    paid when its last model call was cut at max_tokens: the episode is `truncated` with reward 0,
+    as a cut turn is in every env, unless `grade_truncated` (a reward the agent computed stands)."""
     verdict = result.verdict
     segs = segments(result.calls)
+    truncation = None
     if not segs:
         verdict = verdict if verdict.is_error else Verdict(0.0, Outcome.ERROR, "the agent made no call")
+    elif result.graded_text and result.calls[-1].finish_reason is FinishReason.LENGTH and not grade_truncated:
+        verdict = Verdict(0.0, Outcome.TRUNCATED, "the last model call was cut at max_tokens", verdict.info)
+        truncation = TruncationReason.LENGTH
     out = []
     for k, seg in enumerate(segs or [None]):
         out.append(
@@ -172,6 +181,7 @@ def agent_episodes(
                 outcome=verdict.outcome,
                 messages=list(messages),
                 finish_reason=seg.finish_reason if seg else None,
+                truncation=truncation,
                 metadata={
                     **dict(metadata or {}),
                     "segment": k,
@@ -199,6 +209,7 @@ def agent_rollout(
     max_concurrency: int = 256,
     grade: Callable[[Task, str], Verdict] | None = None,
     metadata: Sequence[Mapping[str, Any]] | None = None,
+    grade_truncated: bool = False,
 ) -> list[Group]:
     """`group_size` agent episodes of each task, all played at once (up to `max_concurrency`); a
     string an agent returns is graded by `grade(task, text)`; `metadata[i]` goes into task i's
@@ -242,6 +253,7 @@ def agent_rollout(
                     group_id=group_id_start + i,
                     messages=task.prompt,
                     metadata=None if metadata is None else metadata[i],
+                    grade_truncated=grade_truncated,
                 )
             ],
         )

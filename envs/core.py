@@ -117,6 +117,10 @@ class TextEnv(gym.Env[list, str]):
     kind: ClassVar[str] = "single-step"
     version: ClassVar[str] = "0"
     reward_range: tuple[float, float] = (0.0, 1.0)
+    # A model turn cut at its max_tokens is `truncated` with reward 0 however it would grade (the
+    # rollout sees the sampler's finish reason; the env never does). True lets an env's verdict
+    # stand on cut text (set it on a subclass, or on `env.unwrapped` of one made env).
+    grade_truncated: bool = False
 
     def __init__(self, render_mode: str | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

@@ -184,7 +184,10 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
         text = tokenizer.decode(list(sample.token_ids), skip_special_tokens=True)
         run.messages.append({"role": "assistant", "content": text})
         reply, reward, terminated, truncated, info = run.env.step(text)
-        run.turn_rewards.append(float(reward))
+        # a turn cut at max_tokens is never paid (a policy would learn to ramble until cut, on numbers
+        # restated from the question); an env that grades cut text says so (`TextEnv.grade_truncated`)
+        cut = run.finish_reason is FinishReason.LENGTH and not getattr(run.env.unwrapped, "grade_truncated", False)
+        run.turn_rewards.append(0.0 if cut else float(reward))
         verdict = info.get("verdict")
         if not isinstance(verdict, Verdict):
             raise EnvError(f"env.step returned no Verdict in info['verdict'] (got {type(verdict).__name__})")
@@ -193,7 +196,7 @@ def _step(run: _Run, sample: Sample, tokenizer: Tokenizer, context_limit: int | 
             run.error, run.outcome = verdict.detail or "the verifier failed", Outcome.ERROR
         elif terminated or truncated:
             run.outcome = verdict.outcome
-            if run.finish_reason is FinishReason.LENGTH and verdict.outcome is not Outcome.CORRECT:
+            if cut or run.finish_reason is FinishReason.LENGTH and verdict.outcome is not Outcome.CORRECT:
                 run.outcome, run.truncation = Outcome.TRUNCATED, TruncationReason.LENGTH
             elif run.outcome is Outcome.TRUNCATED:  # the env's verdict: out of turns
                 run.truncation = TruncationReason.TURNS

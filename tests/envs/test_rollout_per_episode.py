@@ -29,6 +29,7 @@ class RelayEnv(ProceduralTasks, MultiTurnEnv):
     task 0's first step is still running, so the wait runs out and task 0 ends `error`; per
     episode, task 1 runs on and hands the baton over."""
 
+    grade_truncated = True  # its turns may be cut at max_tokens: this env pays the scheduling, not the text
     baton: threading.Event  # set per test: the two episodes of a rollout share it
     wait_s: float = RELAY_WAIT_S  # set per test
 

@@ -40,8 +40,10 @@ from rlvr.verifiers.math.normalize import squash
 from rlvr.verifiers.math.options import MathOptions, VerifierTypeError
 from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
-VERSION = "1.2"  # 1.1: no numeric tolerance (see decimals), more answer forms; 1.2: denials,
-# retractions, hedges and false statements are wrong, labelled answers, a slow answer is incorrect
+VERSION = "2.0"  # 1.1: no numeric tolerance (see decimals), more answer forms; 1.2: denials,
+# retractions, hedges and false statements are wrong, labelled answers, a slow answer is incorrect;
+# 2.0: the final-answer grammar (`extract`): a marker is required, the region parses completely,
+# a later marked answer supersedes, no text of a model's makes an `error`
 # Digits with an optional sign: an integer however written (-0, 007, +5). At most 30 digits, so
 # int() is cheap; longer ones go to the judge with everything else.
 _DIGITS = re.compile(r"[-+]?[0-9]{1,30}")
@@ -114,7 +116,7 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
     if not gold.strip():
         raise VerifierError("gold answer is empty")
     reference, gold_answer = _reference(gold)
-    found = extract(response[-o.max_response_chars :], o.max_boxes)
+    found = extract(response[-o.max_response_chars :], o.max_boxes, o.require_marker, o.answer_patterns)
     info = {"extracted": [_short(a) for a in found.answers[:4]], "method": found.method, "verifier_version": VERSION}
     if found.too_many:
         return Verdict(0.0, Outcome.INCORRECT, f"hedged: more than {o.max_boxes} different boxed answers", info)
@@ -122,7 +124,7 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
         why = f"denied: the response negates its final answer ({_short(found.denied, 60)!r})"
         return Verdict(0.0, Outcome.INCORRECT, why, info)
     if not found.answers:
-        why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no final answer found"
+        why = "\\boxed{ is never closed (truncated?)" if found.unclosed else "no marked final answer"
         return Verdict(0.0, Outcome.FORMAT_ERROR, why, info)
     too_long = [a for a in found.answers + (reference,) if len(a) > o.max_answer_chars]
     if too_long:  # before any clean-up: string work in this thread stays within max_answer_chars
@@ -154,4 +156,6 @@ def verify(response: str, gold: str, options: MathOptions | None = None) -> Verd
         return Verdict(0.0, Outcome.ERROR, f"grader failed: {exc}", info)
     if correct is None:
         return Verdict(0.0, Outcome.ERROR, detail, info)
+    if found.method == "last_number":  # only with require_marker=False
+        detail = f"lenient (no answer marker, the last number): {detail}"
     return Verdict(1.0 if correct else 0.0, Outcome.CORRECT if correct else Outcome.INCORRECT, detail, info)

@@ -47,8 +47,6 @@ from rlvr.verifiers.math.numeric import functions_equal, numbers_equal, proporti
 from rlvr.verifiers.math.options import MathOptions
 
 MAX_MATCH = 48  # larger collections compare by exact canonical form only
-_EMPTY_WORDS = {"no solution", "no solutions", "none", "no real solutions", "no real solution", "empty set"}
-_REALS_WORDS = {"all real numbers", "all reals", "real numbers", "r", "all real x", "every real number"}
 
 
 def same(g: Node, a: Node, o: MathOptions) -> bool:
@@ -181,19 +179,24 @@ def _readings(g: Expr, a: Expr, o: MathOptions) -> list[tuple[tuple[sympy.Basic,
       `0.25` or `\\frac14`, wrong for gold `25`. A percent is not the bare number.
     - a degree gold: the answer may drop the mark (`30`) or give radians (`\\frac{\\pi}{6}`);
     - a degree answer for a gold without one: the same number (`90^\\circ` for `90`: the question
-      asked in degrees), or, only for a gold written with pi (a radian value: `\\frac{\\pi}{6}`), the
-      angle converted to radians. A plain number gold (`3.14`, `0.524`) shows no sign of being an
-      angle in radians, so `180^\\circ` is not `3.14`."""
+      asked in degrees), or, for a gold written with pi (a radian value: `\\frac{\\pi}{6}`), only the
+      angle converted to radians (`\\frac{\\pi}{2}^\\circ` is not `\\frac{\\pi}{2}`);
+    - a radian answer (`45 \\text{ radians}`) for a degree gold is converted to degrees (45 radians is
+      not 45 degrees); gon are degrees times 9/10 (`grammar`), so 90 gon is not 90 degrees.
+    A plain number gold (`3.14`, `0.524`) shows no sign of being an angle in radians, so `180^\\circ`
+    is not `3.14`."""
     gold, answer = [(g.value, 0)], [(a.value, 0)]
     if g.unit == "percent" and a.unit != "percent":
         fraction = [(g.value / 100, -2)]
         gold = {"either": gold + fraction, "number": gold, "fraction": fraction}[o.percent]
     elif a.unit == "percent" and g.unit != "percent":
         answer = [(a.value / 100, -2)]
-    if o.angles == "either" and g.unit == "degree" and a.unit != "degree":
+    if a.unit == "radian" and g.unit == "degree":  # 45 radians is not 45 degrees
+        answer = [(a.value * 180 / sympy.pi, 0)] if o.angles == "either" else answer
+    elif o.angles == "either" and g.unit == "degree" and a.unit != "degree":
         gold = gold + [(g.value * sympy.pi / 180, 0)]
     elif o.angles == "either" and a.unit == "degree" and g.unit != "degree" and g.value.has(sympy.pi):
-        answer = answer + [(a.value * sympy.pi / 180, 0)]
+        answer = [(a.value * sympy.pi / 180, 0)]  # a radian gold: (pi/2) degrees is not pi/2
     return [(x, y) for x in gold for y in answer]
 
 
@@ -354,4 +357,5 @@ def _same_text(g: Text, a: Node) -> bool:
 
 
 def _set_words(value: intervals.Pieces, text: str) -> bool:
-    return value == intervals.EMPTY and text in _EMPTY_WORDS or value == intervals.REALS and text in _REALS_WORDS
+    # `parse` reads every phrase of `words.SPECIAL` as its canonical text
+    return value == intervals.EMPTY and text == "no solution" or value == intervals.REALS and text == "all real numbers"

@@ -1,11 +1,48 @@
-"""Finding the final answer in a model's response.
+"""The final-answer grammar: what a final answer is, what may stand in its region, and what
+supersedes what. `verify` grades exactly what `extract` returns (grammar 2.0, issue 38).
 
-In order: the `<answer>` tags (the last pair) narrow the text; then every `\\boxed{}`/`\\fbox{}`
-in it (a box inside a box is one box; several different ones are a hedge, judged later, unless
-a retraction such as "wait, that is wrong" comes between them: then only the later ones count);
-else the last "the answer is ..." / "Answer:" phrase; else the tag contents; else the last
-number (or the last `$...$` span that holds it). A box after the `<answer>` tags is a second
-final answer. Text inside `<think>...</think>` is skipped when an answer follows it.
+0. Text. The response is made plain first (`text.plain`: one way to write each digit, minus and
+   fraction; invisible characters gone). `<think>...</think>` is working when text follows it;
+   struck-out text (`~~5~~`, `\\sout{5}`) is withdrawn; a code fence is code, nothing in it an
+   answer, unless it stands right after an answer marker ("Answer:" and a fenced 42).
+
+1. Markers. An answer exists only where the text marks it:
+   - a box, `\\boxed{R}` or `\\fbox{R}`;
+   - answer tags, `<answer>R</answer>`;
+   - an answer phrase: "answer is R", "answer: R", "answer = R", or a "Final Answer" heading with R
+     on the next line ("Final Answer: The final answer is $R$." is one). R is one math span
+     (`$...$`, `\\(...\\)`, `\\[...\\]`; spans joined by "or"/"and"/commas are one region), or
+     the words up to the end of the sentence;
+   - a configured pattern (`MathOptions.answer_patterns`; its group 1 is R).
+   Without a marker there is no answer (`format_error`): a last number is no commitment, whatever
+   it equals ("took me 5 minutes", "Python 3.11", a number restated from the question).
+   `MathOptions(require_marker=False)` is the lenient mode for grading other people's formats: the
+   last number or math span stands in for the marker, and the verdict's detail says "lenient".
+
+2. The final answer is the last committed one.
+   - Boxes: the boxes after the last retraction written between two of them ("wait, that is
+     wrong", `words.RETRACTIONS`) are the answer; several different ones are a hedge (wrong).
+   - A marked answer after the boxes supersedes them ("\\boxed{6} ... The final answer is 5": 5).
+   - An answer is not committed when the text denies it where it stands ("the answer is not 5",
+     "we can rule out \\boxed{6}": the clause rules below), asks it ("Answer: 7?"), marks it wrong
+     right after it (`✗`), or takes it back after it: a retraction or a doubt (`words.RETRACTIONS`,
+     `words.DOUBTS`: "I am not 100% sure") leaves no answer unless a new marked answer follows
+     ("Wait, no, the answer is 3"); a weaker word ("wait", "actually", "no,") followed by an
+     unmarked value ("wait, no: 3") leaves none either (the lenient mode takes that value).
+   - A hedge offers other values beside it: every sentence after the answer that holds a hedge
+     (`words.HEDGES`: "though 5 is also possible", "it would be 13 instead") adds its values as
+     further answers, judged together with it: wrong unless they all equal it ("12 could also be
+     written as $2^2 \\cdot 3$" is still 12). "2 or 3" inside a region is two answers as well.
+
+3. The region. R must parse completely (`parse.parse_answer` and `grammar.Parser` with
+   `strict=True`): maths, plus words from the closed classes of `words` only: units (with
+   square/cubic/per, degree, radian and gon words), multipliers applied to the number before them
+   (`5 thousand` is 5000, `2 dozen` is 24), fillers ("the answer is" inside a box), approximation
+   words (never right for an exact gold), spelled-out numbers ("twenty-five"), phrases with a fixed
+   meaning ("no solution", "does not exist", "all real numbers") and a counted noun after a number
+   ("12 apples": at most two words, none of them one that changes, compares, denies, hedges or
+   judges a value, `words.OPERATIVE`). Any other word makes R no answer: `\\boxed{5 \\text{ is the
+   wrong answer}}`, `\\text{half of } 10` and `5 \\text{ factorial}` are neither 5 nor 10.
 
 Time: every scan here is linear in the response length. No regex has nested or adjacent
 overlapping quantifiers over unbounded text (the old answer-phrase pattern, `\\s*\\**\\s*:?\\s*`,
@@ -13,36 +50,20 @@ took 246 s on "Final answer" and 1,000 spaces): trigger words are found by a lit
 what follows them by single-class runs; look-backs and look-aheads use windows of at most a few
 hundred characters; of thousands of numbers or boxes only the last few are examined in Python.
 
-Rules (issue #27: RL finds whatever pays without solving), each with its reason:
-- Denial: an answer the text negates is not the answer. A candidate (box, phrase, last number)
-  in a clause with "not", "n't", "never", "cannot", "impossible", "rule out", "no way", `\\ne`,
-  or after a judgement ("a common mistake is to answer"), or followed by "is not"/"fails", is
-  denied, and so is one asked as a question ("the answer is 5?"); the verdict is `incorrect`
-  ("denied: ..."), never a fallback to another number. A
-  clause ends at punctuation and linking words (so, but, since, unless, `=` ...); a copula after
-  the negation keeps the candidate ("the number of integers not divisible by 3 is 667"), and so
-  do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6; a trailing
-  remark in words is dropped ("12 (the least common multiple)" is 12).
-- Retraction: text after the final answer that takes it back ("no,", "wait", "actually",
-  "scratch that", "I misread") followed by a new answer makes that the answer (after a box only
-  an answer phrase counts, since checking work after a box is common); a retraction with no new
-  answer ("... was 20, but that was wrong") leaves none. An answer phrase after the last box
-  with a different value is a second final answer: a hedge.
-- Hedges: "2 or 3", "either 2 or 3", "x = 2, or maybe x = 3", "2 (or possibly 3)", "2, maybe 3" give both
-  values, judged later as several answers (wrong unless the gold is that list). A phrase answer
-  that does not read as maths falls back only to the one number inside it, never to one value of
-  a hedge.
-- A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`): not a number; units and
-  ordinals after it (`5cm`, `3rd`) are allowed; `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0`, `pi^2`,
-  `3 sqrt(2)` are taken whole, and so is a unit word after the last number (`5 km`), which the
-  judge then compares (see `units`).
-- Struck-out text (`~~5~~ 6`, `\\sout{5}`, `\\cancel{5}`) is retracted: removed before the search.
-- A counterfactual the sentence denies ("if the answer were 3, ... which is impossible", "had we
-  counted twice, we would get 12"), an answer phrase inside a supposition ("Suppose the answer is
-  5. Then ... a contradiction"), another's claim judged wrong ("the textbook says 15, which is a
-  typo", "answer 11 was rejected", "many students answer 20; they are mistaken") and a phrase
-  answer judged in place ("4 (incorrect, see below)", "the claim that the answer is 9 is false")
-  are denials; "if ... we would get 14" is a hypothetical, not an answer. "8? No \u2014 9" is 9.
+The clause rules that decide where an answer stands denied (issue #27), kept from grammar 1 (they
+also guard the lenient mode's last number):
+- A candidate in a clause with "not", "n't", "never", "cannot", "impossible", "rule out", "no
+  way", `\\ne`, or after a judgement ("a common mistake is to answer"), or followed by "is
+  not"/"fails", is denied; a clause ends at punctuation and linking words (so, but, since, `=` ...);
+  a copula after the negation keeps it ("the number of integers not divisible by 3 is 667"), and
+  so do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6; "8? No,
+  9" is 9; a trailing remark in words is dropped ("12 (the least common multiple)" is 12).
+- A counterfactual the sentence denies ("if the answer were 3, ... which is impossible"), an answer
+  phrase inside a supposition ("Suppose the answer is 5. Then ... a contradiction"), another's claim
+  judged wrong ("the textbook says 15, which is a typo") and an answer judged in place ("4
+  (incorrect, see below)") are denials.
+- A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`); units and ordinals after it
+  (`5cm`, `3rd`) are allowed; `pi/2`, `√3`, `2π`, `3 sqrt(2)` are taken whole.
 """
 
 from __future__ import annotations
@@ -51,8 +72,15 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.text import is_digit, plain
 from rlvr.verifiers.math.units import TABLE as UNIT_TABLE
+from rlvr.verifiers.math.words import DOUBT_RE, HEDGE_RE, RETRACTION_RE
 
+_MARKS_AGAINST = "?\u2717\u2718\u274c\u2716"  # ? ✗ ✘ ❌ ✖ right after an answer: asked or marked wrong
+_MAX_HEDGED = 4
+_TAIL_WINDOW = 600  # how far after the final answer a doubt, retraction or hedge is looked for
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n")
+_SPAN_OR_NUMBER = re.compile(r"\$[^$\n]{1,80}\$|\\frac\{[^{}]{1,20}\}\{[^{}]{1,20}\}|-?\d+(?:\.\d+)?(?:/\d+)?")
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _BRACE = re.compile(r"[{}\\]")
 _STRUCK = re.compile(r"~~[^~\n]{1,200}~~|\\(?:sout|st|cancel|xcancel|bcancel)\{[^{}]{0,200}\}")
@@ -370,9 +398,40 @@ def _after_retraction(text: str, spans: list[tuple[str, int, int]]) -> list[tupl
     wrong ... `\\boxed{4}`): a self-correction, so only the later boxes are the answer. A policy
     gains nothing by writing one: it is judged on the last box(es) alone."""
     for k in range(len(spans) - 1, 0, -1):
-        if _RETRACT.search(text, spans[k - 1][2], spans[k][1]):
+        if _RETRACT.search(text, spans[k - 1][2], spans[k][1]) or RETRACTION_RE.search(
+            text, spans[k - 1][2], spans[k][1]
+        ):
             return spans[k:]
     return spans
+
+
+_FENCE = re.compile(r"```[A-Za-z0-9_+-]{0,20}[ \t]*\n?([^`]{0,4000}?)```")
+_MARKER_BEFORE = re.compile(r"answer\W{0,12}(?:is\W{0,6})?$", re.IGNORECASE)
+
+
+def _fenced(text: str) -> str:
+    """Code fences: a fenced block right after an answer marker ("Answer:\\n```\\n42\\n```") is that
+    answer, its fences dropped; any other block is code, blanked out, so that nothing in it (an
+    `answer = 6 * 7`, a printed 42) is taken for a marked answer."""
+    if "```" not in text:
+        return text
+
+    def block(m: re.Match) -> str:
+        if _MARKER_BEFORE.search(text, max(0, m.start() - 40), m.start()):
+            return m.group(1)
+        return " " * (m.end() - m.start())
+
+    return _FENCE.sub(block, text)
+
+
+def _configured(text: str, patterns: tuple[str, ...]) -> Extraction | None:
+    """The last match of a configured marker (`MathOptions.answer_patterns`), its group 1 the answer."""
+    last: tuple[int, str] | None = None
+    for pattern in patterns:
+        for m in re.finditer(pattern, text):
+            if m.group(1) and (last is None or m.start() >= last[0]):
+                last = (m.start(), m.group(1).strip())
+    return None if last is None or not last[1] else Extraction((last[1],), "pattern")
 
 
 def _after_think(text: str) -> str:
@@ -504,7 +563,7 @@ def _drop_remark(answer: str) -> str:
 
 
 def _has_value(s: str) -> bool:
-    return any(ch.isdigit() for ch in s) or "$" in s or "\\" in s
+    return any(is_digit(ch) for ch in s) or "$" in s or "\\" in s
 
 
 def _is_negation(clause: list[str], i: int) -> bool:
@@ -600,11 +659,11 @@ def _last_math_span(text: str) -> tuple[str, int, int] | None:
             start = text.rfind(open_, 0, stop)
             if start >= 0 and (best is None or stop > best[2]):
                 best = (text[start + 2 : stop], start, stop + 2)
-    plain = text.replace("\\$", "  ").replace("$$", "$ ")
-    dollars = [i for i in (plain.rfind("$"),) if i >= 0]
-    if dollars and plain.count("$") % 2 == 0:
+    unescaped = text.replace("\\$", "  ").replace("$$", "$ ")
+    dollars = [i for i in (unescaped.rfind("$"),) if i >= 0]
+    if dollars and unescaped.count("$") % 2 == 0:
         stop = dollars[0]
-        start = plain.rfind("$", 0, stop)
+        start = unescaped.rfind("$", 0, stop)
         if start >= 0 and (best is None or stop > best[2]):
             best = (text[start + 1 : stop], start, stop + 1)
     return best
@@ -697,13 +756,19 @@ def _only_number(answer: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def extract(response: str, max_boxes: int = 16) -> Extraction:
+def extract(
+    response: str, max_boxes: int = 16, require_marker: bool = True, patterns: tuple[str, ...] = ()
+) -> Extraction:
     """The final answer(s) of `response`; an empty `answers` means no answer was found."""
-    text = _STRUCK.sub(" ", _after_think(response))  # struck-out text (`~~5~~ 6`, `\\sout{5}`) is retracted
+    text = _STRUCK.sub(" ", _after_think(plain(response)))  # struck-out text (`~~5~~ 6`, `\\sout{5}`) is retracted
+    text = _fenced(text)
     tag = _answer_tag(text)
-    found = _extract_from(text if tag is None else tag[0], tag is not None, max_boxes)
+    found = _extract_from(text if tag is None else tag[0], tag is not None, max_boxes, require_marker)
+    if not found.answers and found.denied is None and patterns:
+        found = _configured(text, patterns) or found
     if tag is not None and found.answers and not found.too_many:
-        later = _after_answer(tag[1], boxed=False)  # "<answer>5</answer> Actually, scratch that: ... 7"
+        # "<answer>5</answer> Actually, no, the answer is 7"
+        later = _after_answer(tag[1], boxed=False, require_marker=require_marker)
         if later is not None:
             return later
         # `<answer>1</answer> \\boxed{2}`: a box after the tags is a second final answer (boxes
@@ -715,22 +780,30 @@ def extract(response: str, max_boxes: int = 16) -> Extraction:
     return found
 
 
-def _extract_from(region: str, tagged: bool, max_boxes: int) -> Extraction:
+def _extract_from(region: str, tagged: bool, max_boxes: int, require_marker: bool = True) -> Extraction:
     spans, unclosed, too_many = _box_spans(region, max_boxes)
     if spans or too_many:
         if too_many:
             return Extraction(tuple(_distinct(c for c, _, _ in spans)), "boxed", unclosed, too_many)
         spans = _after_retraction(region, spans)
         stated = _stated(region, spans)
-        if not stated:  # "we can rule out \boxed{6}"
+        if not stated:  # "we can rule out \boxed{6}": no box stands; a marked answer after them may
+            phrase = _phrase_answer(region[spans[-1][2] :])
+            if phrase is not None and _has_value(phrase[0]):
+                return _from_phrase(region[spans[-1][2] :], phrase, require_marker)
             return Extraction((), "boxed", denied=spans[-1][0])
-        later = _after_answer(region[stated[-1][2] :], boxed=True)
+        tail = region[stated[-1][2] :]
+        later = _after_answer(tail, boxed=True)
         if later is not None:
             return later
+        phrase = _phrase_answer(tail)
+        if phrase is not None and _has_value(phrase[0]):  # "\boxed{6} ... The final answer is 5.": 5 supersedes
+            return _from_phrase(tail, phrase, require_marker)
         answers = _distinct(c for c, _, _ in stated)
-        tail = _phrase_answer(region[stated[-1][2] :])
-        if tail is not None and _has_value(tail[0]):  # "\boxed{100} ... The final answer is 50.": a second answer
-            answers = _distinct(answers + [tail[0]])
+        taken_back = _taken_back(tail)
+        if taken_back is not None:
+            return Extraction((), "boxed", denied=taken_back)
+        answers = _distinct(answers + _hedged(tail))  # "\boxed{3}, though 5 is also possible": a hedge
         return Extraction(tuple(answers), "boxed", unclosed)
     if unclosed:
         return Extraction((), "boxed", unclosed=True)
@@ -738,17 +811,11 @@ def _extract_from(region: str, tagged: bool, max_boxes: int) -> Extraction:
     if phrase is not None and not phrase[0]:
         return Extraction((), "phrase", denied=region[max(0, phrase[1] - 60) : phrase[1]].strip())
     if phrase:
-        later = _after_answer(region[phrase[2] :], boxed=False)
-        if later is not None:
-            return later
-        answer, denied = _negations(phrase[0])
-        if answer is None:
-            return Extraction((), "phrase", denied=phrase[0])
-        alternative = _alternative(region, phrase[2])  # judged like two boxes: a hedge unless equal
-        answers = (answer,) if alternative is None else (answer, alternative)
-        return Extraction(answers, "phrase", fallback=None if denied else _only_number(answer))
+        return _from_phrase(region, phrase, require_marker)
     if tagged and region.strip():
-        return Extraction((region.strip(),), "answer_tag", fallback=_only_number(region))
+        return Extraction((region.strip(),), "answer_tag", fallback=None if require_marker else _only_number(region))
+    if require_marker:  # no box, tags or answer phrase: no answer (a last number is no commitment)
+        return Extraction((), "none")
     number, negated, end = _last_number(region)
     if number:
         later = _after_answer(region[end:], boxed=False, retract_only=True)
@@ -756,6 +823,51 @@ def _extract_from(region: str, tagged: bool, max_boxes: int) -> Extraction:
             return later
         return Extraction((number,), "last_number")
     return Extraction((), "none", denied=negated)
+
+
+def _from_phrase(region: str, phrase: tuple[str, int, int], require_marker: bool) -> Extraction:
+    """The answer of the phrase `phrase` found in `region`, with what the text after it does to it."""
+    tail = region[phrase[2] :]
+    later = _after_answer(tail, boxed=False, require_marker=require_marker)
+    if later is not None:
+        return later
+    answer, denied = _negations(phrase[0])
+    if answer is None:
+        return Extraction((), "phrase", denied=phrase[0])
+    taken_back = _taken_back(tail)
+    if taken_back is not None:
+        return Extraction((), "phrase", denied=taken_back)
+    alternative = _alternative(region, phrase[2])  # judged like two boxes: a hedge unless equal
+    answers = tuple(_distinct([answer] + ([alternative] if alternative else []) + _hedged(tail)))
+    fallback = None if denied or require_marker else _only_number(answer)
+    return Extraction(answers, "phrase", fallback=fallback)
+
+
+def _taken_back(tail: str) -> str | None:
+    """What in the text after the final answer takes it back, or None when it stands: a mark right
+    after it (`?`, `✗`), a doubt (`words.DOUBTS`: "I am not 100% sure") or a retraction
+    (`words.RETRACTIONS`: "I don't think that's right")."""
+    head = tail.lstrip(" \t$)}]*")
+    if head and head[0] in _MARKS_AGAINST:
+        return head[0]
+    window = tail[:_TAIL_WINDOW]
+    for pattern in (DOUBT_RE, RETRACTION_RE):
+        m = pattern.search(window)
+        if m is not None:
+            return m.group(0)
+    return None
+
+
+def _hedged(tail: str) -> list[str]:
+    """The values that the text after the final answer offers beside it: those of each sentence with
+    a hedge (`words.HEDGES`: "though 5 is also possible", "it would be 13 instead"). They are judged
+    with the answer as several answers: a hedge, unless they are all equal to it ("12 could also be
+    written as $2^2 \\cdot 3$")."""
+    values: list[str] = []
+    for sentence in _SENTENCE.split(tail[:_TAIL_WINDOW]):
+        if HEDGE_RE.search(sentence):
+            values += [v.strip("$") for v in _SPAN_OR_NUMBER.findall(sentence)]
+    return values[:_MAX_HEDGED]
 
 
 def _stated(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
@@ -774,11 +886,12 @@ def _stated(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int
     return [sp for sp in spans if "".join(sp[0].split()) in kept]
 
 
-def _after_answer(tail: str, boxed: bool, retract_only: bool = False) -> Extraction | None:
-    """What the text after a final answer does to it: a retraction followed by a new answer ("no,
-    the final value is 3") makes that the answer (after a box, only an answer phrase counts: a
-    check of the work after a box is common); a retraction with nothing after it ("but that was
-    wrong") leaves no answer; None when the answer stands."""
+def _after_answer(tail: str, boxed: bool, retract_only: bool = False, require_marker: bool = True) -> Extraction | None:
+    """What the text after a final answer does to it: a retraction followed by a new marked answer
+    ("no, the final answer is 3") makes that the answer; followed by an unmarked value ("wait, no:
+    3") it leaves none (the value is the answer only with `require_marker=False`, and never after
+    a box: a check of the work after a box is common); a retraction with nothing after it ("but
+    that was wrong") leaves no answer; None when the answer stands."""
     if not retract_only:
         r = _RETRACT_PHRASE.search(tail)
         if r is not None:
@@ -789,6 +902,8 @@ def _after_answer(tail: str, boxed: bool, retract_only: bool = False) -> Extract
                 return Extraction((answer,) if answer else (), "retracted", denied=None if answer else phrase[0])
             if not boxed:
                 number, negated, _ = _last_number(rest)
+                if number and require_marker:  # the retracted answer is gone; the new one is unmarked
+                    return Extraction((), "retracted", denied=tail[r.start() : r.end()])
                 if number or negated:
                     return Extraction((number,) if number else (), "retracted", denied=negated)
     r = _RETRACTED.search(tail)
@@ -799,6 +914,7 @@ def _after_answer(tail: str, boxed: bool, retract_only: bool = False) -> Extract
 
 def extract_gold(gold: str) -> str:
     """The reference answer itself: the content of a `\\boxed{}` if it has one, without `$`s."""
+    gold = plain(gold)
     boxes, _, _ = find_boxes(gold, 1_000)
     if boxes:  # a worked reference solution: its boxed answer (several boxes: all of them)
         return boxes[0] if len(boxes) == 1 else ", ".join(boxes)

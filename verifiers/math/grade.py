@@ -29,6 +29,7 @@ from rlvr.verifiers.math.nodes import Bracket, Expr, Listing, Node, Relation, Se
 from rlvr.verifiers.math.normalize import clean
 from rlvr.verifiers.math.options import MathOptions
 from rlvr.verifiers.math.parse import Denied, normal_text, parse_answer, split_label
+from rlvr.verifiers.math.words import APPROXIMATE_RE
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,11 @@ _AGREE = MathOptions()  # constants in one equation agree under the default poli
 
 
 @lru_cache(maxsize=2048)
-def _parse(answer: str, thousands: bool = True) -> Node | ParseError:
-    """Parsed and canonical form; golds repeat across a group of samples, so this is cached."""
+def _parse(answer: str, thousands: bool = True, strict: bool = False) -> Node | ParseError:
+    """Parsed and canonical form; golds repeat across a group of samples, so this is cached.
+    `strict` for a model's answer (its words must be in the grammar's classes, see `words`)."""
     try:
-        node = parse_answer(answer, thousands)
+        node = parse_answer(answer, thousands, strict)
         if _false_statement(node):
             return FalseStatement("a false statement: its two sides are different numbers")
         return canon(node)
@@ -66,6 +68,12 @@ def _parse(answer: str, thousands: bool = True) -> Node | ParseError:
         return exc
     except RecursionError:
         return ParseError("answer nested too deeply")
+    except (ArithmeticError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+        if not strict:
+            raise  # the reference itself: the grader's failure
+        # a model's text that breaks the reader is unreadable, never an `error` (which would take it
+        # out of training): the detail names the exception so that the reader can be mended
+        return ParseError(f"the reader failed on it ({type(exc).__name__})")
 
 
 def _false_statement(node: Node) -> bool:
@@ -87,16 +95,16 @@ def _constant(node: Node) -> bool:
     return isinstance(node, Expr) and not node.value.free_symbols
 
 
-def _labelled(answer: str, thousands: bool = True) -> tuple[str | None, Node | ParseError]:
+def _labelled(answer: str, thousands: bool = True, strict: bool = False) -> tuple[str | None, Node | ParseError]:
     """(label, value) of `|AB| = 1`-like answers whose value is a constant, else (None, whole)."""
     split = split_label(answer)
     if split is not None:
-        value = _parse(split[1], thousands)
+        value = _parse(split[1], thousands, strict)
         if isinstance(value, Expr) and not value.value.free_symbols:
             return split[0], value
         if isinstance(value, FalseStatement):
             return split[0], value
-    return None, _parse(answer, thousands)
+    return None, _parse(answer, thousands, strict)
 
 
 def _same_label(a: str, b: str) -> bool:
@@ -134,20 +142,22 @@ def judge(gold: str, answers: tuple[str, ...], options: MathOptions, fallback: s
             verb = "is" if ok else "is not"
             return Judgement(ok, f"choice ({chosen.group(1)}) {verb} the reference ({letter.upper()})")
     thousands = not (_is_collection(g) or isinstance(g, Listing))  # gold `1, 234`: `1,234` is two items
-    labelled = [_labelled(a, thousands) for a in answers]
+    labelled = [_labelled(a, thousands, strict=True) for a in answers]
     if g_label is not None and any(lab is not None and not _same_label(g_label, lab) for lab, _ in labelled):
         return Judgement(False, f"the answer names another quantity than the reference ({_short(g_label)})")
     parsed = [p for _, p in labelled]
     for k, (a, p) in enumerate(zip(answers, parsed)):
         chosen = _CHOICE_PREFIX.match(a)
         if isinstance(p, ParseError) and chosen and a[chosen.end() :].strip():  # "(B) 12" for gold 12
-            parsed[k] = _parse(a[chosen.end() :], thousands)
+            parsed[k] = _parse(a[chosen.end() :], thousands, True)
+    if not has_decimal(g) and any(APPROXIMATE_RE.search(a) for a in answers):
+        return Judgement(False, f"an approximate answer for an exact reference ({_short(' ; '.join(answers))!r})")
     if any(isinstance(p, Denied) for p in parsed):
         return Judgement(False, f"denied: {next(p for p in parsed if isinstance(p, Denied))}")
     if any(isinstance(p, FalseStatement) for p in parsed):
         return Judgement(False, f"answer {_short(' ; '.join(answers))!r} is a false statement")
     if len(parsed) == 1 and isinstance(parsed[0], ParseError) and fallback:
-        answers, parsed = (fallback,), [_parse(fallback, thousands)]
+        answers, parsed = (fallback,), [_parse(fallback, thousands, True)]
     if len(parsed) > 1:
         node = _one_answer(g, parsed, options)
         if node is None:

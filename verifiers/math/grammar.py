@@ -14,12 +14,15 @@ signed   := ('-' | '+')* power ;  power := postfix ('^' signed)? ;  postfix := p
 
 from __future__ import annotations
 
+import sympy
+
 from rlvr.verifiers.math import build, intervals, matrices, units
 from rlvr.verifiers.math.build import PM
 from rlvr.verifiers.math.canon import as_set
 from rlvr.verifiers.math.lexer import ParseError, Token
 from rlvr.verifiers.math.nodes import Expr, Listing, Matrix, Node, Relation, SetExpr, as_expr, has_decimal, literals
 from rlvr.verifiers.math.primary import Primaries
+from rlvr.verifiers.math.words import APPROXIMATE, FILLERS, MAX_COUNTED_WORDS, MULTIPLIERS, OPERATIVE
 
 MAX_DEPTH = 40
 _EOF = Token("eof", "")
@@ -39,17 +42,31 @@ _NO_IMPLICIT = {
     "to",
 }
 _DEGREE_WORDS = {"degree", "degrees", "deg"}
+_RADIAN_WORDS = {"radian", "radians", "rad", "rads"}
+_GON_WORDS = {"gon", "gons", "grad", "grads", "gradian", "gradians"}  # a right angle is 100 gon
 _PERCENT_WORDS = {"percent", "pct"}
+_ANGLE_WORDS = _DEGREE_WORDS | _RADIAN_WORDS | _GON_WORDS
+_UNIT_GRAMMAR = {"square", "sq", "cubic", "cu", "per"}
+
+
+def _number_like(node: Node) -> bool:
+    """What a counted noun may follow: a number (`12 apples`) or an assignment of one (`x = 12 apples`)."""
+    if isinstance(node, Relation):
+        node = node.parts[-1]
+    return isinstance(node, Expr) and not node.value.free_symbols
 
 
 class Parser(Primaries):
     """The grammar of lists, relations and arithmetic; atoms come from `Primaries`."""
 
-    def __init__(self, tokens: list[Token]):
+    def __init__(self, tokens: list[Token], strict: bool = False):
         self.tokens = tokens
         self.i = 0
         self.depth = 0
         self.in_abs = 0
+        # strict: a model's answer, whose every word must be in a closed class of `words` (a gold's
+        # words are trusted and skipped as before)
+        self.strict = strict
 
     # -- token helpers
     def peek(self, k: int = 0) -> Token:
@@ -108,18 +125,40 @@ class Parser(Primaries):
             return out
 
     def skip_words(self) -> None:
+        """Words before an item: fillers (`\\text{the answer is } 5`) and approximation words; in
+        a strict answer any other word (`\\text{half of } 10`, `probably 8`) is refused."""
         while self.at("word") and self.peek().text not in ("and", "or"):
-            self.take()
+            word = self.take().text
+            if self.strict and word not in FILLERS and word not in APPROXIMATE:
+                raise ParseError(f"the word {word!r} is no unit, multiplier or filler")
 
     def units(self, node: Node) -> Node:
-        """Words after an answer: degree and percent words mark the number; units of measure
-        (`cm^2`, `km per hour`, see `units.read`) are kept as its `measure`; others are dropped."""
+        """Words after an answer: degree, radian and percent words mark the number; units of measure
+        (`cm^2`, `km per hour`, see `units.read`) are kept as its `measure`; a multiplier scales it
+        (`5 thousand`). Other words: in a strict answer only fillers and a counted noun (`12
+        apples`: at most two words, none of them `words.OPERATIVE`); in a gold they are dropped."""
         unit = None
         words: list[tuple[str, int]] = []
         unreadable = False
+        scale = 1
+        counted = 0
         while self.at("word") and self.peek().text not in ("and", "or"):
             word = self.take().text
-            unit = "degree" if word in _DEGREE_WORDS else "percent" if word in _PERCENT_WORDS else unit
+            if word in _DEGREE_WORDS or word in _GON_WORDS:
+                unit = "degree"
+                scale = scale * sympy.Rational(9, 10) if word in _GON_WORDS else scale
+            elif word in _RADIAN_WORDS:
+                unit = "radian"
+            elif word in _PERCENT_WORDS:
+                unit = "percent"
+            elif word in MULTIPLIERS and not counted:
+                scale *= MULTIPLIERS[word]
+                continue
+            elif self.strict and not (word in units.TABLE or word in _UNIT_GRAMMAR or word in FILLERS):
+                counted += 1
+                if counted > MAX_COUNTED_WORDS or word in OPERATIVE or len(word) < 3 or not _number_like(node):
+                    raise ParseError(f"the word {word!r} is no unit, multiplier or filler")
+                continue
             power: int | None = 1
             if self.at("op", "^"):  # cm^2, cm^{3}
                 self.take()
@@ -129,6 +168,10 @@ class Parser(Primaries):
                 power = int(value) if small else None
             unreadable = unreadable or power is None
             words.append((word, 1 if power is None else power))
+        if scale != 1:
+            if not (isinstance(node, Expr) and node.unit is None and not node.value.free_symbols):
+                raise ParseError("a multiplier after something that is not a number")
+            node = Expr(build.plain(node) * scale, node.has_decimal)
         # a unit under an exponent that is not a small integer (cm^{999}) is a unit no gold has
         measure = units.read(words) if unit is None else None
         if measure is not None and unreadable:

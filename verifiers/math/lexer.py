@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rlvr.verifiers.math.text import is_digit
+from rlvr.verifiers.math.units import SYMBOLS as UNIT_SYMBOLS
+
 
 class ParseError(ValueError):
     """The answer is not in the language this verifier reads."""
@@ -269,21 +272,21 @@ def tokenize(s: str, in_text: bool = False, depth: int = 0) -> list[Token]:
             i += 1
         elif ch.isspace() or in_text and not ch.isalnum() and ch != "\\":
             i += 1  # other punctuation inside \text{} is prose: "(diverges)"
-        elif ch.isdigit() or ch == "." and i + 1 < n and s[i + 1].isdigit():
+        elif is_digit(ch) or ch == "." and i + 1 < n and is_digit(s[i + 1]):
             j = i
-            while j < n and s[j].isdigit():
+            while j < n and is_digit(s[j]):
                 j += 1
             if j < n and s[j] == "." and not s.startswith("..", j):
                 j += 1
-                while j < n and s[j].isdigit():
+                while j < n and is_digit(s[j]):
                     j += 1
             if (
                 j + 1 < n
                 and s[j] in "eE"
-                and (s[j + 1].isdigit() or s[j + 1] in "+-" and j + 2 < n and s[j + 2].isdigit())
+                and (is_digit(s[j + 1]) or s[j + 1] in "+-" and j + 2 < n and is_digit(s[j + 2]))
             ):
                 j += 2
-                while j < n and s[j].isdigit():
+                while j < n and is_digit(s[j]):
                     j += 1
             out.append(Token("num", s[i:j]))
             i = j
@@ -349,7 +352,9 @@ def _command(s: str, i: int, in_text: bool, depth: int, out: list[Token]) -> int
         if content.strip() == "e":  # \text{e}, \mathrm{e}: Euler's number written upright
             out.append(Token("cmd", "e"))
             return j
-        text_like = name in TEXT_COMMANDS or name == "mathrm" and len(content.strip()) > 1
+        # \mathrm{m}: an upright unit symbol is the unit (`12\,\mathrm{m}`), as a longer \mathrm{} is words
+        upright = name == "mathrm" and (len(content.strip()) > 1 or content.strip() in UNIT_SYMBOLS)
+        text_like = name in TEXT_COMMANDS or upright
         out.extend(tokenize(content, in_text=text_like and not _is_math(content), depth=depth + 1))
         return j
     if name in IGNORED:
@@ -396,4 +401,4 @@ def _command(s: str, i: int, in_text: bool, depth: int, out: list[Token]) -> int
 
 def _is_math(content: str) -> bool:
     """`\\text{}` holding maths (digits or operators) is read as maths, not words."""
-    return any(ch.isdigit() or ch in "+=^_\\" for ch in content)
+    return any(is_digit(ch) or ch in "+=^_\\" for ch in content)

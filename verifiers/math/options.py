@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rlvr.verifiers.verdict import VerifierError
@@ -40,19 +41,27 @@ class MathOptions:
         in the calling thread, guarded against hostile input but without a hard deadline.
     max_response_chars: only the last this many characters of a response are searched for the
         answer (final answers come last), which bounds extraction time on giant responses.
+    require_marker: True (default, what RL rewards need): an answer exists only where the text
+        marks it (a box, answer tags, "the answer is", "Answer:", or `answer_patterns`); False is the
+        lenient mode for grading other people's formats: the last number or math span stands in for a
+        missing marker, and the verdict's detail says "lenient".
+    answer_patterns: extra markers, as regular expressions whose group 1 is the answer (`r"####\\s*(\\S+)"`
+        for GSM8K's); tried after the built-in markers, the last match counting.
     """
 
     percent: str = "either"
     angles: str = "either"
     min_answer_digits: int = 4
     round_to_gold: bool = True
-    round_min_digits: int = 3
+    round_min_digits: int = 2
     hedge: str = "wrong"
     timeout_s: float = 0.8
     max_answer_chars: int = 2000
     max_boxes: int = 16
     max_response_chars: int = 200_000
     isolate: bool = True
+    require_marker: bool = True
+    answer_patterns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name, allowed in (("percent", PERCENT_POLICIES), ("angles", ANGLE_POLICIES), ("hedge", HEDGE_POLICIES)):
@@ -60,6 +69,16 @@ class MathOptions:
                 raise VerifierError(f"MathOptions.{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if not 0 < self.timeout_s <= 60:
             raise VerifierError(f"MathOptions.timeout_s must be in (0, 60], got {self.timeout_s!r}")
+        if not isinstance(self.answer_patterns, tuple) or not all(isinstance(p, str) for p in self.answer_patterns):
+            raise VerifierError("MathOptions.answer_patterns must be a tuple of regular expressions (str)")
+        for pattern in self.answer_patterns:
+            try:
+                if re.compile(pattern).groups < 1:
+                    raise VerifierError(f"MathOptions.answer_patterns: {pattern!r} has no group for the answer")
+            except re.error as exc:
+                raise VerifierError(
+                    f"MathOptions.answer_patterns: {pattern!r} is not a regular expression ({exc})"
+                ) from None
         for name in ("min_answer_digits", "round_min_digits", "max_answer_chars", "max_boxes", "max_response_chars"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

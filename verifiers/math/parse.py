@@ -26,24 +26,17 @@ from __future__ import annotations
 
 import re
 
-import sympy
-
 from rlvr.verifiers.math.grammar import Parser
 from rlvr.verifiers.math.lexer import FUNCTIONS, SHORT_WORDS, ParseError, tokenize
 from rlvr.verifiers.math.nodes import BaseNumber, Expr, Node, Relation, Text
 from rlvr.verifiers.math.normalize import clean
+from rlvr.verifiers.math.text import is_digit
+from rlvr.verifiers.math.words import SPECIAL_TEXT, spelled_number
 
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|textit|textrm|mbox|mathrm|emph|textsf|texttt|hbox)\s*\{([^{}]*)\}")
 _BASE = re.compile(r"\(?([0-9A-Za-z]+)\)?_\{?\(?(\d{1,2})\)?\}?")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z .,'()/-]*")
 _CHOICE = re.compile(r"\(([A-Za-z])\)")
-_NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen twenty".split()
-    )
-}
 _SHORT_PROSE = SHORT_WORDS | {"odd", "nor"}
 _MATH_WORDS = {"sqrt", "pi", "sin", "cos", "tan", "log", "ln", "exp", "inf", "infty", "infinity", "oo"}
 _DENIAL = re.compile(
@@ -67,15 +60,19 @@ class Denied(ParseError):
     """The answer negates or qualifies a value (`not 5`, `a multiple of 12`): it states no answer."""
 
 
-def parse_answer(answer: str, thousands: bool = True) -> Node:
-    """The node an answer string denotes; ParseError (or TooLarge) if it cannot be read."""
+def parse_answer(answer: str, thousands: bool = True, strict: bool = False) -> Node:
+    """The node an answer string denotes; ParseError (or TooLarge) if it cannot be read. `strict`
+    for a model's answer: every word must be in a closed class of `words` (see `grammar.Parser`)."""
     s = clean(answer, thousands)
     if not s:
         raise ParseError("empty answer")
     bare = _TEXT_CMD.sub(lambda m: m.group(1), s).strip()
+    special = SPECIAL_TEXT.get(normal_text(bare))
+    if special is not None:  # "does not exist", "no solution": a phrase with a fixed meaning
+        return Text(special)
     if _DENIAL.search(bare) or bare.startswith(("\\ne", "\u2260", "!=")):
         raise Denied(f"the answer denies a value: {bare[:60]!r}")
-    if any(ch.isdigit() for ch in bare) and _QUALIFIED.search(_COMMAND.sub(" ", bare)):
+    if any(is_digit(ch) for ch in bare) and _QUALIFIED.search(_COMMAND.sub(" ", bare)):
         raise Denied(f"the answer qualifies a value: {bare[:60]!r}")
     base = _BASE.fullmatch(bare)
     if base and int(base.group(2)) >= 2 and _base_digits(base.group(1), int(base.group(2))):
@@ -87,15 +84,17 @@ def parse_answer(answer: str, thousands: bool = True) -> Node:
     if choice or len(bare) == 1 and bare.isalpha() and bare != s:  # (B), \text{B}: a multiple-choice letter
         return Text(bare.strip("()").lower())
     if _WORDS.fullmatch(bare) and _is_prose(bare, plain=bare == s):
-        text = normal_text(bare)
-        if text in _NUMBER_WORDS:
-            return Expr(sympy.Integer(_NUMBER_WORDS[text]))
-        return Text(text)
+        words = normal_text(bare.replace("-", " ")).split()
+        spelled = spelled_number(words)
+        if spelled is not None:  # "twenty-five", "twelve marbles": the rest is read as after a number
+            rest = " ".join(words[spelled[1] :])
+            return Parser(tokenize(f"{spelled[0]} \\text{{{rest}}}" if rest else str(spelled[0])), strict).answer()
+        return Text(normal_text(bare))
     if ":" in s:
-        ratio = _ratio(s)
+        ratio = _ratio(s, strict)
         if ratio is not None:
             return ratio
-    return Parser(tokenize(s)).answer()
+    return Parser(tokenize(s), strict).answer()
 
 
 def _top_level(s: str, chars: str) -> list[int]:
@@ -126,7 +125,7 @@ def _pieces(s: str, cuts: list[int]) -> list[str]:
     return [s[a + 1 : b].strip() for a, b in zip(bounds, bounds[1:])]
 
 
-def _ratio(s: str) -> Node | None:
+def _ratio(s: str, strict: bool = False) -> Node | None:
     """`a:b` (or `L = a:b`, `A:B = 1`) with its ratios read as quotients; None if no ratio applies."""
     equals = _top_level(s, "=")
     if any(not _plain_equals(s, k) for k in equals) or len(equals) > 2:
@@ -135,14 +134,14 @@ def _ratio(s: str) -> Node | None:
     for side in _pieces(s, equals):
         cuts = _top_level(side, ":")
         if not cuts:
-            node = Parser(tokenize(side)).answer() if side else None
+            node = Parser(tokenize(side), strict).answer() if side else None
             if not isinstance(node, Expr):
                 return None
             sides.append(node)
             continue
         if len(cuts) > 1:
             return None
-        parts = [Parser(tokenize(p)).answer() if p else None for p in _pieces(side, cuts)]
+        parts = [Parser(tokenize(p), strict).answer() if p else None for p in _pieces(side, cuts)]
         if not all(isinstance(p, Expr) and p.unit is None for p in parts):
             return None
         constant = [not p.value.free_symbols for p in parts]
@@ -189,7 +188,7 @@ def is_label(text: str) -> bool:
 def _base_digits(digits: str, base: int) -> bool:
     """`204_5`, `FF_{16}`: digits of a base; letters alone only as upper-case digits of a base
     above ten, two or more of them (`A_{12}` and `x_{16}` are subscripted variables)."""
-    if any(ch.isdigit() for ch in digits):
+    if any(is_digit(ch) for ch in digits):
         return True
     return base > 10 and len(digits) > 1 and digits.isupper() and all(int(ch, 36) < base for ch in digits)
 

@@ -7,25 +7,36 @@ from __future__ import annotations
 import pytest
 
 import rlvr.verifiers.math as vm
+from rlvr.verifiers.math import MathOptions
 from rlvr.verifiers.math.extract import extract
 from rlvr.verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module
 
 
-def score(response: str, gold: str) -> float:
-    verdict = vm.verify(response, gold)
+LENIENT = MathOptions(require_marker=False)  # the last number stands in for a missing marker
+
+
+def score(response: str, gold: str, options: MathOptions | None = None) -> float:
+    verdict = vm.verify(response, gold, options)
     assert verdict.outcome is not Outcome.ERROR, verdict.detail
     return verdict.score
 
 
-def all_score(cases: list[tuple[str, str]], expected: float) -> None:
+def all_score(cases: list[tuple[str, str]], expected: float, options: MathOptions | None = None) -> None:
     wrong = [
-        (gold, response, vm.verify(response, gold).detail)
+        (gold, response, vm.verify(response, gold, options).detail)
         for response, gold in cases
-        if score(response, gold) != expected
+        if score(response, gold, options) != expected
     ]
     assert not wrong, wrong
+
+
+def unmarked_score(cases: list[tuple[str, str]], lenient: float) -> None:
+    """Answers stated without a marker: 0 by default (issue 38: no marker, no answer), `lenient`
+    with `require_marker=False`, which reads the unmarked value as before."""
+    all_score(cases, 0.0)
+    all_score(cases, lenient, LENIENT)
 
 
 # -- negation and retraction: an answer the text denies or takes back is not the answer
@@ -58,20 +69,25 @@ RETRACTED = [
     ("The final answer is $\\boxed{100}$.\n\nOn reflection, I misread the problem. The final answer is 50.", "100"),
     ("$\\boxed{8}$... no. That counts the empty set. The answer is $\\boxed{7}$.", "8"),
 ]
-STATED = [  # the same texts where they are right, and plain statements that merely mention a "not"
+UNMARKED_CORRECTIONS = [  # a retraction, then a new value that no marker commits to
     ("The answer is 2. ... no, the final value is 3.", "3"),
+    ("<answer>5</answer>\nActually, scratch that: 5 fails. The correct value is 7.", "7"),
+    ("x cannot be negative, so x = 5", "5"),
+]
+STATED = [  # the same texts where they are right, and plain statements that merely mention a "not"
+    ("The answer is 2. ... no, the final answer is 3.", "3"),
     (
         "So the answer is $\\boxed{12}$. Actually, let me recheck: $4 \\times 4 = 16$, not $12$, so the answer is 16.",
         "16",
     ),
-    ("<answer>5</answer>\nActually, scratch that: 5 fails. The correct value is 7.", "7"),
+    ("<answer>5</answer>\nActually, scratch that: 5 fails. The correct answer is 7.", "7"),
     ("A common mistake is to answer $\\boxed{5}$, but the correct answer is $\\boxed{7}$.", "7"),
     ("$\\boxed{8}$... no. That counts the empty set. The answer is $\\boxed{7}$.", "7"),
     ("The answer is 7, not 5.", "7"),
     ("The answer is not 5 but 6.", "6"),
     ("It is not hard to see that the answer is 6.", "6"),
     ("Since 4 is not prime, the answer is $\\boxed{5}$.", "5"),
-    ("x cannot be negative, so x = 5", "5"),
+    ("x cannot be negative, so the answer is x = 5", "5"),
     ("\\boxed{1} (mistake) \\boxed{2}", "2"),
     ("The answer is \\boxed{12}. Let me double-check: 3 * 4 = 12. Yes.", "12"),
     ("Final Answer: The final answer is $12$. I hope it is correct.", "12"),
@@ -89,6 +105,17 @@ def test_stated_answer_scores_1():
     all_score(STATED, 1.0)
 
 
+def test_a_correction_needs_a_marker_of_its_own():
+    unmarked_score(UNMARKED_CORRECTIONS, lenient=1.0)
+
+
+def test_a_later_marked_answer_supersedes_a_box():
+    all_score(
+        [("\\boxed{2}. The answer is 3.", "3"), ("\\boxed{6} fails. Final Answer: The final answer is $5$.", "5")], 1.0
+    )
+    all_score([("\\boxed{2}. The answer is 3.", "2"), ("\\boxed{5}. The answer is 6.", "5")], 0.0)
+
+
 def test_denial_is_incorrect_with_its_reason():
     verdict = vm.verify("the answer is not 5", "5")
     assert verdict.outcome is Outcome.INCORRECT and verdict.detail.startswith("denied")
@@ -104,7 +131,7 @@ HEDGES = [
     "\\boxed{2} and \\boxed{3}",
     "The answer is $2$ or $3$.",
     "It is 2, or maybe 3",
-    "\\boxed{2}. The answer is 3.",
+    "\\boxed{2}, though 3 is also possible.",
     "I think 2 but maybe 3",
     "2 or 3 (not sure)",
 ]
@@ -163,16 +190,15 @@ def test_number_glued_to_a_word_is_not_that_number():
         ],
         0.0,
     )
-    all_score(
+    all_score([("so the answer is 5 cm", "5"), ("\\boxed{\\sin 2x}", "\\sin(2x)")], 1.0)
+    unmarked_score(
         [
             ("The distance is 5km", "5"),
             ("It is the 3rd", "3"),
-            ("so the answer is 5 cm", "5"),
             ("the angle is pi/2", "\\frac{\\pi}{2}"),
             ("the height is \u221a3", "\\sqrt{3}"),
-            ("\\boxed{\\sin 2x}", "\\sin(2x)"),
         ],
-        1.0,
+        lenient=1.0,
     )
 
 
@@ -183,13 +209,13 @@ def test_thousands_separators_in_a_final_answer():
         "\\boxed{10{,}455}",
         "\\boxed{10\\,455}",
         "The answer is 10,455.",
-        "so the total is 10,455",
         "Final answer: 10,455",
         "\\boxed{10\\ 455}",
         "The answer is 10 455",
         "$\\boxed{10,455}$ dollars",
     ]
     all_score([(r, "10455") for r in right], 1.0)
+    unmarked_score([("so the total is 10,455", "10455")], lenient=1.0)
     all_score([("\\boxed{10455}", "10,455"), ("\\boxed{12,345,678}", "12345678")], 1.0)
     all_score(
         [
@@ -250,9 +276,12 @@ def test_time_of_day_stays_text():
 
 
 def test_extraction_reports_denials_and_retractions():
-    assert extract("it is certainly not 7").denied == "7" and not extract("it is certainly not 7").answers
-    assert extract("The answer is 2. ... no, the final value is 3.").answers == ("3",)
-    assert extract("x = 2, or maybe x = 3").answers == ("2 \\text{ or } 3",)
+    assert extract("The answer is certainly not 7.").denied == "certainly not 7"
+    assert not extract("it is certainly not 7").answers
+    assert extract("it is certainly not 7", require_marker=False).denied == "7"
+    assert extract("The answer is 2. ... no, the final value is 3.").answers == ()  # 3 is unmarked
+    assert extract("The answer is 2. ... no, the final value is 3.", require_marker=False).answers == ("3",)
+    assert extract("x = 2, or maybe x = 3", require_marker=False).answers == ("2 \\text{ or } 3",)
     assert extract("so AZYUK2A").answers == ()
 
 
@@ -276,23 +305,34 @@ def test_struck_counterfactual_judged_and_qualified_answers_score_0():
     all_score(
         [
             ("Counting again, the answer is ~~5~~ 6.", "6"),
-            ("Final answer: 4 (incorrect, see below).\n\nI mis-added the last column. Corrected: 5", "5"),
-            ("If we add them, we get 12.", "12"),
+            ("Final answer: 4 (incorrect, see below).\n\nI mis-added the last column. Final answer: 5", "5"),
             ("The answer is approximately 3.14.", "3.14"),
             ("The answer is 12 (the least common multiple).", "12"),
             ("The answer is 5 (not 6).", "5"),
         ],
         1.0,
     )
+    unmarked_score(
+        [
+            ("Final answer: 4 (incorrect, see below).\n\nI mis-added the last column. Corrected: 5", "5"),
+            ("If we add them, we get 12.", "12"),
+        ],
+        lenient=1.0,
+    )
 
 
 # -- plain-text forms and units around the last number, dollar amounts
 def test_last_number_keeps_its_constant_and_unit():
-    all_score(
+    unmarked_score(
         [
             ("The sum of the series times six is pi^2.", "\\pi^2"),
             ("The diagonal is 3 sqrt(2).", "3\\sqrt{2}"),
             ("The ladder reaches 500 cm.", "5 \\text{ m}"),
+        ],
+        lenient=1.0,
+    )
+    all_score(
+        [
             ("\\boxed{\\$0.20}", "20 \\text{ cents}"),
             ("\\boxed{\\tan\\alpha = 2}", "2"),
             ("\\boxed{2}", "\\tan\\alpha = 2"),
@@ -324,10 +364,12 @@ def test_claims_suppositions_and_counterfactuals_score_0():
             ("Assuming the die is fair, the answer is 6.", "6"),
             ("<answer>7</answer>", "f(2) = 7"),
             ("\\boxed{f(2) = 7}", "7"),
-            ("The sine of 60 degrees is sqrt(3)/2.", "\\sqrt{3}/2"),
-            ("The area of the disc is pi*r^2.", "\\pi r^2"),
         ],
         1.0,
+    )
+    unmarked_score(
+        [("The sine of 60 degrees is sqrt(3)/2.", "\\sqrt{3}/2"), ("The area of the disc is pi*r^2.", "\\pi r^2")],
+        lenient=1.0,
     )
     all_score([("\\boxed{f(3) = 7}", "f(2) = 7")], 0.0)
 
@@ -344,12 +386,12 @@ def test_judged_claims_and_corrections_in_place():
         ],
         0.0,
     )
-    all_score(
+    all_score([("Answer: 8? No \u2014 9.", "9")], 1.0)
+    unmarked_score(
         [
             ("The answer isn't 2 \u2014 it's 3.", "3"),
-            ("Answer: 8? No \u2014 9.", "9"),
             ("So the volume is 4/3*pi*r^3.", "\\frac{4}{3}\\pi r^3"),
             ("The vertex is at x = -b/(2a).", "-\\frac{b}{2a}"),
         ],
-        1.0,
+        lenient=1.0,
     )

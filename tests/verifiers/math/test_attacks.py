@@ -13,6 +13,7 @@ import pytest
 
 import rlvr.verifiers.math as vm
 from rlvr.verifiers.verdict import Outcome
+from tests.verifiers.math.corpora import expected
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 WORST_S = 1.5
@@ -184,7 +185,7 @@ def test_no_false_positive_on_either_corpus():
         false_positives = [
             (r["gold"], r["response"][-80:])
             for r in rows
-            if not r["expected"] and vm.verify(r["response"], r["gold"]).outcome is Outcome.CORRECT
+            if not expected(r) and vm.verify(r["response"], r["gold"]).outcome is Outcome.CORRECT
         ]
         assert not false_positives, (name, false_positives)
 
@@ -192,7 +193,7 @@ def test_no_false_positive_on_either_corpus():
 def test_heldout_corpus_accuracy_at_least_097():
     rows = [json.loads(line) for line in (DATA / "math_corpus_heldout.jsonl").read_text().splitlines() if line.strip()]
     assert len(rows) >= 60
-    right = sum((vm.verify(r["response"], r["gold"]).outcome is Outcome.CORRECT) == r["expected"] for r in rows)
+    right = sum((vm.verify(r["response"], r["gold"]).outcome is Outcome.CORRECT) == expected(r) for r in rows)
     assert right / len(rows) >= 0.97
 
 

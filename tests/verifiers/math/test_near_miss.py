@@ -23,10 +23,12 @@ import pytest
 
 import rlvr.verifiers.math as vm
 from rlvr.verifiers.verdict import Outcome
+from tests.verifiers.math.corpora import KEYS, LENIENT, OPTIONAL_KEYS, expected
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "math_near_miss.jsonl"
-RECALL_FLOOR = 0.99  # recall when the issue-27 work ended (46158c2: 225 of 226; the miss, line 592, is gold 0.57
-#                      for 4/7, which decimals.py rule 4 refuses: a gold under 3 significant digits is not rounded).
+RECALL_FLOOR = 1.0  # issue 38: all 197 right answers that carry a marker (issue 27 ended at 225 of 226; the miss,
+#                      gold 0.57 for 4/7, is right since a 2-digit gold is rounded to). The 29 rows marked
+#                      `lenient_only` are right unmarked answers: paid only with require_marker=False (tested below).
 #                      A call takes <= 15 ms against the 0.8 s deadline: a slow machine costs no right answer.
 WORST_CALL_S = 5.0  # generous: a call takes milliseconds; this catches a stall, not a slow machine
 WHOLE_CORPUS_S = 60.0
@@ -56,19 +58,29 @@ def test_corpus_shape():
     assert sum(not r["expected"] for r in rows) >= 90
     assert sum(r["expected"] for r in rows) >= 50
     for row in rows:
-        assert set(row) == {"category", "gold", "response", "expected"}, row
+        assert KEYS <= set(row) <= KEYS | OPTIONAL_KEYS, row
         assert row["category"].startswith("tp_" if row["expected"] else "fp_"), row
 
 
 def test_no_false_positive(judged):
     false_positives = [
-        (n, r["category"], r["gold"], r["response"][-80:]) for n, r, ok, _ in judged if ok and not r["expected"]
+        (n, r["category"], r["gold"], r["response"][-80:]) for n, r, ok, _ in judged if ok and not expected(r)
     ]
     assert not false_positives, false_positives
 
 
+def test_unmarked_right_answers_are_paid_only_in_lenient_mode(judged):
+    """Issue 38: an answer needs a marker; the lenient mode reads the unmarked ones as before."""
+    rows = [r for _, r, _, _ in judged if r.get("lenient_only")]
+    assert len(rows) == 29
+    refused = [
+        r["response"][-60:] for r in rows if vm.verify(r["response"], r["gold"], LENIENT).outcome.value != "correct"
+    ]
+    assert not refused, refused
+
+
 def test_recall_floor(judged):
-    positives = [(n, r, ok) for n, r, ok, _ in judged if r["expected"]]
+    positives = [(n, r, ok) for n, r, ok, _ in judged if expected(r)]
     recall = sum(ok for _, _, ok in positives) / len(positives)
     missed = [(n, r["category"], r["gold"], r["response"][-60:]) for n, r, ok in positives if not ok]
     assert recall >= RECALL_FLOOR, (recall, missed)

@@ -2,9 +2,9 @@
 a base, a multiple-choice letter, words, a ratio), and parse the rest with `grammar.Parser`.
 
 Rules (issue #27):
-- A denial is not an answer: a value right after "not", "never", "except", "other than" inside
-  the answer (`\\text{not } 5`, `anything except 9`) raises `Denied`, which the judge scores
-  wrong without any fallback.
+- `strict` (a model's answer): every word must be in a closed class of `words` (grammar 2.0,
+  `extract`); so a value after "not", "except", "at least", "a multiple of" (`\\text{not } 5`,
+  `anything except 9`) is no answer, with no list of such phrases. A leading `\\ne` is a `Denied`.
 - A ratio `a:b` of two constants is the number a/b (`11:21` is `\\frac{11}{21}`; `2:4` is `1:2`,
   the same ratio); a ratio of two names (`A:B`, `V_1:V_2`) is their quotient, so a label
   `A:B` reads as one; a ratio mixing the two (`1:30 pm`) is no ratio (it stays text).
@@ -14,8 +14,6 @@ Rules (issue #27):
   quantity, `\\tan\\alpha = 2`) and state its value on the right. The judge compares the values; two
   labels must agree when both sides have one. A plain variable (`x = 3`) is not split here: the
   equivalence rules compare assignments by their names.
-- A value qualified by words that change the claim (`a multiple of 12`, `at least 5`, `more than
-  5`, `between 2 and 3`, `such as 24`) raises `Denied` too: it is not the value.
 - A number glued to a word (`COVID19`, `AZYUK2A`: two or more letters, then a digit) is part of
   that word: the answer is unreadable, never the number (LaTeX commands such as `\\sqrt2` aside).
 - `thousands=False` reads `1,234` as the two items 1 and 234 (the judge's reading when the gold
@@ -39,21 +37,12 @@ _WORDS = re.compile(r"[A-Za-z][A-Za-z .,'()/-]*")
 _CHOICE = re.compile(r"\(([A-Za-z])\)")
 _SHORT_PROSE = SHORT_WORDS | {"odd", "nor"}
 _MATH_WORDS = {"sqrt", "pi", "sin", "cos", "tan", "log", "ln", "exp", "inf", "infty", "infinity", "oo"}
-_DENIAL = re.compile(
-    r"\b(?:not|never|except|other than|apart from)\b[ ]*(?:(?:equal|equals|to|be|exactly)\b[ ]*)*(?=[-+.\d$\\(])",
-    re.IGNORECASE,
-)
 _SUBSCRIPT = re.compile(r"_\{?\w{1,4}\}?")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _GLUED_WORD = re.compile(r"(?<![A-Za-z\\])[A-Za-z]{2,}\d")  # COVID19, AZYUK2A: not a number
 _EVALUATED = re.compile(r"[A-Za-z](?:_\{?\w{1,4}\}?)?\(\s?-?[\d.,/ ]{1,20}\)")  # f(2), g_1(0.5): a value named
 _PLAIN_NAME = re.compile(r"[A-Za-z](?:_\{?\w{1,4}\}?)?(?:\([A-Za-z]\))?")
 _OPEN, _CLOSE = "{([", "})]"
-
-
-_QUALIFIED = re.compile(  # words that turn a value into a different claim: "a multiple of 12", "at least 5"
-    r"\b(?:multiples?|factors?|divisors?|least|most|than|between|such|some|any|every|except)\b", re.IGNORECASE
-)
 
 
 class Denied(ParseError):
@@ -70,10 +59,8 @@ def parse_answer(answer: str, thousands: bool = True, strict: bool = False) -> N
     special = SPECIAL_TEXT.get(normal_text(bare))
     if special is not None:  # "does not exist", "no solution": a phrase with a fixed meaning
         return Text(special)
-    if _DENIAL.search(bare) or bare.startswith(("\\ne", "\u2260", "!=")):
+    if bare.startswith(("\\ne", "\u2260", "!=")):
         raise Denied(f"the answer denies a value: {bare[:60]!r}")
-    if any(is_digit(ch) for ch in bare) and _QUALIFIED.search(_COMMAND.sub(" ", bare)):
-        raise Denied(f"the answer qualifies a value: {bare[:60]!r}")
     base = _BASE.fullmatch(bare)
     if base and int(base.group(2)) >= 2 and _base_digits(base.group(1), int(base.group(2))):
         return BaseNumber(base.group(1).upper(), int(base.group(2)))

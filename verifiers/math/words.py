@@ -71,7 +71,7 @@ OPERATIVE = frozenset(
     "uncertain".split()
     # comparison and range
     + "than least most more less fewer greater smaller larger bigger over under above below between within "
-    "up to upto nearly almost roughly approximately about around at".split()
+    "up to upto nearly almost roughly approximately approx about around circa ca at".split()
     # arithmetic and fractions of a value
     + "plus minus times divided multiplied half halves halved double doubled twice thrice triple tripled "
     "quadruple squared cubed square cube root roots power powers factorial inverse reciprocal negative "

@@ -145,6 +145,9 @@ class AgentEnv(SingleTurnEnv):
         self._seed_if_pending()  # a seeded reset makes the generator, as Gymnasium's checker expects
         return out
 
+    def task_ids(self):
+        return self.task_env.unwrapped.task_ids()  # the task environment's list, if it has one
+
     def verify(self, task: Task, response: str) -> Verdict:
         return self.task_env.unwrapped.verify(task, response)
 

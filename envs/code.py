@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from rlvr.envs import code_completion
 from rlvr.envs.core import EnvError, Message, SingleTurnEnv, Task, TaskNotFoundError
 from rlvr.verifiers import code as code_verifier
 from rlvr.verifiers.verdict import Verdict
@@ -55,7 +56,8 @@ def task_from_record(record: Mapping[str, Any]) -> Task:
     """A `Task` from a record in rlvr's own shape: `id`, `prompt` (the statement), `tests`
     (dicts `verifiers.code.load_tests` reads), optional `heldout_tests` (more such dicts: tests
     no feedback may quote, see `envs.code_feedback`), `entry_point`, `reference`, `wrong`,
-    `difficulty`, `title`. `answer` is the tuple of typed tests, `tests` then `heldout_tests`;
+    `difficulty`, `title`, `stub` (a function stub the response completes, HumanEval's shape:
+    `envs.code_completion`). `answer` is the tuple of typed tests, `tests` then `heldout_tests`;
     `metadata["n_heldout"]` says how many of the last ones are held out (0: none declared)."""
     missing = [k for k in ("id", "prompt", "tests") if k not in record]
     if missing:
@@ -76,7 +78,7 @@ def task_from_record(record: Mapping[str, Any]) -> Task:
         answer=tests,
         reference=fenced(record.get("reference") or FAILING_PROGRAM),
         wrong=fenced(record.get("wrong") or FAILING_PROGRAM),
-        metadata={k: record[k] for k in ("difficulty", "title", "source") if record.get(k) is not None}
+        metadata={k: record[k] for k in ("difficulty", "title", "source", "stub") if record.get(k) is not None}
         | {"entry_point": entry_point, "n_tests": len(tests), "n_heldout": len(heldout)},
     )
 
@@ -157,6 +159,9 @@ class CodeTaskSource(SandboxUser):
     def sample_task(self, rng: np.random.Generator) -> Task:
         return self.tasks[int(rng.integers(0, len(self.tasks)))]
 
+    def task_ids(self) -> list[str]:
+        return [t.task_id for t in self.tasks]
+
     def get_task(self, task_id: str) -> Task:
         try:
             return self._by_id[task_id]
@@ -166,7 +171,10 @@ class CodeTaskSource(SandboxUser):
     def verify_response(
         self, task: Task, response: str, *, fail_fast: bool | None = None, tests: Sequence[Any] | None = None
     ) -> Verdict:
-        """Run `tests` (default: all of `task.answer`) against the response's program."""
+        """Run `tests` (default: all of `task.answer`) against the response's program (for a task
+        with a function stub, the response's code completed by it: `envs.code_completion`)."""
+        if task.metadata.get("stub") and task.metadata.get("entry_point"):
+            response = code_completion.as_program(response, task.metadata["stub"], task.metadata["entry_point"])
         settings = code_verifier.RunSettings(
             timeout_s=self.timeout_s,
             fail_fast=self.scoring == "all_or_nothing" if fail_fast is None else fail_fast,

@@ -9,7 +9,8 @@ Each line is one task; its shape is recognised by its keys:
   `entry_point`, optional `canonical_solution`. Helper functions the prompt defines and the test
   calls (HumanEval/32's `poly`, /38's `encode_cyclic`) are put in front of the test code, with
   the prompt's imports: the test then uses the prompt's own helpers, never the program's
-  (which could lie);
+  (which could lie). A response is read as HumanEval's harness reads it: a whole function keeps
+  the prompt's imports and helpers, a body is joined to the prompt (`envs.code_completion`);
 - APPS-like: `question`, `input_output` ({"inputs", "outputs", optional "fn_name"}; a JSON string
   or an object), optional `solutions` (a JSON list; the first is the reference). With `fn_name`
   each test is a plain call, `fn(a, b)`, and a check that `judged_asserts` converts (so it is
@@ -127,6 +128,7 @@ def _humaneval(record: Mapping[str, Any]) -> dict[str, Any]:
         "entry_point": entry,
         "reference": record["prompt"] + solution if solution else None,
         "tests": [{"assert": f"{helpers}{record['test']}\n\ncheck({entry})\n"}],
+        "stub": record["prompt"],  # a completion is read against it (envs.code_completion)
     }
 
 

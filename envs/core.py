@@ -7,6 +7,9 @@ The same seed gives the same task, and `options={"task_id": ...}` selects a task
 copies can be reset onto one task for a group; `options={"task": task}` resets onto a `Task`
 object itself, which a group's copies share with the first (nothing is rebuilt).
 
+An env whose tasks are a fixed list of problems says so with `task_ids()` (their ids, in order):
+an evaluation then visits each once, instead of drawing tasks by seed.
+
 Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`
 (its `respond` hook returns a `TurnResult`).
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -111,7 +115,8 @@ class Task:
 
 class TextEnv(gym.Env[list, str]):
     """Base of every rlvr environment. Subclasses set `kind`, `version`, `reward_range` and
-    implement `sample_task(rng)` and `get_task(task_id)` (the task source)."""
+    implement `sample_task(rng)` and `get_task(task_id)` (the task source), and `task_ids()` when
+    that source is a fixed list."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
     kind: ClassVar[str] = "single-step"
@@ -138,6 +143,13 @@ class TextEnv(gym.Env[list, str]):
 
     def get_task(self, task_id: str) -> Task:
         raise NotImplementedError
+
+    def task_ids(self) -> Sequence[str] | None:
+        """Every task's id, in order, when the tasks are a fixed list of problems (a dataset, a
+        benchmark); None (the default) when they are generated or open-ended. An evaluation visits
+        each listed task once, in this order (`rlvr eval`, `envs.eval_tasks`); training draws tasks
+        with replacement either way (`sample_task`)."""
+        return None
 
     # ---- the generator, seeded when first used (see reset) -------------------------------------
     _pending_seed: int | None = None

@@ -131,10 +131,12 @@ def format_table(summary: dict[str, Any]) -> str:
             return "n/a"
         return f"{stat['estimate']:.3f}  [{stat['ci_low']:.3f}, {stat['ci_high']:.3f}]"
 
+    # an environment with a list (`problems`: how many it lists) is evaluated once per problem: say how many of them
+    tasks = f"{summary['tasks']} of {summary['problems']} problems" if summary.get("problems") else summary["tasks"]
     rows = [
         ("env", summary["env"] + (f" {summary['env_args']}" if summary["env_args"] else "")),
         ("model", str(summary["model"])),
-        ("tasks / episodes", f"{summary['tasks']} / {summary['episodes']} ({summary['valid_episodes']} valid)"),
+        ("tasks / episodes", f"{tasks} / {summary['episodes']} ({summary['valid_episodes']} valid)"),
     ]
     rows += [
         (f"pass@{k}", fmt(stat) + (f"  ({stat['tasks']} tasks)" if stat["tasks"] != summary["tasks"] else ""))

@@ -151,6 +151,9 @@ class ReasoningGymEnv(SingleTurnEnv):
     def sample_task(self, rng: np.random.Generator) -> Task:
         return self.get_task(str(int(rng.integers(0, self.size))))
 
+    def task_ids(self) -> list[str]:
+        return [str(i) for i in range(self.size)]
+
     def get_task(self, task_id: str) -> Task:
         index = int(task_id) if task_id.isascii() and task_id.isdigit() and len(task_id) < 19 else -1
         if not 0 <= index < self.size:

@@ -42,6 +42,9 @@ BUILTIN_ENVS: dict[str, str] = {
     "rlvr/CodeFeedback-v0": "rlvr.envs.code_feedback:CodeFeedbackEnv",
     "rlvr/PythonTool-v0": "rlvr.envs.python_tool:PythonToolEnv",
     "rlvr/Agent-v0": "rlvr.envs.agent_env:AgentEnv",
+    # benchmarks, read from the PyPI packages that ship them (scripts/setup.sh installs them)
+    "rlvr/MATH500-v0": "rlvr.envs.math500:Math500Env",
+    "rlvr/HumanEval-v0": "rlvr.envs.humaneval:HumanEvalEnv",
 }
 
 # Keyword arguments that `gymnasium.make` itself consumes rather than the environment.

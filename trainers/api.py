@@ -10,8 +10,9 @@ those the user has not set), the levels of the `QUIET_LOGGERS` loggers (vllm, tr
 torch's) raised to ERROR, warnings filters for two known library messages, and transformers'
 verbosity and progress bars. `verbose=True` puts the variables and logger levels back.
 
-`evaluate` samples as `rlvr eval` does, episode for episode: the same task seeds (by default the
-held-out seeds training evaluates on), chunks of 32 tasks, each seeded as the command seeds it, and
+`evaluate` samples as `rlvr eval` does, episode for episode: the same tasks (every problem of an
+environment with a fixed list once, in order; otherwise reset seeds, by default the held-out seeds
+training evaluates on: `envs.eval_tasks`), chunks of 32 tasks, each seeded as the command seeds it, and
 the same summary (`envs.evaluate.summarize`), so the same settings give the command's numbers."""
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.envs.episode import Episode
+from rlvr.envs.eval_tasks import plan
 from rlvr.envs.evaluate import format_table, summarize
+from rlvr.envs.registry import make
 from rlvr.envs.rollout import rollout
 from rlvr.envs.sampler import SamplingSettings
-from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.trainers import checkpoint, loop, quiet
 from rlvr.trainers.config import CommonSettings
 from rlvr.trainers.models import resolve_model
@@ -87,7 +89,7 @@ def evaluate(
     env: str,
     *,
     env_args: Mapping[str, Any] | None = None,
-    tasks: int = 100,
+    tasks: int | None = None,
     k: Sequence[int] = (1,),
     samples: int | None = None,
     sampler: str = "hf",
@@ -95,18 +97,24 @@ def evaluate(
     top_p: float = _COMMON["top_p"],
     max_tokens: int = _COMMON["max_tokens"],
     seed: int = _COMMON["seed"],
-    task_start: int = HELD_OUT_SEED_START,
+    task_start: int | None = None,
     verbose: bool = False,
 ) -> EvalResult:
     """pass@k of `model` (see `model_dir`) on `tasks` tasks of environment `env`: `samples` per task
     (default the largest k), sampled by backend `sampler` ("hf", the default: no engine to start; or
-    "vllm", faster on many tasks), the tasks being the reset
-    seeds task_start, task_start + 1, ... A bad setting raises ValueError; a bad environment id or
-    model a `RlvrError` subclass."""
+    "vllm", faster on many tasks). For an environment with a fixed list of problems the tasks are
+    problems task_start (0), task_start + 1, ... of it, each once (`tasks` None: all of them);
+    otherwise the reset seeds task_start, task_start + 1, ... (None: the held-out seeds; `tasks`
+    None: 100). A bad setting raises ValueError; a bad environment id or model a `RlvrError` subclass."""
     ks = sorted(set(k))
     group_size = samples or ks[-1]
-    if tasks < 1 or ks[0] < 1 or group_size < ks[-1]:
+    if (tasks is not None and tasks < 1) or ks[0] < 1 or group_size < ks[-1]:
         raise ValueError(f"need tasks >= 1, every k >= 1 and samples >= max(k); got {tasks}, {ks}, {samples}")
+    probe = make(env, **dict(env_args or {}))
+    try:
+        todo = plan(probe, tasks, task_start)  # every listed problem once, or reset seeds
+    finally:
+        probe.close()
     quiet.configure(verbose)
     sampling = SamplingSettings(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=seed)
     path = str(model_dir(model))
@@ -114,8 +122,8 @@ def evaluate(
     episodes: list[Episode] = []
     started = time.perf_counter()
     try:
-        for start in range(0, tasks, CHUNK):
-            stop = min(start + CHUNK, tasks)
+        for start in range(0, todo.count, CHUNK):
+            stop = min(start + CHUNK, todo.count)
             # as rlvr eval: the i-th task of a call gets seed + i * G, so task t's seed is seed + t * G
             seeded = dataclasses.replace(sampling, seed=seed + start * group_size)
             groups = rollout(
@@ -123,7 +131,7 @@ def evaluate(
                 env_args,
                 engine,
                 engine.tokenizer,
-                seeds=[task_start + i for i in range(start, stop)],
+                **todo.rollout_tasks(start, stop),
                 group_size=group_size,
                 sampling=seeded,
                 model_info={"model": path, "model_step": None},
@@ -145,6 +153,7 @@ def evaluate(
         seed=seed,
         sampler=sampler,
         samples_per_task=group_size,
-        sampling={**dataclasses.asdict(sampling), "task_start": task_start},
+        sampling={**dataclasses.asdict(sampling), "task_start": todo.start},
+        **({"problems": len(todo.problems)} if todo.listed else {}),
     )
     return EvalResult(summary, episodes)

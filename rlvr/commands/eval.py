@@ -7,8 +7,10 @@ episode for episode. A finished run prints its saved table at once, without load
 sampled in chunks of --chunk, fixed from the start; a resumed run keeps the chunks written whole
 and samples the others again whole (one cut short by the stop, or holding an `error` episode: the
 grader failed, e.g. the sandbox was down; their old lines are replaced).
-Tasks are the environment's reset seeds `--task-start`, `--task-start + 1`, ... (by default the
-held-out seeds the trainer evaluates on).
+An environment with a fixed list of problems (a dataset, a benchmark) is evaluated on each of them
+once, in order: all of them by default, the first --tasks with it, from problem --task-start (0).
+Other environments' tasks are the reset seeds `--task-start`, `--task-start + 1`, ... (by default the
+held-out seeds the trainer evaluates on), 100 of them by default (`rlvr.envs.eval_tasks`).
 Without --out, DIR is a new runs/eval/ENV-YYYYmmdd-HHMMSS (ENV: the id, its `/` and `:` as `_`),
 printed at the start and at the end: pass it as --out to resume that run.
 """
@@ -158,6 +160,7 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
 # The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
 def run(args: EvalConfig) -> int:
     from rlvr.env_loading import make_env
+    from rlvr.envs.eval_tasks import EvalTasksError, plan
     from rlvr.trainers.preflight import check_model_dir, check_out_dir, check_tokenizer_dir
 
     # The checks that need no heavy import first, so that they fail in a blink.
@@ -180,7 +183,13 @@ def run(args: EvalConfig) -> int:
         from rlvr.trainers.models import resolve_model
 
     env_args = args.env_args
-    make_env(args.env, env_args).close()  # a bad id, module or argument fails now, before the model loads
+    env = make_env(args.env, env_args)  # a bad id, module or argument fails now, before the model loads
+    try:
+        tasks = plan(env, args.tasks, args.task_start)  # every listed problem once, or reset seeds
+    except EvalTasksError as e:
+        raise UsageError(f"--task-start {args.task_start}: {e}") from None
+    finally:
+        env.close()
     try:
         sampling = SamplingSettings(
             temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed
@@ -195,11 +204,11 @@ def run(args: EvalConfig) -> int:
         check_tokenizer_dir(resolve_model(args.tokenizer or served_tokenizer_source(args) or args.model))
     out = Path(args.out)
     with run_lock(out, "rlvr eval"):  # one run per --out: a second ends at once, naming this one
-        return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model)
+        return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model, tasks)
 
 
 def _run_locked(
-    args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str
+    args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str, tasks
 ) -> int:
     """The evaluation proper, holding the lock on `out`."""
     from tqdm.auto import tqdm
@@ -209,22 +218,27 @@ def _run_locked(
     from rlvr.envs.rollout import rollout
 
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
+    if tasks.note:
+        print(tasks.note, flush=True)
     log = out / "episodes.jsonl"
     sampling_dict = {
         "temperature": args.temperature,
         "top_p": args.top_p,
         "max_tokens": args.max_tokens,
         "seed": args.seed,
-        "task_start": args.task_start,
+        "task_start": tasks.start,
     }
     if not args.resume and (out / "run.json").exists():
         raise UsageError(f"{out} already holds an evaluation: drop --no-resume to continue it, or pass a new --out")
     with _writing(out):
-        _check_same_run(out, _identity(args.env, env_args, model, sampling_dict, group_size, args.chunk))
+        identity = _identity(args.env, env_args, model, sampling_dict, group_size, args.chunk)
+        if tasks.listed:  # by problem, from the env's list (never pooled with a run that drew by seed)
+            identity["problems"] = len(tasks.problems)
+        _check_same_run(out, identity)
         # Resume by whole chunks, each sampled again as the uninterrupted run samples it (the module's docstring)
-        records, todo = load_whole_chunks(log, chunk_bounds(args.tasks, args.chunk), group_size)
+        records, todo = load_whole_chunks(log, chunk_bounds(tasks.count, args.chunk), group_size)
     if not todo:  # every task is in the log already: the summary needs no model (no engine start-up)
-        return _finished(args, out, log, records, ks, group_size, env_args, kind, model, sampling_dict)
+        return _finished(args, out, log, records, ks, group_size, env_args, kind, model, sampling_dict, tasks)
     with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
         sampler, tokenizer = build_sampler(args)
 
@@ -232,15 +246,17 @@ def _run_locked(
     sampled: list = []  # this run's episodes: all of them errors means the environment cannot work
     try:
         with tqdm(
-            total=args.tasks,
-            initial=args.tasks - sum(b - a for a, b in todo),
+            total=tasks.count,
+            initial=tasks.count - sum(b - a for a, b in todo),
             disable=not args.progress,
             desc="tasks",
             unit="task",
         ) as bar:
             for chunk in todo:
                 t0 = time.perf_counter()
-                groups = _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model)
+                groups = _rollout_chunk(
+                    rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model, tasks
+                )
                 seconds += time.perf_counter() - t0
                 new = [ep for g in groups for ep in g.episodes]
                 tokens += sum(sum(ep.loss_mask) for ep in new)
@@ -255,7 +271,7 @@ def _run_locked(
 
     with _writing(out):
         sort_by_group(log)  # a chunk sampled again after later ones: where the uninterrupted run has it
-    summary = _summary(args, records, ks, group_size, env_args, kind, model, sampling_dict, seconds, tokens)
+    summary = _summary(args, records, ks, group_size, env_args, kind, model, sampling_dict, tasks, seconds, tokens)
     with _writing(out):
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(format_table(summary))
@@ -267,9 +283,12 @@ def _run_locked(
 _SPEED = ("tokens", "seconds", "tokens_per_second")
 
 
-def _summary(args, records, ks, group_size, env_args, kind, model, sampling_dict, seconds=None, tokens=None) -> dict:
+def _summary(
+    args, records, ks, group_size, env_args, kind, model, sampling_dict, tasks, seconds=None, tokens=None
+) -> dict:
     """summary.json of these records, in task order as the uninterrupted run has them (the
-    bootstrap's intervals follow the order); the speed only when this run sampled something."""
+    bootstrap's intervals follow the order); the speed only when this run sampled something; for an
+    environment with a list, how many problems it lists (the table's "164 of 164 problems")."""
     from rlvr.envs.episode_log import episode_from_record
     from rlvr.envs.evaluate import summarize
 
@@ -286,17 +305,20 @@ def _summary(args, records, ks, group_size, env_args, kind, model, sampling_dict
         sampler=kind,
         samples_per_task=group_size,
         sampling=sampling_dict,
+        **({"problems": len(tasks.problems)} if tasks.listed else {}),
     )
 
 
-def _finished(args, out: Path, log: Path, records, ks, group_size, env_args, kind, model, sampling_dict) -> int:
+def _finished(args, out: Path, log: Path, records, ks, group_size, env_args, kind, model, sampling_dict, tasks) -> int:
     """Every chunk of the run is in the log whole: print the summary without building the sampler.
     The saved summary.json when it is this summary (then with the speed of the run that sampled);
     otherwise (e.g. other --k, or fewer --tasks than the log holds) the summary of these episodes,
     written, without a speed."""
     from rlvr.envs.evaluate import format_table
 
-    summary = json.loads(json.dumps(_summary(args, records, ks, group_size, env_args, kind, model, sampling_dict)))
+    summary = json.loads(
+        json.dumps(_summary(args, records, ks, group_size, env_args, kind, model, sampling_dict, tasks))
+    )
     saved_file = out / "summary.json"
     try:
         saved = json.loads(saved_file.read_text())
@@ -350,9 +372,12 @@ def _stop_if_only_errors(episodes: list, log: Path) -> None:
         )
 
 
-def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk: tuple[int, int], group_size, sampling, model):
-    """Tasks [start, stop) of the run as groups whose ids are their indices: ONE rollout call, the
-    chunk's whole batch, as in every run that samples this chunk."""
+def _rollout_chunk(
+    rollout, args, env_args, sampler, tokenizer, chunk: tuple[int, int], group_size, sampling, model, tasks
+):
+    """Tasks [start, stop) of the run (`tasks`: by id from the env's list, or by reset seed) as groups
+    whose ids are their indices: ONE rollout call, the chunk's whole batch, as in every run that
+    samples this chunk."""
     start, stop = chunk
     # The rollout adds i * G to the seed for the i-th task of a call: task t's seed is seed + t * G in any run.
     seeded = dataclasses.replace(sampling, seed=sampling.seed + start * group_size)
@@ -361,7 +386,7 @@ def _rollout_chunk(rollout, args, env_args, sampler, tokenizer, chunk: tuple[int
         env_args,
         sampler,
         tokenizer,
-        seeds=[args.task_start + i for i in range(start, stop)],
+        **tasks.rollout_tasks(start, stop),
         group_size=group_size,
         sampling=seeded,
         model_info={"model": model, "model_step": None},

@@ -34,7 +34,11 @@ HELP_EXTRA = {"model": "with --base-url, the name the server serves"}
 
 @dataclass
 class EvalConfig(CommonSettings):
-    tasks: int = setting(100, "number of tasks")
+    tasks: int | None = setting(
+        None,
+        "number of tasks; none: every problem of an environment with a fixed list of them (a "
+        "dataset, a benchmark: each once, in order), else 100",
+    )
     k: str = setting("1", "comma-separated k for pass@k")
     samples: int | None = setting(None, "samples per task; none: the largest k")
     sampler: str | None = setting(
@@ -72,10 +76,11 @@ class EvalConfig(CommonSettings):
         "table at once); an --out holding no run starts fresh, as with rlvr train --resume. "
         "--no-resume: refuse an --out that already holds episodes",
     )
-    task_start: int = setting(
-        HELD_OUT_SEED_START,
-        "first task seed: the tasks are the reset seeds task_start, "
-        "task_start + 1, ... (by default the held-out seeds rlvr train evaluates on)",
+    task_start: int | None = setting(
+        None,
+        "first task: for an environment with a fixed list of problems, the index of the first one "
+        "(none: 0); otherwise the first reset seed, the tasks being the seeds task_start, task_start + 1, "
+        f"... (none: {HELD_OUT_SEED_START:_}, the held-out seeds rlvr train evaluates on)",
     )
     chunk: int = setting(32, "tasks per rollout call: the unit of resuming, fixed for the life of --out")
     max_model_len: int | None = setting(None, "vLLM context length; none: the model's")
@@ -95,9 +100,15 @@ class EvalConfig(CommonSettings):
                 raise UsageError(
                     f"--{f.name.replace('_', '-')} must be one of {', '.join(f.metadata['choices'])}; got {value!r}"
                 )
-        if self.tasks < 1 or self.chunk < 1 or (self.samples is not None and self.samples < 1):
+        if (
+            (self.tasks is not None and self.tasks < 1)
+            or self.chunk < 1
+            or (self.samples is not None and self.samples < 1)
+        ):
             raise UsageError("--tasks, --chunk and --samples must be >= 1")
-        if self.task_start < 0:  # task seeds are reset seeds, which Gymnasium wants >= 0
+        if (
+            self.task_start is not None and self.task_start < 0
+        ):  # task seeds are reset seeds, which Gymnasium wants >= 0
             raise UsageError(f"--task-start must be >= 0, got {self.task_start}")
         if self.max_tokens < 1 or (self.max_model_len is not None and self.max_model_len < 1):
             raise UsageError("--max-tokens and --max-model-len must be >= 1")

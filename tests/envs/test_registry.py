@@ -25,6 +25,8 @@ BUILTIN = [
     "rlvr/CodeFeedback-v0",
     "rlvr/PythonTool-v0",
     "rlvr/Agent-v0",
+    "rlvr/MATH500-v0",
+    "rlvr/HumanEval-v0",
 ]
 
 

@@ -194,11 +194,15 @@ def test_bad_value_from_the_real_command(tmp_path):
 
 
 def test_eval_uses_the_defaults_train_evaluates_with():
+    from rlvr import envs
     from rlvr.cli import build_parser
+    from rlvr.envs.eval_tasks import plan
     from rlvr.trainers.config import TrainConfig
 
     args = build_parser().parse_args(["eval", "--out", "unused"])
-    assert args.max_tokens == TrainConfig.max_tokens and args.task_start == TrainConfig.eval_seed_start
+    # --task-start None: for a generated env (the default one) the held-out seeds train evaluates on (issue 39)
+    tasks = plan(envs.make(args.env), args.tasks, args.task_start)
+    assert args.max_tokens == TrainConfig.max_tokens and tasks.start == TrainConfig.eval_seed_start
 
 
 # ---- `rlvr eval`: its flags from EvalConfig, the shared ones from the same fields as `rlvr train`'s ----
@@ -260,11 +264,14 @@ def eval_config(*argv: str):
 
 def test_eval_flags_keep_their_names_defaults_and_values():
     assert len(OLD_EVAL_FLAGS) == len(OLD_EVAL_DEFAULTS) == 21
-    assert dataclasses.asdict(eval_config()) == {**OLD_EVAL_DEFAULTS, "resume": True}  # --resume: new in issue 32
+    # --resume: new in issue 32; --tasks and --task-start None since issue 39 (every problem of a listed env once,
+    # from 0; for a generated env still 100 tasks from the held-out seeds: tests/envs/test_eval_tasks.py)
+    new = {"resume": True, "tasks": None, "task_start": None}
+    assert dataclasses.asdict(eval_config()) == {**OLD_EVAL_DEFAULTS, **new}
     for argv, field, value in OLD_EVAL_FLAGS:
         assert getattr(eval_config(*argv), field) == value, argv
     args = build_parser().parse_args(["eval"])  # a flag not given holds its default in the namespace
-    assert args.out is None and args.tasks == 100 and args.progress is True
+    assert args.out is None and args.tasks is None and args.chunk == 32 and args.progress is True
 
 
 def test_eval_shares_trains_fields_rather_than_retyping_them():
@@ -310,7 +317,7 @@ def test_eval_help_shows_every_default(capsys, monkeypatch):
 @pytest.mark.parametrize(
     "argv, problem",
     [
-        (["--tasks", "many"], "--tasks must be an integer, got 'many'"),
+        (["--tasks", "many"], "--tasks must be an integer or none, got 'many'"),
         (["--samples", "x"], "--samples must be an integer or none, got 'x'"),
         (["--sampler", "tgi"], "--sampler must be one of vllm, hf, openai; got 'tgi'"),
         (["--api", "grpc"], "--api must be one of completions, chat; got 'grpc'"),

@@ -9,8 +9,8 @@ The two dataset envs need a file: `rlvr/CodeDataset-v0` reads rlvr's own task fi
 `rlvr/Code-v0`, in rlvr's JSONL shape), `rlvr/MathDataset-v0` a JSONL written here from
 held-out `rlvr/Arithmetic-v0` questions (a stand-in for a user's GSM8K-shaped file: the tiny
 model cannot solve GSM8K). Code envs get 128 tokens a turn: a function does not fit in the
-default 32. A code env's seed draws one of its 35 tasks at random, so 35 seeds reach only about 22
-of them: the code envs get 140 seeds (about 34 distinct tasks); the table counts distinct tasks.
+default 32. A code env lists its 35 tasks, and `rlvr eval` visits each once (before issue 39 a
+seed drew one at random: 140 seeds reached about 34 of them); the table counts distinct tasks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CODE_SEEDS = 140  # seeds drawn from the 35 code tasks: each task missed with probability (34/35)^140 < 2%
+CODE_TASKS = 35  # every task of the code envs, each once (they list their tasks: rlvr.envs.eval_tasks)
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,14 @@ def cases(data_dir: Path) -> list[EnvCase]:
         EnvCase("rlvr/MathDataset-v0", env_args={"path": str(data_dir / "arithmetic_questions.jsonl")}),
         EnvCase("rlvr/ReasoningGym-v0"),
         EnvCase("rlvr/GuessNumber-v0"),
-        EnvCase("rlvr/Code-v0", max_tokens=128, tasks=CODE_SEEDS),
+        EnvCase("rlvr/Code-v0", max_tokens=128, tasks=CODE_TASKS),
         EnvCase(
             "rlvr/CodeDataset-v0",
             max_tokens=128,
-            tasks=CODE_SEEDS,
+            tasks=CODE_TASKS,
             env_args={"path": str(files("rlvr.envs") / "data" / "code_tasks.jsonl")},
         ),
-        EnvCase("rlvr/CodeFeedback-v0", max_tokens=128, tasks=CODE_SEEDS),
+        EnvCase("rlvr/CodeFeedback-v0", max_tokens=128, tasks=CODE_TASKS),
         EnvCase("rlvr/PythonTool-v0", max_tokens=128),
     ]
 
@@ -114,7 +114,7 @@ def row(case: EnvCase, summary: dict, episodes: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="tiny")
-    parser.add_argument("--tasks", type=int, default=50, help=f"tasks per env (the code envs: {CODE_SEEDS})")
+    parser.add_argument("--tasks", type=int, default=50, help=f"tasks per env (the code envs: all {CODE_TASKS})")
     parser.add_argument("--only", action="append", help="env id to run (repeatable; default: all)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per env")

@@ -169,7 +169,13 @@ class CodeTaskSource(SandboxUser):
             raise TaskNotFoundError(f"{type(self).__name__} has no task {task_id!r}") from None
 
     def verify_response(
-        self, task: Task, response: str, *, fail_fast: bool | None = None, tests: Sequence[Any] | None = None
+        self,
+        task: Task,
+        response: str,
+        *,
+        fail_fast: bool | None = None,
+        tests: Sequence[Any] | None = None,
+        wall_s: float | None = None,
     ) -> Verdict:
         """Run `tests` (default: all of `task.answer`) against the response's program (for a task
         with a function stub, the response's code completed by it: `envs.code_completion`)."""
@@ -178,6 +184,7 @@ class CodeTaskSource(SandboxUser):
         settings = code_verifier.RunSettings(
             timeout_s=self.timeout_s,
             fail_fast=self.scoring == "all_or_nothing" if fail_fast is None else fail_fast,
+            **({} if wall_s is None else {"max_wall_s": wall_s}),  # a cap of the caller's (code_feedback)
         )
         return code_verifier.verify(
             response,

@@ -13,10 +13,13 @@ split in two (`TestSplit`):
 So a policy that replays what the feedback showed (a lookup table of quoted inputs and expected
 values) scores what a stub scores; only a program that solves the task earns the reward.
 
-Each attempt runs the shown tests, then the held-out ones, in one sandbox call (each test in a
-fresh process, in this order: nothing a program does while a held-out test runs can reach a
-shown test's output in that call; held-out expected values never enter the sandbox where the
-tests are judged on the host). The attempt's verdict is the held-out one: its score is the
+Each attempt runs the shown tests in one sandbox call and the held-out ones in another, each
+from a spec holding only its own tests' inputs: a shown test's process is forked from a harness
+that never held a held-out input, so nothing it prints (and the feedback quotes) can carry one;
+held-out expected values never enter the sandbox (they are judged on the host). Every attempt's
+verifications share the episode's time, `max_episode_s`, whatever the number of tests or
+attempts: what runs past it fails as a timeout and the episode ends (a policy cannot stall a
+trainer for minutes with a slow wrong program). The attempt's verdict is the held-out one: its score is the
 fraction of held-out tests passed (`scoring="fraction"`) or 1 iff all pass (the default), its
 outcome `correct` iff all pass; `verdict.info["shown"]` holds the shown tests' results. The
 episode ends when an attempt passes every held-out test (or the verdict is `error`), else after
@@ -40,6 +43,7 @@ quotes none: it says only that the attempt failed.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +61,7 @@ HIDDEN_FAILED = (
     "solves the task for every valid input, not only for the inputs shown."
 )
 NOTHING_SHOWN = "Your code did not pass the hidden tests it is scored on (this task shows no test details)."
+MAX_EPISODE_S = 40.0  # the verifications of one episode, all attempts together
 
 
 @dataclass(frozen=True)
@@ -115,26 +120,39 @@ def split_tests(task: Task) -> TestSplit:
     return TestSplit(tuple(t for i, t in enumerate(tests) if i not in heldout), tuple(tests[i] for i in heldout))
 
 
-def heldout_verdict(full: Verdict, n_shown: int, scoring: str) -> Verdict:
-    """The verdict on the held-out tests, from one run of the shown tests followed by them.
-    A format error or `error` is passed on as it is."""
-    if full.outcome in (Outcome.FORMAT_ERROR, Outcome.ERROR):
-        return full
-    results = list(full.info.get("tests", []))
-    shown, held = results[:n_shown], results[n_shown:]
-    passed = sum(bool(t["passed"]) for t in held)
-    total = len(held)
+def heldout_verdict(shown: Verdict | None, held: Verdict, scoring: str) -> Verdict:
+    """The attempt's verdict: the held-out tests' (`held`), with the shown tests' results
+    (`shown`, None when the task shows none) under `info["shown"]`. A format error or `error` of
+    either is passed on as it is."""
+    for verdict in (shown, held):
+        if verdict is not None and verdict.outcome in (Outcome.FORMAT_ERROR, Outcome.ERROR):
+            return verdict
+    results = list(held.info.get("tests", []))
+    shown_results = list(shown.info.get("tests", [])) if shown is not None else []
+    passed = sum(bool(t["passed"]) for t in results)
+    total = len(results)
     all_passed = passed == total
     score = passed / total if scoring == "fraction" else float(all_passed)
-    shown_passed = sum(bool(t["passed"]) for t in shown)
-    info = dict(full.info) | {
+    shown_passed = sum(bool(t["passed"]) for t in shown_results)
+    info = dict(held.info) | {
         "total": total,
         "passed": passed,
-        "tests": held,
-        "shown": {"total": len(shown), "passed": shown_passed, "tests": shown},
+        "tests": results,
+        "shown": {"total": len(shown_results), "passed": shown_passed, "tests": shown_results},
     }
-    detail = f"{passed}/{total} held-out tests passed ({shown_passed}/{len(shown)} shown tests passed)"
+    detail = f"{passed}/{total} held-out tests passed ({shown_passed}/{len(shown_results)} shown tests passed)"
     return Verdict(score, Outcome.CORRECT if all_passed else Outcome.INCORRECT, detail, info)
+
+
+def out_of_time(n_heldout: int, max_episode_s: float) -> Verdict:
+    """An attempt made after the episode's time ran out: every held-out test fails, unrun."""
+    tests = [
+        {"index": i, "kind": "", "status": "timeout", "detail": "the episode's time budget ran out", "passed": False}
+        for i in range(n_heldout)
+    ]
+    info = {"total": n_heldout, "passed": 0, "tests": tests, "shown": {"total": 0, "passed": 0, "tests": []}}
+    info["trust"] = "isolated"
+    return Verdict(0.0, Outcome.INCORRECT, f"the episode's {max_episode_s:g} s of verification ran out", info)
 
 
 def feedback_message(verdict: Verdict, attempt: int, max_attempts: int) -> str:
@@ -179,8 +197,13 @@ class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
         timeout_s: float = 4.0,
         sandbox: Any = None,
         render_mode: str | None = None,
+        max_episode_s: float = MAX_EPISODE_S,
     ):
         super().__init__(max_turns=max_attempts, render_mode=render_mode)
+        if not max_episode_s > 0:
+            raise ValueError(f"max_episode_s must be positive, got {max_episode_s!r}")
+        self.max_episode_s = float(max_episode_s)
+        self._spent_s = 0.0
         if reward not in REWARD_MODES:
             raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
         if source == "builtin":
@@ -195,16 +218,38 @@ class CodeFeedbackEnv(CodeTaskSource, MultiTurnEnv):
         self._init_tasks(tasks, sandbox, scoring, timeout_s)
         self.splits = {t.task_id: split_tests(t) for t in self.tasks}
 
+    def _on_reset(self) -> None:
+        super()._on_reset()
+        self._spent_s = 0.0
+
     def respond(self, action: str) -> TurnResult:
         split = self.splits[self.task.task_id]
-        # Feedback needs every failing shown test, the score every held-out one: all in one sandbox
-        # call, shown first (see the module docstring).
-        full = self.verify_response(self.task, action, fail_fast=False, tests=split.shown + split.heldout)
-        verdict = heldout_verdict(full, len(split.shown), self.scoring)
-        last = self.turns >= self.max_attempts
+        verdict = self._attempt(split, action)
+        last = self.turns >= self.max_attempts or self._spent_s >= self.max_episode_s
         done = verdict.outcome in (Outcome.CORRECT, Outcome.ERROR) or last
         reward = verdict.score if (done or self.reward_mode == "per_turn") else 0.0
         if done:
             return TurnResult([], reward, True, verdict)
         feedback = feedback_message(verdict, self.turns, self.max_attempts)
         return TurnResult([{"role": "user", "content": feedback}], reward, False, verdict)
+
+    def _attempt(self, split: TestSplit, action: str) -> Verdict:
+        """The shown tests (every one, for the feedback), then the held-out ones, in two sandbox
+        calls within what is left of the episode's time."""
+        start = time.monotonic()
+        try:
+            shown = None
+            if split.shown:
+                left = self.max_episode_s - self._spent_s
+                if left <= 0:
+                    return out_of_time(len(split.heldout), self.max_episode_s)
+                shown = self.verify_response(self.task, action, fail_fast=False, tests=split.shown, wall_s=left)
+                if shown.outcome in (Outcome.FORMAT_ERROR, Outcome.ERROR):
+                    return shown
+            left = self.max_episode_s - self._spent_s - (time.monotonic() - start)
+            if left <= 0:
+                return out_of_time(len(split.heldout), self.max_episode_s)
+            held = self.verify_response(self.task, action, tests=split.heldout, wall_s=left)
+            return heldout_verdict(shown, held, self.scoring)
+        finally:
+            self._spent_s += time.monotonic() - start

@@ -77,7 +77,9 @@ def read_records(path: str | os.PathLike) -> list[dict[str, Any]]:
 
 def append_records(path: str | os.PathLike, records: Iterable[dict[str, Any]]) -> None:
     """Append records as lines and flush them to disk."""
-    with open(path, "a", encoding="utf-8") as f:
+    # Any string is written: a lone surrogate (text from outside, e.g. a file name in invalid UTF-8)
+    # becomes its JSON escape, which reads back as the same string.
+    with open(path, "a", encoding="utf-8", errors="backslashreplace") as f:
         for record in records:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
         f.flush()

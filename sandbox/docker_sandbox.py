@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from .channel import RunnerGone, RunnerTimeout
 from .container import Settings, Shape
 from .pool import Pool, Unavailable
-from .types import MAX_OUTPUT_BYTES, Limits, Result, Sandbox, Status
+from .types import MAX_OUTPUT_BYTES, Limits, Result, Sandbox, Status, valid_text
 
 MAX_STDIN_BYTES = 64 << 20
 REPLY_GRACE_S = 15.0  # beyond the time limit: the runner's setup (5 s), killing (2 s) and cleanup (5 s), and some
@@ -93,7 +93,7 @@ class DockerSandbox:
             dirty = reply.get("dirty") or []
             self._pool.release(container, replace=bool(dirty) or "error" in reply)
             if "error" in reply:
-                problem = f"the sandbox runner failed: {reply['error']}"
+                problem = valid_text(f"the sandbox runner failed: {reply['error']}")
                 continue
             return _result(reply, blob, dirty)
         if len(lost) == ATTEMPTS:
@@ -106,8 +106,10 @@ class DockerSandbox:
                     stderr="",
                     wall_time=time.monotonic() - start,
                     killed_container=True,
-                    detail=f"the run killed its sandbox container {ATTEMPTS} times; a new container "
-                    f"runs programs normally ({lost[-1][:80]})",
+                    detail=valid_text(
+                        f"the run killed its sandbox container {ATTEMPTS} times; a new container "
+                        f"runs programs normally ({lost[-1][:80]})"
+                    ),
                 )
             problem = f"{problem}; then a trivial run failed too: {trouble}"
         return _unavailable(problem, start)
@@ -171,6 +173,7 @@ class DockerSandbox:
                 "memory_mb": limits.memory_mb,
                 "output_bytes": limits.output_bytes,
                 "pids": limits.pids,
+                "supervise": limits.supervise,
             },
         }
         return header, blobs + [bytes(data)]
@@ -240,9 +243,9 @@ def _check_name(name) -> None:
 
 def _result(reply: dict, blob: bytes, dirty: list[str]) -> Result:
     out_len = reply["stdout"]
-    detail = reply.get("detail") or ""
+    detail = str(reply.get("detail") or "")
     if dirty:
-        note = "container replaced: " + "; ".join(dirty)
+        note = "container replaced: " + "; ".join(map(str, dirty))
         detail = f"{detail}; {note}" if detail else note
     return Result(
         status=Status(reply["status"]),
@@ -250,7 +253,7 @@ def _result(reply: dict, blob: bytes, dirty: list[str]) -> Result:
         stdout=blob[:out_len].decode("utf-8", "replace"),
         stderr=blob[out_len:].decode("utf-8", "replace"),
         wall_time=float(reply["wall_time"]),
-        detail=detail,
+        detail=valid_text(detail),
     )
 
 
@@ -261,7 +264,7 @@ def _unavailable(reason: str, start: float) -> Result:
         stdout="",
         stderr="",
         wall_time=time.monotonic() - start,
-        detail=reason,
+        detail=valid_text(reason),
     )
 
 

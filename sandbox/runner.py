@@ -34,7 +34,7 @@ import struct
 import time
 import traceback
 
-from runner_child import GID, RUN_DIR, UID, TreeTooLarge, child, remove_tree
+from runner_child import GID, PROGRAM_DIR, PROGRAM_GID, PROGRAM_UID, RUN_DIR, UID, TreeTooLarge, child, remove_tree
 
 WORK = "/work"
 SHARED = ("/tmp", "/dev/shm", "/dev/mqueue")  # writable by every program: must stay empty
@@ -308,18 +308,21 @@ def clean():
     stay root. The walk stops at MAX_ENTRIES entries, MAX_DEPTH levels or CLEAN_S seconds, and the
     container is then replaced rather than cleaned."""
     os.setgroups([])
-    os.setresgid(-1, GID, -1)
-    os.setresuid(-1, UID, -1)  # capabilities leave the effective set until root comes back
-    try:
-        remove_tree(RUN_DIR, MAX_ENTRIES, MAX_DEPTH, time.monotonic() + CLEAN_S)
-        return []
-    except TreeTooLarge as exc:
-        return [f"left {exc}"]
-    except OSError as exc:
-        return [f"could not remove the run's directory: {exc}"]
-    finally:
-        os.setresuid(-1, 0, -1)
-        os.setresgid(-1, 0, -1)
+    deadline = time.monotonic() + CLEAN_S
+    # A supervised run's programs wrote as their own user, in their own directory: removed as them.
+    for uid, gid, path in ((PROGRAM_UID, PROGRAM_GID, PROGRAM_DIR), (UID, GID, RUN_DIR)):
+        os.setresgid(-1, gid, -1)
+        os.setresuid(-1, uid, -1)  # capabilities leave the effective set until root comes back
+        try:
+            remove_tree(path, MAX_ENTRIES, MAX_DEPTH, deadline)
+        except TreeTooLarge as exc:
+            return [f"left {exc}"]
+        except OSError as exc:
+            return [f"could not remove {path}: {exc}"]
+        finally:
+            os.setresuid(-1, 0, -1)
+            os.setresgid(-1, 0, -1)
+    return []
 
 
 def contamination():

@@ -26,6 +26,12 @@ from importlib.machinery import SourceFileLoader
 
 UID = GID = 10001
 RUN_DIR = "/work/run"
+# A supervised run (`Limits.supervise`, see types.py): the command may run programs as this second
+# user, which can neither signal nor `prlimit` it, in a directory of that user's.
+PROGRAM_UID = PROGRAM_GID = 10002
+PROGRAM_DIR = "/work/program"
+SUPERVISOR_CAPS = (6, 7, 5)  # CAP_SETUID, CAP_SETGID, CAP_KILL: switch to the program user, stop its processes
+PR_SET_KEEPCAPS = 8
 ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "HOME": RUN_DIR,
@@ -36,7 +42,8 @@ ENV = {
 }
 PYTHONS = ("python3", "python", "python3.11", "/usr/bin/python3", "/usr/bin/python", "/usr/bin/python3.11")
 HIDDEN_FRAMES = {__file__, runpy.__file__, "<frozen runpy>"}  # the runner's part of a traceback
-PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+LIBC = ctypes.CDLL(None, use_errno=True)
+PRCTL = LIBC.prctl
 STDIO = [(s.encoding, s.errors) for s in (sys.stdin, sys.stdout, sys.stderr)]
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 OOM_SCORE_ADJ = b"1000"  # the OOM killer's first choice, always
@@ -125,6 +132,41 @@ def remove_tree(path, max_entries=None, max_depth=None, deadline=None):
     return removed + 1, deepest
 
 
+def capset(caps):
+    """Make `caps` (capability numbers below 32) this process's permitted and effective sets, the
+    inheritable set empty. Lowering always succeeds; OSError otherwise."""
+    mask = 0
+    for cap in caps:
+        mask |= 1 << cap
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)(mask, mask, 0, 0, 0, 0)  # effective, permitted, inheritable (x2)
+    if LIBC.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def program_dir():
+    """A fresh PROGRAM_DIR owned by the program user, made while still root (CAP_SETUID lends
+    that user's identity for the mkdir: root holds no CAP_CHOWN here)."""
+    os.setresgid(-1, PROGRAM_GID, -1)
+    os.setresuid(-1, PROGRAM_UID, -1)
+    try:
+        remove_tree(PROGRAM_DIR)  # none: the runner's cleaner removed the last one
+        os.mkdir(PROGRAM_DIR, 0o700)
+    finally:
+        os.setresuid(-1, 0, -1)
+        os.setresgid(-1, 0, -1)
+
+
+def environment(supervise):
+    if not supervise:
+        return ENV
+    return ENV | {
+        "SANDBOX_PROGRAM_UID": str(PROGRAM_UID),
+        "SANDBOX_PROGRAM_GID": str(PROGRAM_GID),
+        "SANDBOX_PROGRAM_DIR": PROGRAM_DIR,
+    }
+
+
 def child(cmd, files, blob, fds, limits):
     """In the forked child: become the program. Setup failures go to the report pipe (fd 3)."""
     in_r, out_w, err_w, rep_w = fds
@@ -140,9 +182,16 @@ def child(cmd, files, blob, fds, limits):
         fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
         os.write(fd, OOM_SCORE_ADJ)
         os.close(fd)
+        supervise = bool(limits.get("supervise"))
+        if supervise:
+            program_dir()
+            PRCTL(PR_SET_KEEPCAPS, 1, 0, 0, 0)  # through the switch below, then only the supervisor's
         os.setgroups([])
         os.setresgid(GID, GID, GID)
-        os.setresuid(UID, UID, UID)  # from here on no capability is left
+        os.setresuid(UID, UID, UID)  # from here on no capability is left (a supervisor: its three)
+        if supervise:
+            PRCTL(PR_SET_KEEPCAPS, 0, 0, 0, 0)
+            capset(SUPERVISOR_CAPS)
         PRCTL(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE (setuid cleared it): own /proc entries, as usual
         remove_tree(RUN_DIR)  # none: the runner's cleaner removed the last one after its run
         os.mkdir(RUN_DIR, 0o700)
@@ -173,12 +222,13 @@ def child(cmd, files, blob, fds, limits):
         os.write(3, traceback.format_exc(limit=4).encode()[-4000:])
         os._exit(125)
     os.close(3)  # the program starts now; the runner sees the report pipe close
+    env = environment(supervise)
     if mode is not None:
-        run_python(*mode)
+        run_python(*mode, env)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # ignored by Python, default for anything else
         signal.signal(sig, signal.SIG_DFL)
     try:
-        os.execvpe(cmd[0], cmd, ENV)
+        os.execvpe(cmd[0], cmd, env)
     except OSError as exc:
         os.write(2, f"sandbox: cannot run {cmd[0]!r}: {exc.strerror}\n".encode())
         os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
@@ -206,11 +256,11 @@ def _stream(fd, unbuffered):
 STREAMS = {False: std_streams(False), True: std_streams(True)}
 
 
-def run_python(kind, target, args, flags):
+def run_python(kind, target, args, flags, env=ENV):
     """Run a python program in this interpreter as `python3 [flags] file|-c|-m ...` would."""
     atexit._clear()
     os.environ.clear()
-    os.environ.update(ENV)
+    os.environ.update(env)
     sys.dont_write_bytecode = "-B" in flags
     sys.orig_argv = ["python3", *sorted(flags), *([] if kind == "file" else [kind]), target, *args]
     streams = STREAMS["-u" in flags]

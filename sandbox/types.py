@@ -4,7 +4,15 @@
 that took its container down (the runner died or stopped answering) in a fresh container too, while
 a new container still runs a trivial program, is the program's doing: it ends `killed` (or
 `timeout`) with `Result.killed_container` set, so that callers charge the program instead of
-calling it an error of theirs."""
+calling it an error of theirs.
+
+`Limits.supervise`: the command is a supervisor (a test harness) that runs untrusted programs as a
+second user, `PROGRAM_UID`, which cannot signal, stop, `prlimit` or trace it. The command runs as
+the sandbox user (10001) holding only CAP_SETUID, CAP_SETGID and CAP_KILL; a process it forks to
+run a program must switch to `PROGRAM_UID`/`PROGRAM_GID` and clear its capabilities
+(`capset`: the kernel keeps them across a switch between two non-root users), then run in
+`PROGRAM_DIR`, a directory of the program user's (the environment names all three:
+`SANDBOX_PROGRAM_UID`, `SANDBOX_PROGRAM_GID`, `SANDBOX_PROGRAM_DIR`)."""
 
 from __future__ import annotations
 
@@ -14,6 +22,8 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 MAX_OUTPUT_BYTES = 16 << 20  # the most output one run may ask for (the runner holds it in memory)
+PROGRAM_UID = PROGRAM_GID = 10002  # a supervised run's programs (also in runner_child.py)
+PROGRAM_DIR = "/work/program"  # their working directory (also in runner_child.py)
 
 
 class Status(StrEnum):
@@ -31,6 +41,7 @@ class Limits:
     memory_mb: int = 256
     output_bytes: int = 64 * 1024
     pids: int = 64
+    supervise: bool = False  # the command runs programs as a second user it can always stop (above)
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.memory_mb <= 0 or self.output_bytes <= 0 or self.pids <= 0:
@@ -69,3 +80,15 @@ class Sandbox(Protocol):
     def closed(self) -> bool: ...
 
     def close(self) -> None: ...
+
+
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: every string that leaves the sandbox goes through here. A program
+    names files, and the runner reports names as the file system has them: a name in invalid
+    UTF-8 arrives as lone surrogates, which no UTF-8 writer (a JSONL log, a tokenizer) accepts.
+    Those become visible escapes (`\\udcff`); any other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

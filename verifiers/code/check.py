@@ -3,9 +3,11 @@ sandbox (many per call), score all-or-nothing or by fraction passed."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from rlvr.sandbox.types import valid_text
 from rlvr.verifiers.code.cases import Test, load_tests
 from rlvr.verifiers.code.compare import TestOutcome, TestStatus, Trust, grade
 from rlvr.verifiers.code.extract import extract_program
@@ -26,7 +28,8 @@ def _default_sandbox() -> Any:
 def run_tests(
     program: str, tests: Sequence[Test], sandbox: Any = None, settings: RunSettings = RunSettings()
 ) -> list[TestOutcome]:
-    """Run every test against `program` and judge each. Raises HarnessError on sandbox trouble."""
+    """Run every test against `program` and judge each, within `settings.max_wall_s` in all (the
+    tests it leaves unrun are timeouts). Raises HarnessError on sandbox trouble."""
     if sandbox is None:
         try:
             sandbox = _default_sandbox()
@@ -34,9 +37,14 @@ def run_tests(
             raise HarnessError(f"no sandbox: {type(exc).__name__}: {exc}") from exc
     outcomes: list[TestOutcome] = []
     stop = False
+    deadline = time.monotonic() + settings.max_wall_s
     for indices in chunks(tests, settings):
         batch = [tests[i] for i in indices]
-        reports = [{"status": "skipped"} for _ in batch] if stop else run_chunk(sandbox, program, batch, settings)
+        left = deadline - time.monotonic()
+        if stop or left <= 0:
+            reports = [{"status": "skipped" if stop else "over_budget"} for _ in batch]
+        else:
+            reports = run_chunk(sandbox, program, batch, settings, left)
         outcomes += [grade(i, t, r) for i, t, r in zip(indices, batch, reports)]
         # Later chunks are skipped once the grader was killed, or (fail_fast) after any failure.
         stop = (
@@ -88,7 +96,7 @@ def verify(
     try:
         outcomes = run_tests(program, typed, sandbox, settings)
     except HarnessError as exc:
-        return Verdict(0.0, Outcome.ERROR, str(exc)[:500], info)
+        return Verdict(0.0, Outcome.ERROR, valid_text(str(exc)[:500]), info)
     score, outcome = score_outcomes(outcomes, scoring)
     passed = sum(o.passed for o in outcomes)
     failures = [o for o in outcomes if not o.passed and o.status is not TestStatus.SKIPPED]

@@ -37,6 +37,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
+from rlvr.sandbox.types import valid_text
 from rlvr.verifiers.code import judged_asserts, values
 from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test
 from rlvr.verifiers.code.harness_program import stdout_digest
@@ -159,10 +160,12 @@ def grade(index: int, test: Test, report: dict[str, Any]) -> TestOutcome:
     kind, time_s = test.kind, report.get("time_s")
 
     def outcome(status: TestStatus, detail: str = "") -> TestOutcome:  # trust: isolated, as every test is
-        return TestOutcome(index, kind, status, detail[:600], time_s)
+        return TestOutcome(index, kind, status, valid_text(detail[:600]), time_s)  # program text: always valid
 
     if report.get("status") == "skipped":
         return outcome(TestStatus.SKIPPED, "not run: an earlier test failed")
+    if report.get("status") == "over_budget":  # the verification's time cap (RunSettings.max_wall_s)
+        return outcome(TestStatus.TIMEOUT, "the verification's time budget ran out")
     crash = _crash(report)
     if crash is TestStatus.TIMEOUT:
         return outcome(crash, f"time limit exceeded ({time_s}s)")

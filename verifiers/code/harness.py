@@ -5,7 +5,9 @@ What goes where: the spec file holds the program and what its test children need
 calls' arguments), never an expected output. The code of judged tests (assert tests that
 `judged_asserts` cannot convert) holds expected values, so it travels on the harness's stdin
 after the nonce, which only the outer harness process reads, after it forked the worker: no
-process that runs the program ever holds it (see `harness_judge.py`)."""
+process that runs the program ever holds it (see `harness_judge.py`). So do the expectations the
+harness stops early on (`harness_expect`: a digest of a stdin/stdout test's output, the expected
+value of an exact call test or of one `assert f(...) == constant`)."""
 
 from __future__ import annotations
 
@@ -22,10 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
-from rlvr.verifiers.code import harness_program, judged_asserts
+from rlvr.verifiers.code import harness_program, judged_asserts, values
 from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test
 
-HARNESS_FILES = ("harness_program.py", "harness_child.py", "harness_judge.py", "values.py")  # shipped as named here
+HARNESS_FILES = (  # shipped as named here
+    "harness_program.py",
+    "harness_child.py",
+    "harness_judge.py",
+    "harness_expect.py",
+    "values.py",
+)
 SPEC_FILE = "spec.json"
 # Imported rather than run as a script, so that its bytecode too comes from __pycache__.
 HARNESS_MAIN = "import sys, harness_program; sys.exit(harness_program.main(sys.argv))"
@@ -48,7 +56,10 @@ class RunSettings:
     """How tests run. `timeout_s`: each test's default wall-clock limit (a test's own
     `timeout_s` wins); `memory_mb`: address-space limit of each test's process; `output_cap`:
     bytes of stdout+stderr (and of a return value) one test may produce before it is killed;
-    `fail_fast`: stop after the first test that failed in a way visible inside the sandbox."""
+    `fail_fast`: stop after the first test that failed, visibly in the sandbox or by a value
+    surely wrong (`harness_expect`); `max_wall_s`: the whole verification's time, whatever the
+    number of tests: the tests it leaves unrun (or cuts) fail as timeouts, so that no program
+    holds a trainer for longer, however many tests it takes its time on."""
 
     timeout_s: float = 4.0
     memory_mb: int = 256
@@ -56,11 +67,12 @@ class RunSettings:
     fail_fast: bool = True
     max_tests_per_call: int = 64
     max_seconds_per_call: float = 60.0
+    max_wall_s: float = 20.0
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.memory_mb < 32 or not 1024 <= self.output_cap <= VALUE_BUDGET:
             raise ValueError(f"bad run settings: {self}")
-        if self.max_tests_per_call < 1 or self.max_seconds_per_call <= 0:
+        if self.max_tests_per_call < 1 or self.max_seconds_per_call <= 0 or not self.max_wall_s > 0:
             raise ValueError(f"bad run settings: {self}")
 
 
@@ -120,6 +132,43 @@ def judged_code(tests: Sequence[Test]) -> dict[str, str]:
     }
 
 
+@functools.lru_cache(maxsize=4096)
+def _assert_expectation(code: str) -> dict[str, str] | None:
+    judged = judged_asserts.convert(code)
+    found, constant = judged_asserts.expected_constant(judged) if judged is not None else (False, None)
+    try:
+        return {"eq": values.encode(constant)} if found else None
+    except values.NotPlainData:
+        return None
+
+
+def _exact_json(value: Any) -> bool:
+    """JSON data without a float anywhere (call tests compare such values exactly)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is list:
+            stack += v
+        elif type(v) is dict:
+            if not all(type(k) is str for k in v):
+                return False
+            stack += v.values()
+        elif not (v is None or type(v) in (bool, int, str)):
+            return False
+    return True
+
+
+def expectation(test: Test) -> dict[str, str] | None:
+    """What the harness's outer process may check a test's report against, to stop at a value
+    that is surely wrong (`harness_expect`); None where only the host can tell."""
+    if isinstance(test, IOTest):
+        return {"stdout": harness_program.stdout_digest(test.expected_stdout)}
+    if isinstance(test, CallTest):
+        exact = test.rel_tol is None and test.abs_tol is None and _exact_json(test.expected)
+        return {"json": values.encode(test.expected)} if exact else None
+    return _assert_expectation(test.code)
+
+
 def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
     """Indices of the tests, split so that one call stays within the per-call caps (tests, time,
     and the output the sandbox may return)."""
@@ -139,14 +188,18 @@ def chunks(tests: Sequence[Test], settings: RunSettings) -> list[list[int]]:
     return out
 
 
-def call_limits(tests: Sequence[Test], settings: RunSettings) -> Limits:
+def call_limits(tests: Sequence[Test], settings: RunSettings, wall_s: float | None = None) -> Limits:
     """The whole call's limits. Memory and pids keep the sandbox's default container shape (warm
-    containers are pooled by shape); each test's own memory limit is applied by the harness."""
-    budget = STARTUP_S + sum(timeout_of(t, settings) + PER_TEST_OVERHEAD_S for t in tests)
+    containers are pooled by shape); each test's own memory limit is applied by the harness.
+    `wall_s`: what is left of the verification's time (the harness stops there by itself)."""
+    budget = sum(timeout_of(t, settings) + PER_TEST_OVERHEAD_S for t in tests)
+    if wall_s is not None:
+        budget = min(budget, wall_s + PER_TEST_OVERHEAD_S)
     return Limits(
-        timeout_s=budget,
+        timeout_s=STARTUP_S + budget,
         memory_mb=max(settings.memory_mb, Limits().memory_mb),
         output_bytes=4096 + FIXED_LINE_BYTES * len(tests) + 2 * VALUE_BUDGET,
+        supervise=True,  # programs run as a user that cannot signal, stop or prlimit the harness
     )
 
 
@@ -157,12 +210,14 @@ class Report:
     started: bool
     ended: bool
     tests: dict[int, dict[str, Any]]
+    supervised: bool = True  # the harness's test children ran as the sandbox's program user
 
 
 def parse_report(stdout: str, nonce: str, n_tests: int) -> Report:
     """Read the nonce-marked lines; anything else (whatever a program might print) is ignored."""
     prefix = nonce + " "
     started = ended = False
+    supervised = True
     tests: dict[int, dict[str, Any]] = {}
     for line in stdout.splitlines():
         if not line.startswith(prefix):
@@ -173,25 +228,34 @@ def parse_report(stdout: str, nonce: str, n_tests: int) -> Report:
             continue  # a line cut short by the output cap
         if obj.get("event") == "start":
             started = True
+            supervised = isinstance(obj.get("program_uid"), int)
         elif obj.get("event") == "end":
             ended = True
         elif isinstance(obj.get("i"), int) and 0 <= obj["i"] < n_tests:
             tests[obj["i"]] = obj
-    return Report(started, ended, tests)
+    return Report(started, ended, tests, supervised)
 
 
 def complete_reports(report: Report, n_tests: int, sandbox_said: str) -> list[dict[str, Any]]:
     """One report per test, or HarnessError when the grader (not the program) failed.
 
-    The harness cannot outlive a program that kills or stops it (same user). If it started and
-    then vanished without an error of its own, the test it was running is charged with it
-    (`grader_killed`) and the ones after are `skipped`: killing the grader must not turn a
-    wrong answer into an `error` that training would leave out."""
+    Programs run as a user that cannot signal, stop or `prlimit` the harness (a harness the sandbox
+    did not run supervised is the grader's failure). Whatever else a program does (take its
+    container down, exhaust what the container shares), a failure of the harness after a program
+    ran is charged to the program: the test it was running fails (`grader_killed`, a runtime
+    error) and the ones after are `skipped`; never an `error`, which training would leave out.
+    Only a harness that never started, or that failed before any program ran, is an `error`."""
     if not report.started:
         raise HarnessError(f"the harness did not start ({sandbox_said})")
-    internal = [r for r in report.tests.values() if r.get("status") == "internal_error"]
-    if internal:
-        raise HarnessError(f"the harness failed: {internal[0].get('detail')} ({sandbox_said})")
+    if not report.supervised:
+        raise HarnessError(f"the sandbox did not run the harness supervised ({sandbox_said})")
+    internal = sorted(i for i, r in report.tests.items() if r.get("status") == "internal_error")
+    if internal and internal[0] == 0:
+        raise HarnessError(f"the harness failed: {report.tests[0].get('detail')} ({sandbox_said})")
+    if internal:  # after a program ran: its doing, as far as anyone can tell
+        failed = report.tests[internal[0]].get("detail")
+        tests = {i: r for i, r in report.tests.items() if i < internal[0]}
+        return complete_reports(Report(True, False, tests), n_tests, f"the harness failed: {failed}; {sandbox_said}")
     if report.ended and len(report.tests) == n_tests:
         return [report.tests[i] for i in range(n_tests)]
     out, charged = [], False
@@ -208,8 +272,12 @@ def complete_reports(report: Report, n_tests: int, sandbox_said: str) -> list[di
     return out
 
 
-def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSettings) -> list[dict[str, Any]]:
-    """One sandbox call running `tests` against `source`; raises HarnessError on sandbox trouble."""
+def run_chunk(
+    sandbox: Any, source: str, tests: Sequence[Test], settings: RunSettings, wall_s: float | None = None
+) -> list[dict[str, Any]]:
+    """One sandbox call running `tests` against `source`, for at most `wall_s` seconds (default:
+    `settings.max_wall_s`); raises HarnessError on sandbox trouble."""
+    wall_s = settings.max_wall_s if wall_s is None else wall_s
     spec = {
         "source": source,
         "tests": [spec_entry(t, settings) for t in tests],
@@ -217,14 +285,17 @@ def run_chunk(sandbox: Any, source: str, tests: Sequence[Test], settings: RunSet
         "output_cap": settings.output_cap,
         "fail_fast": settings.fail_fast,
         "value_budget": VALUE_BUDGET,
+        "wall_s": wall_s,
     }
+    # The expectations travel with the judged code, to the outer process only (harness_expect).
+    expected = {str(i): e for i, t in enumerate(tests) if (e := expectation(t))} if settings.fail_fast else {}
     nonce = secrets.token_hex(16)
     try:
         result = sandbox.run(
             files={**harness_files(), SPEC_FILE: json.dumps(spec)},
             command=["python3", "-c", HARNESS_MAIN, SPEC_FILE],
-            stdin=nonce + "\n" + json.dumps(judged_code(tests)) + "\n",
-            limits=call_limits(tests, settings),
+            stdin=nonce + "\n" + json.dumps(judged_code(tests)) + "\n" + json.dumps(expected) + "\n",
+            limits=call_limits(tests, settings, wall_s),
         )
     except Exception as exc:  # noqa: BLE001 - any failure of the sandbox is the grader's, not the program's
         raise HarnessError(f"sandbox call failed: {type(exc).__name__}: {exc}") from exc

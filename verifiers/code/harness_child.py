@@ -40,6 +40,41 @@ MAX_REQUEST = (4 << 20) + 4096  # characters of one request line (values.MAX_TEX
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
+def program_user() -> tuple[int, int, str] | None:
+    """(uid, gid, directory) of the sandbox's program user, when the harness runs supervised
+    (`sandbox.Limits.supervise`): test children switch to it, so that nothing a program does can
+    signal, stop, `prlimit` or trace the harness's own processes."""
+    try:
+        env = os.environ
+        return int(env["SANDBOX_PROGRAM_UID"]), int(env["SANDBOX_PROGRAM_GID"]), env["SANDBOX_PROGRAM_DIR"]
+    except (KeyError, ValueError):
+        return None
+
+
+def drop_capabilities() -> None:
+    """Clear every capability of this process (the supervisor's CAP_SETUID, CAP_SETGID, CAP_KILL).
+    The kernel keeps capabilities across a switch between two non-root users, so a test child
+    must clear them itself; a copy of the sandbox runner's capset (the harness imports nothing of
+    the sandbox's). Raises OSError when it cannot."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: all empty
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def become_program_user(user: tuple[int, int, str]) -> None:
+    """In a test child, before the program runs: the program user, no capability, its directory."""
+    uid, gid, directory = user
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    drop_capabilities()
+    os.chdir(directory)
+
+
 def prctl(option: int, value: int) -> bool:
     try:
         import ctypes
@@ -96,21 +131,26 @@ def _finish(code: int) -> None:
     os._exit(code)
 
 
-def run_child(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: int) -> None:
-    """In the forked child: become a fresh-looking Python process running the program. Never
-    returns, whatever the program does: the worker's own code must not go on in this process."""
+def run_child(
+    test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: int, user: tuple[int, int, str] | None
+) -> None:
+    """In the forked child: become a fresh-looking Python process running the program, as the
+    program user when there is one. Never returns, whatever the program does: the worker's own
+    code must not go on in this process."""
     try:
-        _run(test, source, token, fds, memory_mb)
+        _run(test, source, token, fds, memory_mb, user)
     finally:
         os._exit(126)
 
 
-def _run(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: int) -> None:
+def _run(test: dict, source: str, token: str, fds: tuple[int, ...], memory_mb: int, user) -> None:
     try:
         os.setsid()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(len(fds), 1 << 16)  # the worker's socket to the judge server included
+        if user is not None:
+            become_program_user(user)
         prctl(PR_SET_DUMPABLE, 1)  # its own /proc entries, like any process (the worker is not)
         set_limits(memory_mb, int(test["timeout_s"]) + 2)
         atexit._clear()

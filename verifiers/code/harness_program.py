@@ -28,8 +28,16 @@ Why the program under test cannot forge a pass:
   values as plain data (`values.py`), all judged on the host; any other assert test runs in a
   judge, over plain data the judge decoded itself. Whatever the program writes, it can at most
   claim a value; it never reports a verdict.
-If a program kills or stops the harness, the verifier charges that test as a runtime error; if
-it kills or stops a judge, the test fails as a runtime error or timeout.
+Programs run as the sandbox's program user (`Limits.supervise`): each test child switches to it
+and clears the capabilities it inherited from the worker, so no program can signal, stop,
+`prlimit` or trace the outer process, the worker or a judge (all of the supervisor's user). The
+worker alone keeps CAP_SETUID/SETGID (to switch its children) and CAP_KILL (to kill what they
+leave); the outer process and the judges drop every capability.
+
+The outer process also reads, on stdin after the judged code, the expectations of `harness_expect`
+and stops the worker (a byte on a pipe) at the first report that is surely wrong; the worker ends
+the whole run at the spec's `wall_s` (the verification's time cap): tests it leaves unrun or cuts
+are reported `over_budget`.
 
 After every test the worker kills the child's session and every descendant it can find (it is a
 child subreaper, so escaped orphans come back to it): fork bombs, background processes and
@@ -45,6 +53,7 @@ import gc
 import hashlib
 import json
 import os
+import select
 import selectors
 import signal
 import sys
@@ -53,9 +62,10 @@ import traceback
 
 if __package__:  # imported on the host, for the digests
     from rlvr.verifiers.code import harness_child as child
-    from rlvr.verifiers.code import harness_judge
+    from rlvr.verifiers.code import harness_expect, harness_judge
 else:  # in the sandbox, next to harness_child.py; imported before any program runs, which may
     import harness_child as child  # overwrite the files in the working directory
+    import harness_expect
     import harness_judge
 
 HEAD_CHARS = 300  # program stdout echoed back, for feedback
@@ -120,10 +130,22 @@ def _kill_leftovers(session: int) -> None:
         time.sleep(0.005)
 
 
-def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=None, index: int = 0) -> dict:
+def run_test(
+    test: dict,
+    source: str,
+    memory_mb: int,
+    output_cap: int,
+    judges=None,
+    index: int = 0,
+    user=None,
+    stop_fd: int | None = None,
+    deadline: float = float("inf"),
+) -> dict:
     """Run one test in a fresh child; return the report (without the expected output). A judged
     test (kind "judge") also gets a judge, asked for on the socket `judges`: the child serves
-    its calls, and the judge's verdict is the result."""
+    its calls, and the judge's verdict is the result. The test ends at its own time limit or at
+    `deadline` (the verification's), whichever comes first, and is dropped (`skipped`) when
+    `stop_fd` becomes readable (the outer process saw an earlier test's value surely wrong)."""
     token = os.urandom(16).hex()
     judged = test["kind"] == "judge"
     # stdin, stdout, stderr, result (a judged test: replies to the judge), [requests, verdict]
@@ -144,7 +166,7 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
             os.close(fd)
         return {"status": "spawn_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}
     if pid == 0:
-        child.run_child(test, source, token, child_fds, memory_mb)
+        child.run_child(test, source, token, child_fds, memory_mb, user)
     for fd in child_fds + ((pipes[4][1], pipes[3][0], pipes[5][1]) if judged else ()):
         os.close(fd)
     stdin_w, out_r, err_r, res_r = pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]
@@ -153,7 +175,13 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
     pending = {stdin_w: test.get("stdin", "").encode("utf-8")}
     buffers = {out_r: bytearray(), err_r: bytearray(), res_r: bytearray()}
     status, exit_code = _pump(
-        pid, pending, buffers, start + float(test["timeout_s"]), output_cap, res_r if judged else None
+        pid,
+        pending,
+        buffers,
+        min(start + float(test["timeout_s"]), deadline),
+        output_cap,
+        res_r if judged else None,
+        stop_fd,
     )
     try:
         os.killpg(pid, signal.SIGKILL)  # the test is over: nothing of its session may go on
@@ -173,6 +201,8 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
             os.close(fd)
         except OSError:
             pass
+    if status == "stopped":
+        return {"status": "skipped"}
     out = bytes(buffers[out_r]).decode("utf-8", "replace")
     err = bytes(buffers[err_r]).decode("utf-8", "replace")
     return {
@@ -188,12 +218,21 @@ def run_test(test: dict, source: str, memory_mb: int, output_cap: int, judges=No
 
 
 def _pump(
-    pid: int, pending: dict, buffers: dict, deadline: float, output_cap: int, end_fd: int | None = None
+    pid: int,
+    pending: dict,
+    buffers: dict,
+    deadline: float,
+    output_cap: int,
+    end_fd: int | None = None,
+    stop_fd: int | None = None,
 ) -> tuple[str, int | None]:
     """Feed stdin, collect outputs, enforce the time limit and caps: (status, exit code if reaped).
     The test is over when the child exited or, given `end_fd`, when that pipe closed (the judge
-    is done), and the other pipes closed or GRACE_S passed."""
+    is done), and the other pipes closed or GRACE_S passed; or at once (`stopped`) when `stop_fd`
+    becomes readable."""
     sel = selectors.DefaultSelector()
+    if stop_fd is not None:
+        sel.register(stop_fd, selectors.EVENT_READ)
     for fd in pending:
         os.set_blocking(fd, False)
         sel.register(fd, selectors.EVENT_WRITE)
@@ -224,6 +263,8 @@ def _pump(
             wait = 0.02 if exit_code is not None or exit_fd is not None or readers else 0.002
             for key, _ in sel.select(timeout=min(wait, deadline - now)):
                 fd = key.fd
+                if fd == stop_fd:
+                    return "stopped", exit_code
                 if fd == exit_fd:
                     continue  # reaped at the top of the loop
                 if fd in pending:
@@ -298,14 +339,20 @@ def definitely_failed(test: dict, report: dict) -> bool:
     return result is None or result["tag"] not in ("values", "passed")
 
 
-def worker(spec_path: str, out_fd: int, judges: _socket.socket) -> int:
+def _stopped(stop_fd: int) -> bool:
+    return bool(select.select([stop_fd], [], [], 0)[0])
+
+
+def worker(spec_path: str, out_fd: int, judges: _socket.socket, stop_fd: int) -> int:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)  # the nonce arrives on stdin later: the worker must never read it
     os.dup2(null, 1)
     os.close(null)
+    user = child.program_user()
     hardening = {
         "non_dumpable": child.prctl(child.PR_SET_DUMPABLE, 0),
         "subreaper": child.prctl(child.PR_SET_CHILD_SUBREAPER, 1),
+        "program_uid": user[0] if user else None,  # the host refuses a harness its programs could reach
     }
     out = os.fdopen(out_fd, "w", buffering=1)
     with open(spec_path, encoding="utf-8") as f:
@@ -313,13 +360,25 @@ def worker(spec_path: str, out_fd: int, judges: _socket.socket) -> int:
     os.unlink(spec_path)  # later tests' programs must not read other tests' code
     gc.freeze()  # the spec too: each test child is forked from here
     out.write(json.dumps({"event": "start", "tests": len(spec["tests"]), **hardening}) + "\n")
+    deadline = time.monotonic() + float(spec.get("wall_s", float("inf")))  # the verification's time
     stop, values_bytes = False, 0
     for i, test in enumerate(spec["tests"]):
-        if stop:
-            out.write(json.dumps({"i": i, "status": "skipped"}) + "\n")
+        stop = stop or _stopped(stop_fd)
+        if stop or time.monotonic() >= deadline:
+            out.write(json.dumps({"i": i, "status": "skipped" if stop else "over_budget"}) + "\n")
             continue
         try:
-            report = run_test(test, spec["source"], int(spec["memory_mb"]), int(spec["output_cap"]), judges, i)
+            report = run_test(
+                test,
+                spec["source"],
+                int(spec["memory_mb"]),
+                int(spec["output_cap"]),
+                judges,
+                i,
+                user,
+                stop_fd,
+                deadline,
+            )
         except Exception as exc:  # noqa: BLE001 - our own failure: say so, so it is not blamed on the program
             out.write(
                 json.dumps({"i": i, "status": "internal_error", "detail": f"{type(exc).__name__}: {exc}"[:300]}) + "\n"
@@ -330,8 +389,10 @@ def worker(spec_path: str, out_fd: int, judges: _socket.socket) -> int:
             values_bytes += len(result["body"])
             if values_bytes > int(spec["value_budget"]):
                 report.update(status="output_limit", result=None)
+        if report["status"] == "timeout" and time.monotonic() >= deadline:
+            report["status"] = "over_budget"  # cut by the verification's time, not its own limit
         out.write(json.dumps({"i": i, **report}) + "\n")
-        stop = bool(spec.get("fail_fast")) and definitely_failed(test, report)
+        stop = report["status"] == "skipped" or (bool(spec.get("fail_fast")) and definitely_failed(test, report))
     out.write(json.dumps({"event": "end"}) + "\n")
     out.flush()
     return 0
@@ -345,24 +406,30 @@ def main(argv: list[str]) -> int:
     child.prctl(child.PR_SET_DUMPABLE, 0)
     gc.freeze()  # the harness's objects, out of every forked process's collections: fewer copy-on-write faults
     read_end, write_end = os.pipe()
+    stop_r, stop_w = os.pipe()  # the outer process tells the worker to stop (harness_expect)
     judges, server_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     pid = os.fork()  # before stdin is read: the worker and its test children never hold the nonce or the test code
     if pid == 0:
         os.close(read_end)
+        os.close(stop_w)
         server_end.close()
         try:
-            code = worker(argv[1], write_end, judges)
+            code = worker(argv[1], write_end, judges, stop_r)
         except BaseException:  # noqa: BLE001
             traceback.print_exc()
             code = 1
         os._exit(code)
     os.close(write_end)
+    os.close(stop_r)
     judges.close()
+    if child.program_user() is not None:
+        child.drop_capabilities()  # only the worker switches users and stops processes; judges hold none
     nonce = sys.stdin.readline().strip()
     if len(nonce) < 16:
         print("harness: no nonce on stdin", file=sys.stderr)
         return 2
     codes = json.loads(sys.stdin.readline() or "{}")  # the judged tests' code, by index in the spec
+    expectations = json.loads(sys.stdin.readline() or "{}")  # for the early stop (harness_expect)
     spares: list[int] = []  # judges forked ahead, one per judged test (see harness_judge)
 
     def fork_spare() -> int | None:
@@ -379,7 +446,7 @@ def main(argv: list[str]) -> int:
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0)
                 os.dup2(null, 1)
-                for fd in (null, read_end, taken_r):
+                for fd in (null, read_end, taken_r, stop_w):
                     os.close(fd)
                 harness_judge.spare(server_end, codes, taken_w)
             finally:
@@ -410,7 +477,14 @@ def main(argv: list[str]) -> int:
             if not chunk and pending:
                 lines.append(pending)
             for line in lines:
-                sys.stdout.write(f"{nonce} {line.decode('utf-8', 'replace').rstrip()}\n")
+                text = line.decode("utf-8", "replace").rstrip()
+                sys.stdout.write(f"{nonce} {text}\n")
+                if expectations and harness_expect.surely_wrong(text, expectations):
+                    expectations = {}  # one stop is enough
+                    try:
+                        os.write(stop_w, b"s")
+                    except OSError:  # the worker is gone already
+                        pass
             sys.stdout.flush()
             if not chunk:
                 sel.close()

@@ -8,8 +8,11 @@
 - the rest of the test (comparisons, `len`, `sorted`, `math.isclose`, ...), which `evaluate` runs
   on the host over the returned values: a small interpreter over a whitelist of syntax, so it
   neither runs test code as Python on the host nor lets the program near the verdict.
-Test code outside the whitelist (loops, lambdas, attribute calls on results, classes) is not
-converted: `convert` returns None and the test runs in the harness's judge (`harness_judge`),
+Only names that are not Python's builtins are the program's: `assert power(2, 10) == pow(2, 10)`
+calls the program's `power` and Python's `pow` (on the host), whatever the program defines; a
+builtin the host does not evaluate (`zip`, `reversed`, ...) leaves the test to the judge, where
+builtins are Python's own. Test code outside the whitelist (loops, lambdas, attribute calls on
+results, classes) is not converted: `convert` returns None and the test runs in the harness's judge (`harness_judge`),
 a process holding none of the program's code, which calls the program by proxy and sees only
 plain data. Conversion is the fast path (no judge process, no round trip per call); the judge
 is the general one. Neither runs test code in the program's interpreter, where a program could
@@ -34,6 +37,7 @@ Python itself would take quadratic or unbounded time it refuses instead, and why
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import math
 import operator
@@ -101,7 +105,17 @@ def _round(number: Any, ndigits: Any = None) -> Any:
     return round(number, ndigits)
 
 
-_BUILTINS.update(range=_range, sum=_sum, round=_round)
+def _pow(base: Any, exp: Any, mod: Any = None, /) -> Any:
+    """Python's pow, refusing what would build a huge number (as `**` does here)."""
+    return pow(base, exp, mod) if mod is not None else _binop(ast.Pow, base, exp)
+
+
+_BUILTINS.update(range=_range, sum=_sum, round=_round, pow=_pow)
+_BUILTINS.update({f.__name__: f for f in (ord, chr, divmod, hex, bin, oct)})  # linear in their input's size
+# Every name Python's builtins define is Python's, never the program's: in `assert power(2, 10) ==
+# pow(2, 10)` the program must not supply `pow`. Those outside _BUILTINS leave the test unconverted,
+# for the judge, where they are Python's own (harness_judge proxies no builtin's name).
+_PYTHON_NAMES = frozenset(vars(builtins))
 _TYPES = {
     "int": int,
     "float": float,
@@ -199,6 +213,27 @@ def evaluate(judged: JudgedAssert, results: list[Any]) -> None:
             raise _printable(exc) from None
         if not holds:
             raise AssertionError(f"line {statement.lineno}: {statement.msg.value}")
+
+
+def expected_constant(judged: JudgedAssert) -> tuple[bool, Any]:
+    """(True, the constant) when the converted test is exactly one `assert <call> == <constant>`
+    (either side): the harness can then stop at a value that is surely wrong (`harness_expect`).
+    (False, None) for any other test, or a constant that fails to evaluate."""
+    if len(judged.calls) != 1 or len(judged.body) != 1 or not isinstance(judged.body[0], ast.Assert):
+        return False, None
+    test = judged.body[0].test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False, None
+    sides = (test.left, test.comparators[0])
+    for this, other in (sides, sides[::-1]):
+        if isinstance(this, ast.Name) and this.id == f"{CALL_PREFIX}0":
+            if any(isinstance(n, ast.Name) and n.id.startswith(CALL_PREFIX) for n in ast.walk(other)):
+                return False, None
+            try:
+                return True, _eval(other, {})
+            except Exception:  # noqa: BLE001 - no expectation: the test runs to its end
+                return False, None
+    return False, None
 
 
 # ---- conversion ---------------------------------------------------------------------------------
@@ -314,6 +349,7 @@ class _Converter:
         return (
             isinstance(f, ast.Name)
             and f.id not in _BUILTINS
+            and f.id not in _PYTHON_NAMES
             and f.id not in _TYPES
             and f.id not in self.assigned
             and not f.id.startswith(CALL_PREFIX)

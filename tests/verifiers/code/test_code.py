@@ -376,7 +376,7 @@ def test_grade_reads_harness_reports():
 def test_report_parsing_ignores_unmarked_lines_and_charges_a_killed_harness():
     nonce = "a" * 32
     lines = [
-        f"{nonce} " + json.dumps({"event": "start"}),
+        f"{nonce} " + json.dumps({"event": "start", "program_uid": 10002}),
         "b" * 32 + " " + json.dumps({"i": 1, "status": "done"}),  # forged: wrong nonce
         f"{nonce} " + json.dumps({"i": 0, "status": "done"}),
     ]
@@ -391,6 +391,15 @@ def test_report_parsing_ignores_unmarked_lines_and_charges_a_killed_harness():
     )
     with pytest.raises(code.HarnessError, match="harness failed"):
         code_harness.complete_reports(internal, 1, "ok")
+    # after a program ran, a failure of the harness is charged to the program, never an error
+    later = code_harness.parse_report(
+        "\n".join([lines[0], lines[2], f"{nonce} " + json.dumps({"i": 1, "status": "internal_error"})]), nonce, 3
+    )
+    assert [r["status"] for r in code_harness.complete_reports(later, 3, "ok")] == ["done", "grader_killed", "skipped"]
+    # a harness whose programs could reach it (not run supervised) is the grader's failure
+    unsupervised = code_harness.parse_report(f"{nonce} " + json.dumps({"event": "start"}), nonce, 1)
+    with pytest.raises(code.HarnessError, match="supervised"):
+        code_harness.complete_reports(unsupervised, 1, "ok")
 
 
 def test_chunks_respect_count_and_time_caps():

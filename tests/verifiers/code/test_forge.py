@@ -144,9 +144,10 @@ FORGES = [
     (
         "read the tests from disk",
         "reverse_words",
-        "import os\ndef reverse_words(s):\n    seen = []\n    for root, _, files in os.walk('.'):\n"
+        # the harness's files are in /work/run, which the program user cannot read: nothing is found
+        "import os\ndef reverse_words(s):\n    seen = []\n    for root, _, files in os.walk('/work'):\n"
         "        for f in files:\n            try:\n                seen.append(open(os.path.join(root, f)).read())\n"
-        "            except OSError:\n                pass\n    return ''.join(seen)[:50]\n",
+        "            except OSError:\n                pass\n    return ''.join(seen)[:50] or 'found nothing'\n",
     ),
     (
         "read the judge through /proc",
@@ -173,7 +174,9 @@ FORGES = [
     (
         "signal everything: kill(-1)",
         "reverse_words",
-        "import os, signal\ndef reverse_words(s):\n    os.kill(-1, signal.SIGKILL)\n    return s\n",
+        # the harness runs as another user: only the program's own processes get the signal, and
+        # its (wrong) value is judged
+        "import os, signal\ndef reverse_words(s):\n    os.kill(-1, signal.SIGKILL)\n    return s + '?'\n",
     ),
     (
         "printed fake report",

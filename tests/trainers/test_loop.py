@@ -21,6 +21,8 @@ class FlakyGraderEnv(ProceduralTasks, SingleTurnEnv):
     """Say "yes". Tasks with an even seed have a grader that crashes (outcome `error`); with
     `all_fail`, every grader does; with `constant`, every answer scores 1."""
 
+    grade_truncated = True  # it grades any text, cut or not: the tiny model's samples often run to max_tokens
+
     def __init__(self, all_fail: bool = False, constant: bool = False, render_mode=None):
         super().__init__(render_mode=render_mode)
         self.all_fail, self.constant = all_fail, constant

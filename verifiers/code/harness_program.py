@@ -183,10 +183,11 @@ def run_test(
         res_r if judged else None,
         stop_fd,
     )
-    try:
-        os.killpg(pid, signal.SIGKILL)  # the test is over: nothing of its session may go on
-    except (ProcessLookupError, PermissionError):
-        pass
+    for kill in (os.killpg, os.kill):  # the test is over: nothing of its session may go on, and
+        try:  # the child itself even before its setsid (a test stopped at once is one)
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     result = _verdict(bytes(buffers[res_r])) if judged else _result(bytes(buffers[res_r]), token)
     if exit_code is None:
         try:

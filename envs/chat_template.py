@@ -1,6 +1,12 @@
 """The chat template's token arithmetic for token-exact rollouts: a prompt's tokens
 (`template_ids`) and the tokens an environment's reply appends after the model's turn
-(`reply_ids`), checked against the template's prefix property (`TemplateError` otherwise)."""
+(`reply_ids`), checked against the template's prefix property (`TemplateError` otherwise).
+
+Text that is not the model's (prompts, environment replies, tool output: a program's error text
+can hold anything) is tokenized as text: a special token's text inside it (`<|im_start|>`) gets a
+zero-width space after its first character, so the tokenizer cannot read it as the special token
+and an environment's text never opens or closes a turn (`as_text`). The model's own turns are
+kept as sampled."""
 
 from __future__ import annotations
 
@@ -16,15 +22,49 @@ class TemplateError(EnvError, ValueError):
     or no eos token closing an assistant turn)."""
 
 
+_BREAK = "\u200b"  # after a special token's first character: the same text to a reader, no special token
+
+
+def as_text(tokenizer: Tokenizer, messages: list[Message]) -> list[Message]:
+    """`messages` with every special token's text in a non-assistant message's content broken by a
+    zero-width space (see the module docstring); the messages themselves are not changed."""
+    specials = [t for t in _special_texts(tokenizer) if len(t) > 1]
+    if not specials:
+        return messages
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") != "assistant" and isinstance(content, str) and any(t in content for t in specials):
+            for t in specials:
+                content = content.replace(t, t[0] + _BREAK + t[1:])
+            m = {**m, "content": content}
+        out.append(m)
+    return out
+
+
+def _special_texts(tokenizer: Tokenizer) -> list[str]:
+    """The texts the tokenizer reads as special tokens (all of them, longest first)."""
+    texts = set(getattr(tokenizer, "all_special_tokens", None) or [])
+    for added in (getattr(tokenizer, "added_tokens_decoder", None) or {}).values():
+        if getattr(added, "special", False):
+            texts.add(str(added))
+    return sorted(texts, key=len, reverse=True)
+
+
 def template_ids(
     tokenizer: Tokenizer,
     messages: list[Message],
     add_generation_prompt: bool,
     tools: list[dict[str, Any]] | None = None,
 ) -> list[int]:
-    """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints."""
+    """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints;
+    text that is not the model's is tokenized as text (`as_text`)."""
     ids = tokenizer.apply_chat_template(
-        messages, tokenize=True, add_generation_prompt=add_generation_prompt, return_dict=False, **_tools_kwarg(tools)
+        as_text(tokenizer, messages),
+        tokenize=True,
+        add_generation_prompt=add_generation_prompt,
+        return_dict=False,
+        **_tools_kwarg(tools),
     )
     if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
         ids = ids["input_ids"]
@@ -46,7 +86,8 @@ def reply_ids(
     """Tokens that follow the model's last turn (the last message of `conversation`) up to the
     next generation prompt: the end of that turn when the model did not emit eos itself, the
     template's tail after eos, the reply messages, and the generation prompt. `tools`: the env's
-    `chat_tools`, which the template lists as it did for the prompt."""
+    `chat_tools`, which the template lists as it did for the prompt. The reply is text (`as_text`)."""
+    conversation, reply = as_text(tokenizer, conversation), as_text(tokenizer, reply)
     if _eos_splits_text(tokenizer):
         return _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn, tools)
     return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn, tools)

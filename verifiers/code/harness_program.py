@@ -87,13 +87,17 @@ def stdout_digest(text: str) -> str:
 
 # ---- the worker: one child per test -------------------------------------------------------------
 def _process_table() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, session id), from /proc."""
+    """pid -> (parent pid, session id) of the live processes, from /proc. A zombie is left out: it
+    runs nothing, and one that is not ours to reap (its parent is the container's init) takes a
+    SIGKILL without error, which made the clean-up below spin for its whole second."""
     table = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/stat", "rb") as f:
                     fields = f.read().rsplit(b")", 1)[1].split()
+                if fields[0] in (b"Z", b"X"):
+                    continue
                 table[int(name)] = (int(fields[1]), int(fields[3]))
             except (OSError, IndexError, ValueError):
                 continue

@@ -26,16 +26,28 @@ it is found in the current folder (as with `python -m rlvr`). `rlvr COMMAND --he
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="rlvr", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="rlvr", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False
     )
+    parser.add_argument("--version", action="version", version=f"rlvr {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="one of the commands below")
     for name in COMMANDS:
         importlib.import_module(f"rlvr.commands.{name}").add_parser(sub)
+    for command in sub.choices.values():  # `--step 2` is no `--steps 2`: a prefix of a flag is refused, not guessed
+        command.allow_abbrev = False
     # One line per command, from each command's own `help=`, in the epilog (and not twice).
     lines = [f"  {a.dest:<11} {(a.help or '').rstrip('.')}" for a in sub._choices_actions]
     sub._choices_actions.clear()
     parser.epilog = "commands:\n" + "\n".join(lines) + "\n\n" + EPILOG_TAIL
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rlvr")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 def add_cwd_to_path() -> None:

@@ -197,6 +197,12 @@ class TrainConfig(CommonSettings):
     resume: bool = setting(False, "continue from the last checkpoint in --out")
     eval_tasks: int = setting(0, "held-out tasks measured before and after training; 0: no evaluation")
     eval_every: int = setting(0, "also measure every N steps; 0: only before and after")
+    eval_env_args: dict[str, Any] = setting(
+        {},
+        "environment keyword argument KEY=VALUE of the held-out evaluation only, over env_args (e.g. "
+        "split=test, path=test.jsonl); repeatable. A dataset without one holds every 10th row out of "
+        "training and evaluates those (envs.held_out)",
+    )
     eval_seed_start: int = setting(
         HELD_OUT_SEED_START,
         "held-out tasks are the reset seeds eval_seed_start, eval_seed_start + 1, ... (training draws none of them)",
@@ -279,7 +285,7 @@ class TrainConfig(CommonSettings):
                 raise ConfigError(f"config file {path} must hold a mapping of settings, got {type(loaded).__name__}")
             values.update(loaded)
         for key, value in (overrides or {}).items():
-            if key in ("env_args", "algo_args") and isinstance(value, Mapping):
+            if key in ("env_args", "eval_env_args", "algo_args") and isinstance(value, Mapping):
                 values[key] = {**values.get(key, {}), **value}
             else:
                 values[key] = value
@@ -312,7 +318,13 @@ class TrainConfig(CommonSettings):
         for f in dataclasses.fields(self):
             if "choices" in f.metadata:
                 _one_of(self, f.name, f.metadata["choices"])
-        for name in ("lr", "max_grad_norm", "temperature", "eval_temperature"):
+        if not self.temperature > 0:
+            raise ConfigError(
+                f"temperature must be > 0, got {self.temperature!r}: training learns from differences between "
+                "a group's samples and needs the probabilities of the sampled tokens, and greedy decoding (0) gives "
+                "every sample of a group the same text (rlvr eval takes 0)"
+            )
+        for name in ("lr", "max_grad_norm", "eval_temperature"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
         if self.max_staleness < 0:
@@ -381,8 +393,8 @@ class TrainConfig(CommonSettings):
             )
         if self.micro_batch < 1 or mb % self.micro_batch:
             raise ConfigError(f"micro_batch_size {self.micro_batch} must divide minibatch_size {mb}")
-        if not isinstance(self.env_args, dict) or not isinstance(self.algo_args, dict):
-            raise ConfigError("env_args and algo_args must be mappings of KEY: VALUE")
+        if not all(isinstance(getattr(self, n), dict) for n in ("env_args", "eval_env_args", "algo_args")):
+            raise ConfigError("env_args, eval_env_args and algo_args must be mappings of KEY: VALUE")
 
 
 RAY_SECTION = {

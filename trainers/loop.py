@@ -33,7 +33,9 @@ import numpy as np
 import torch
 
 from rlvr.envs.episode import TruncationReason
+from rlvr.envs.eval_tasks import EvalTasks
 from rlvr.envs.evaluate import context_cut_warning
+from rlvr.envs.held_out import TaskSplit
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.envs.seeds import SEED_SPACE
 from rlvr.trainers import checkpoint as ckpt
@@ -56,7 +58,7 @@ from rlvr.trainers.phases import (
     per_micro_batch,
 )
 from rlvr.trainers.policy import forward
-from rlvr.trainers.preflight import check_run
+from rlvr.trainers.preflight import check_run, task_split
 from rlvr.trainers.producer import ProducerError, RolloutProducer
 from rlvr.trainers.ray_trainer import start_trainer_ranks
 from rlvr.trainers.rollout_correction import staleness_stats
@@ -108,8 +110,16 @@ class Trainer:
     `trainers.producer`); None: when `max_staleness` > 0. At max_staleness 0 the producer waits
     for each update, so `overlap=True` then gives the synchronous loop's numbers (a test checks)."""
 
-    def __init__(self, config: TrainConfig, algo: AlgoConfig | None = None, overlap: bool | None = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        algo: AlgoConfig | None = None,
+        overlap: bool | None = None,
+        tasks: TaskSplit | None = None,
+    ):
         self.config = config
+        # which tasks train and which evaluate, never the same (envs.held_out); rlvr train plans it for its start line
+        self.tasks = tasks if tasks is not None else task_split(config)
         self.overlap = config.max_staleness > 0 if overlap is None else overlap
         self.algo = resolve(algo if algo is not None else check_run(config), config.max_tokens)
         check_settings(self.algo, config)
@@ -172,7 +182,7 @@ class Trainer:
                 summary["eval_before"] = self.evaluate_and_log(step=0)
             elif cfg.eval_tasks:  # resumed: the run's first evaluation, as logged
                 before = self.logger.first_eval()
-                if before is not None and before.get("tasks") == cfg.eval_tasks:
+                if before is not None and before.get("tasks") == self.tasks.evaluate.count:
                     summary["eval_before"] = before
             started = time.monotonic()
             if self.overlap:
@@ -212,6 +222,8 @@ class Trainer:
             self._stop_producer()
             self.logger.close()
         summary["steps"] = self.step
+        latest = ckpt.latest_checkpoint(self.out)
+        summary["checkpoint"] = None if latest is None else str(latest)
         return summary
 
     def close(self) -> None:
@@ -357,7 +369,8 @@ class Trainer:
         def sample_round(r: int) -> list[list]:
             seed = _mix(cfg.seed, step) if r == 0 else _mix(cfg.seed, step, 3, r)
             sampling = self._sampling(cfg.temperature, seed=seed)
-            groups = self._roll(training_seeds(cfg, step, r), cfg.group_size, sampling, r * cfg.tasks_per_step)
+            tasks = self.tasks.training_tasks(training_seeds(cfg, step, r))
+            groups = self._roll(tasks, cfg.group_size, sampling, r * cfg.tasks_per_step)
             return [g.episodes for g in groups]
 
         extra = self.algo.max_refill_rounds if self.algo.dynamic_sampling else 0
@@ -498,30 +511,43 @@ class Trainer:
             "time_scoring": r.seconds_scoring,
         }
 
-    def _roll(self, seeds: list[int], group_size: int, sampling: SamplingSettings, group_id_start: int = 0) -> list:
-        """This run's environment rolled out by its sampler (here, or on the Ray rollout workers)."""
+    def _roll(
+        self,
+        tasks: dict[str, list],
+        group_size: int,
+        sampling: SamplingSettings,
+        group_id_start: int = 0,
+        env_args: dict[str, Any] | None = None,
+    ) -> list:
+        """This run's environment rolled out by its sampler (here, or on the Ray rollout workers) on
+        `tasks`, `{"seeds": [...]}` or `{"task_ids": [...]}`; `env_args`: the environment's (default the run's)."""
         cfg = self.config
+        ids = tasks.get("task_ids")
         return self.sampler.rollout(
             RolloutRequest(
                 cfg.env,
-                cfg.env_args,
-                tuple(seeds),
+                cfg.env_args if env_args is None else env_args,
+                tuple(tasks.get("seeds", ())),
                 group_size,
                 sampling,
                 model_info=self._model_info(),
                 max_length=max_model_len(self.models.policy),
                 group_id_start=group_id_start,
+                task_ids=None if ids is None else tuple(ids),
             )
         )
 
     # ---- evaluation and checkpoints --------------------------------------------------------
     def evaluate(self, n: int | None = None, temperature: float | None = None) -> dict[str, Any]:
-        """Accuracy on the fixed held-out seeds eval_seed_start .. + n, one sample each."""
+        """Accuracy on the first `n` (default all) held-out tasks of the run's split (`envs.held_out`),
+        one sample each: reset seeds training never draws, or listed rows training never draws."""
         cfg = self.config
-        n = n or cfg.eval_tasks
-        seeds = list(range(cfg.eval_seed_start, cfg.eval_seed_start + n))
+        plan = self.tasks.evaluate or EvalTasks(n or cfg.eval_tasks, cfg.eval_seed_start)
+        n = min(n or plan.count, plan.count) if plan.listed else (n or plan.count)
+        tasks = plan.rollout_tasks(0, n) if plan.listed else {"seeds": list(range(plan.start, plan.start + n))}
         sampling = self._sampling(cfg.eval_temperature if temperature is None else temperature, seed=_mix(cfg.seed, 7))
-        groups = self._roll(seeds, 1, sampling)
+        env_args = {**cfg.env_args, **self.tasks.eval_env_args}
+        groups = self._roll(tasks, 1, sampling, env_args=env_args)
         every = [ep for g in groups for ep in g.episodes if ep.segment == 0]  # an agent episode once
         episodes = [ep for ep in every if not ep.is_error]
         self._warn_context_cuts(episodes)
@@ -532,6 +558,8 @@ class Trainer:
             "tasks": n,
             "errors": len(every) - len(episodes),
         }
+        if plan.listed:  # which rows: a user (and a test) can see that none was trained on
+            results["task_ids"] = tasks["task_ids"]
         if all_errors(every):
             results["first_error"] = error_message(every[0])
         return results

@@ -38,7 +38,7 @@ class InvalidModelDirError(ModelError, ValueError):
 def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     """The local directory of a model: "tiny" or None -> the shipped tiny model, "small" -> the
     cached small model (built if missing), "smollm2-135m" -> the cached SmolLM2 (converted if
-    missing), else the path itself."""
+    missing), a training run's folder -> its last complete checkpoint, else the path itself."""
     if name_or_path == SMALL:
         from rlvr.trainers.small_model import small_model_dir
 
@@ -66,6 +66,11 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     if not path.is_dir():
         raise InvalidModelDirError(f"model path {str(path)!r} is a file; pass the model's directory")
     if not (path / "config.json").is_file() and not (path / ADAPTER_CONFIG).is_file():
+        from rlvr.trainers.run_folder import run_checkpoint
+
+        latest = run_checkpoint(path)  # a training run's folder: its last complete checkpoint
+        if latest is not None:
+            return latest.resolve()
         raise InvalidModelDirError(
             f"{str(path)!r} has no config.json: not a Hugging Face model directory "
             "(nor a LoRA adapter: no adapter_config.json)"

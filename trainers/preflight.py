@@ -61,7 +61,7 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     try:
         path = resolve_model(config.model)
     except Exception as exc:  # the models module's typed error; re-raised as a setting error
-        raise ConfigError(f"model {config.model!r}: {_message(exc)}") from None
+        raise ConfigError(_message(exc)) from None  # its message names the model already
     check_model_dir(path)
     check_tokenizer_dir(path)
     from rlvr.trainers.device import resolve_device
@@ -74,6 +74,22 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     if config.teacher:  # check_settings above: set exactly when the algorithm distills
         check_teacher(config.teacher, path)
     return algo
+
+
+def task_split(config: TrainConfig):
+    """Which tasks the run trains on and which its held-out evaluation visits (`envs.held_out`),
+    an environment that cannot be made or split being a `ConfigError`."""
+    from rlvr.envs.held_out import HeldOutError, split_tasks
+
+    try:
+        return split_tasks(config.env, config.env_args, config.eval_env_args, config.eval_tasks, config.eval_seed_start)
+    except HeldOutError:
+        raise
+    except Exception as exc:  # the registry's typed errors, the env's own ValueError
+        raise ConfigError(
+            f"the held-out evaluation's environment {config.env!r} with "
+            f"{ {**config.env_args, **config.eval_env_args} }: {_message(exc)}"
+        ) from None
 
 
 def check_out_dir(out: str | os.PathLike, flag: str = "--out") -> None:

@@ -244,7 +244,7 @@ class RayRolloutPool:
 
         with self._lock:
             workers = list(self.workers)
-        seeds, sampling = request.seeds, request.sampling
+        seeds, ids, sampling = request.seeds, request.task_ids, request.sampling
 
         def seed(start: int) -> int | None:  # the sampling seed of the chunk from the start-th task
             return None if sampling.seed is None else sampling.seed + start * request.group_size
@@ -253,12 +253,13 @@ class RayRolloutPool:
             dataclasses.replace(
                 request,
                 env_args=dict(request.env_args),
-                seeds=tuple(int(seeds[i]) for i in part),
+                seeds=tuple(int(seeds[i]) for i in part) if ids is None else (),
+                task_ids=None if ids is None else tuple(ids[i] for i in part),
                 sampling=dataclasses.replace(sampling, seed=seed(part.start)),
                 model_info=dict(request.model_info),
                 group_id_start=request.group_id_start + part.start,
             )
-            for part in chunks_of(len(seeds), len(workers))
+            for part in chunks_of(len(seeds if ids is None else ids), len(workers))
         ]
         pending = {workers[i].rollout.remote(c): (i, workers[i], c) for i, c in enumerate(chunks)}
         results: dict[int, ChunkResult] = {}

@@ -102,7 +102,10 @@ def console_lines(samples: Sequence[Sample], strip=lambda text: text) -> list[st
     if not samples:
         return []
     first = samples[0]
-    lines = [f"samples at step {first.step} (policy version {first.policy_version}, task {first.task_id}):"]
+    header = f"samples at step {first.step} (policy version {first.policy_version}, task {first.task_id})"
+    if len(samples) > 1 and len({s.reward for s in samples}) == 1:  # the chosen group is the first with a spread
+        header += ", all rewards equal in every group (nothing to learn from this step)"
+    lines = [header + ":"]
     for s in samples:
         prompt = _one_line(strip(s.prompt).strip())
         completion = _one_line(strip(s.completion).strip())

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.commands.eval_config import ALIASES, HELP_EXTRA, EvalConfig
+from rlvr.commands.eval_resume import default_chunk, interrupted_line, resuming_line
 from rlvr.config_flags import add_flags
 from rlvr.errors import RlvrError
 from rlvr.run_lock import run_lock
@@ -168,6 +169,7 @@ def run(args: EvalConfig) -> int:
     group_size = args.samples or ks[-1]
     if group_size < ks[-1]:
         raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
+    out_given = args.out is not None  # else the line a stop ends with names the new folder
     if args.out is None:
         args.out = default_out(args.env)
     check_out_dir(args.out)
@@ -182,6 +184,12 @@ def run(args: EvalConfig) -> int:
         from rlvr.envs.sampler import SamplingSettings
         from rlvr.trainers.models import resolve_model
 
+    from rlvr.trainers.run_folder import resolved
+
+    if args.base_url is None:  # a run folder: its last checkpoint, named in one line (trainers.run_folder)
+        args.model, line = resolved(args.model, "--model")
+        if line is not None:
+            print(line, flush=True)
     env_args = args.env_args
     env = make_env(args.env, env_args)  # a bad id, module or argument fails now, before the model loads
     try:
@@ -204,11 +212,13 @@ def run(args: EvalConfig) -> int:
         check_tokenizer_dir(resolve_model(args.tokenizer or served_tokenizer_source(args) or args.model))
     out = Path(args.out)
     with run_lock(out, "rlvr eval"):  # one run per --out: a second ends at once, naming this one
-        return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model, tasks)
+        if args.chunk is None:  # the --out run's, else sized to the tasks (rlvr.commands.eval_resume)
+            args.chunk = default_chunk(tasks.count, out)
+        return _run_locked(args, out, ks, group_size, env_args, sampling, kind, model, tasks, out_given)
 
 
 def _run_locked(
-    args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str, tasks
+    args, out: Path, ks: list[int], group_size: int, env_args: dict, sampling, kind: str, model: str, tasks, out_given
 ) -> int:
     """The evaluation proper, holding the lock on `out`."""
     from tqdm.auto import tqdm
@@ -230,6 +240,7 @@ def _run_locked(
     }
     if not args.resume and (out / "run.json").exists():
         raise UsageError(f"{out} already holds an evaluation: drop --no-resume to continue it, or pass a new --out")
+    rerun = (out / "run.json").exists()
     with _writing(out):
         identity = _identity(args.env, env_args, model, sampling_dict, group_size, args.chunk)
         if tasks.listed:  # by problem, from the env's list (never pooled with a run that drew by seed)
@@ -237,10 +248,16 @@ def _run_locked(
         _check_same_run(out, identity)
         # Resume by whole chunks, each sampled again as the uninterrupted run samples it (the module's docstring)
         records, todo = load_whole_chunks(log, chunk_bounds(tasks.count, args.chunk), group_size)
+    left = sum(b - a for a, b in todo)  # tasks still to sample
+    if rerun:
+        print(resuming_line(tasks.count - left, tasks.count, args.chunk, log), flush=True)
     if not todo:  # every task is in the log already: the summary needs no model (no engine start-up)
         return _finished(args, out, log, records, ks, group_size, env_args, kind, model, sampling_dict, tasks)
-    with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
-        sampler, tokenizer = build_sampler(args)
+    try:
+        with collector_paused():  # the model and the engine, apart: the engine's own collections skip the imports
+            sampler, tokenizer = build_sampler(args)
+    except KeyboardInterrupt:  # while the model loads
+        raise KeyboardInterrupt(interrupted_line(tasks.count - left, tasks.count, args.chunk, out, out_given)) from None
 
     tokens, seconds = 0, 0.0
     sampled: list = []  # this run's episodes: all of them errors means the environment cannot work
@@ -266,6 +283,10 @@ def _run_locked(
                 bar.update(chunk[1] - chunk[0])
                 sampled += new
                 _stop_if_only_errors(sampled, log)
+    except KeyboardInterrupt:  # Ctrl-C: rlvr.cli prints this line, exit 130. What is kept: what the log holds whole
+        _, todo = load_whole_chunks(log, chunk_bounds(tasks.count, args.chunk), group_size)
+        kept = tasks.count - sum(b - a for a, b in todo)
+        raise KeyboardInterrupt(interrupted_line(kept, tasks.count, args.chunk, out, out_given)) from None
     finally:
         sampler.close()  # every backend has close (trainers.samplers.protocol.SamplerBackend)
 

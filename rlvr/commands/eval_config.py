@@ -82,7 +82,11 @@ class EvalConfig(CommonSettings):
         "(none: 0); otherwise the first reset seed, the tasks being the seeds task_start, task_start + 1, "
         f"... (none: {HELD_OUT_SEED_START:_}, the held-out seeds rlvr train evaluates on)",
     )
-    chunk: int = setting(32, "tasks per rollout call: the unit of resuming, fixed for the life of --out")
+    chunk: int | None = setting(
+        None,
+        "tasks per rollout call: the unit of resuming (a stop keeps whole chunks), fixed for the life of --out; "
+        "none: the --out run's, else 32, or a quarter of the tasks when that is fewer",
+    )
     max_model_len: int | None = setting(None, "vLLM context length; none: the model's")
 
     @classmethod
@@ -102,7 +106,7 @@ class EvalConfig(CommonSettings):
                 )
         if (
             (self.tasks is not None and self.tasks < 1)
-            or self.chunk < 1
+            or (self.chunk is not None and self.chunk < 1)
             or (self.samples is not None and self.samples < 1)
         ):
             raise UsageError("--tasks, --chunk and --samples must be >= 1")

@@ -12,7 +12,7 @@ from rlvr.startup import collector_paused
 from rlvr.trainers.config import TrainConfig  # light (no torch): the flags are generated from its fields
 
 # Option strings older than the generated `--field-name` ones, kept working (README, scripts).
-ALIASES = {"env_args": ["--env-arg"], "algo_args": ["--algo-arg"]}
+ALIASES = {"env_args": ["--env-arg"], "eval_env_args": ["--eval-env-arg"], "algo_args": ["--algo-arg"]}
 
 
 def add_parser(subparsers) -> None:
@@ -75,23 +75,46 @@ def check_memory(config: TrainConfig, algo) -> dict | None:
     return {**result.as_dict(), "prompt_tokens": inputs.prompt_tokens, "completion_tokens": inputs.completion_tokens}
 
 
+def warmup_warning(config: TrainConfig) -> str | None:
+    """A warm-up longer than the run keeps the learning rate below --lr to its end: say so."""
+    if config.warmup_steps <= config.steps:
+        return None
+    return (
+        f"warning: --warmup-steps {config.warmup_steps} is longer than the run (--steps {config.steps}): the learning "
+        f"rate ends at {config.steps}/{config.warmup_steps} of --lr; pass --warmup-steps {max(1, config.steps // 5)} "
+        "(or 0) for a short run"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
     config = TrainConfig.load(args.config, overrides_from_args(args))
     from rlvr.trainers import quiet
+    from rlvr.trainers.run_folder import resolved
+
+    model, model_line = resolved(config.model, "--model")  # a run folder: its last checkpoint (trainers.run_folder)
+    teacher, teacher_line = resolved(config.teacher, "--teacher")
+    config = dataclasses.replace(config, model=model, teacher=teacher)
+    for line in (model_line, teacher_line):
+        if line is not None:
+            print(line, file=sys.stderr)
 
     quiet.configure(config.verbose)  # before check_run imports torch: its C++ log level is read then
     with collector_paused():  # the imports (rlvr.startup)
         from rlvr.env_loading import resolve_env
 
         resolve_env(config.env)  # its module or plugin imported with exits refused (rlvr.env_loading)
-        from rlvr.trainers.preflight import check_run
+        from rlvr.trainers.preflight import check_run, task_split
 
         algo = check_run(config)
+        if warmup_warning(config) is not None:
+            print(warmup_warning(config), file=sys.stderr)
+        tasks = task_split(config)  # which tasks train and which evaluate (envs.held_out), for the start line
         config = native_precision(config)
         if args.check:
             memory = check_memory(config, algo)
-            print(json.dumps({"config": config.to_dict(), "algorithm": algo.name, "memory": memory}, indent=2))
+            checked = {"config": config.to_dict(), "algorithm": algo.name, "held_out": tasks.describe()}
+            print(json.dumps({**checked, "memory": memory}, indent=2))
             return 0
         from rlvr.trainers.loop import Trainer
 
@@ -103,8 +126,12 @@ def run(args: argparse.Namespace) -> int:
             f"{config.tasks_per_step} tasks x {config.group_size} samples -> {config.out}",
             file=sys.stderr,
         )
+        if tasks.describe() is not None:
+            print(tasks.describe(), file=sys.stderr)
+            if tasks.note is not None:
+                print(tasks.note, file=sys.stderr)
         with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
-            trainer = Trainer(config, algo)
+            trainer = Trainer(config, algo, tasks=tasks)
         try:
             summary = trainer.train()
         finally:  # its engine, Ray workers and ranks end with the run: `rlvr.cli.main(argv)` in a process that goes on
@@ -126,4 +153,6 @@ def format_summary(config, summary: dict) -> str:
         )
     elif after:
         lines.append(f"held-out accuracy on {after['tasks']} tasks: {after['accuracy']:.3f}")
+    if summary.get("checkpoint"):
+        lines.append(f"model: {summary['checkpoint']} (`rlvr eval --model {config.out}` takes it)")
     return "\n".join(lines)

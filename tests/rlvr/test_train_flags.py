@@ -249,7 +249,7 @@ OLD_EVAL_DEFAULTS = {
     "max_tokens": 32,
     "seed": 0,
     "task_start": 1_000_000,
-    "chunk": 32,
+    "chunk": None,  # the --out run's, else sized to the tasks (rlvr.commands.eval_resume)
     "max_model_len": None,
     "progress": True,
     "verbose": False,
@@ -271,7 +271,7 @@ def test_eval_flags_keep_their_names_defaults_and_values():
     for argv, field, value in OLD_EVAL_FLAGS:
         assert getattr(eval_config(*argv), field) == value, argv
     args = build_parser().parse_args(["eval"])  # a flag not given holds its default in the namespace
-    assert args.out is None and args.tasks is None and args.chunk == 32 and args.progress is True
+    assert args.out is None and args.tasks is None and args.chunk is None and args.progress is True
 
 
 def test_eval_shares_trains_fields_rather_than_retyping_them():

@@ -60,7 +60,7 @@ class LocalSampler:
             request.env_args,
             self,
             self.inner.tokenizer,
-            seeds=list(request.seeds),
+            **({"seeds": list(request.seeds)} if request.task_ids is None else {"task_ids": list(request.task_ids)}),
             group_size=request.group_size,
             sampling=request.sampling,
             model_info=request.model_info,

@@ -71,7 +71,7 @@ Builder = Callable[[SamplerSpec, int, Any], SamplerBackend]  # (spec, starting v
 
 @dataclass(frozen=True)
 class RolloutRequest:
-    """One rollout, as the trainer asks for it: `group_size` episodes for each reset seed, group
+    """One rollout, as the trainer asks for it: `group_size` episodes for each reset seed (or task id), group
     ids from `group_id_start`. Plain data: the Ray pool cuts it into one request per worker."""
 
     env: str
@@ -82,6 +82,7 @@ class RolloutRequest:
     model_info: Mapping[str, Any] = field(default_factory=dict)
     max_length: int | None = None  # prompt plus completion tokens; None: the sampler's limit
     group_id_start: int = 0
+    task_ids: tuple[str, ...] | None = None  # listed tasks by id instead of `seeds` (then empty)
 
 
 @runtime_checkable

@@ -89,7 +89,8 @@ def _worker_main(fd: int, memory_mb: int) -> None:
 
 
 _WORKER_CMD = (
-    "import sys; from rlvr.verifiers.math.bounded import _worker_main; _worker_main(int(sys.argv[1]), int(sys.argv[2]))"
+    "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "  # Ctrl-C: the parent stops the workers
+    "from rlvr.verifiers.math.bounded import _worker_main; _worker_main(int(sys.argv[1]), int(sys.argv[2]))"
 )
 
 

@@ -59,12 +59,18 @@ def template_ids(
 ) -> list[int]:
     """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints;
     text that is not the model's is tokenized as text (`as_text`)."""
+    return _template_ids(tokenizer, as_text(tokenizer, messages), add_generation_prompt, tools)
+
+
+def _template_ids(
+    tokenizer: Tokenizer,
+    messages: list[Message],
+    add_generation_prompt: bool,
+    tools: list[dict[str, Any]] | None = None,
+) -> list[int]:
+    """`template_ids` of messages already made text."""
     ids = tokenizer.apply_chat_template(
-        as_text(tokenizer, messages),
-        tokenize=True,
-        add_generation_prompt=add_generation_prompt,
-        return_dict=False,
-        **_tools_kwarg(tools),
+        messages, tokenize=True, add_generation_prompt=add_generation_prompt, return_dict=False, **_tools_kwarg(tools)
     )
     if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
         ids = ids["input_ids"]
@@ -101,8 +107,8 @@ def _reply_ids_whole(
     tools: list[dict[str, Any]] | None = None,
 ) -> list[int]:
     """`reply_ids` from the template's tokens of the conversation before and after the reply."""
-    before = template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
-    after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
+    before = _template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
+    after = _template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
     if after[: len(before)] != before:
         raise TemplateError(_NO_PREFIX)
     eos = tokenizer.eos_token_id

@@ -21,6 +21,16 @@ from rlvr.envs.core import EnvError
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 
 DEFAULT_TASKS = 100  # tasks of an environment without a list, when no count is given
+MAX_CHUNK = 32  # tasks one rollout call batches at most, by default
+CHUNK_PARTS = 4  # a smaller evaluation is cut into about this many chunks, so that a stop keeps most of it
+
+
+def default_chunk(count: int) -> int:
+    """Tasks per rollout call when none is asked for: 32, or a quarter of the tasks when that is
+    fewer (a batch of 32 tasks costs a sampler little more per task than a larger one; below it a
+    quarter of a small evaluation is seconds of sampling). A task's samples depend on its chunk (its
+    seed is counted from the chunk's first task), so `rlvr eval` and the API's `evaluate` share this."""
+    return max(1, min(MAX_CHUNK, -(-count // CHUNK_PARTS)))
 
 
 class EvalTasksError(EnvError, ValueError):

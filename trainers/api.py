@@ -12,8 +12,9 @@ verbosity and progress bars. `verbose=True` puts the variables and logger levels
 
 `evaluate` samples as `rlvr eval` does, episode for episode: the same tasks (every problem of an
 environment with a fixed list once, in order; otherwise reset seeds, by default the held-out seeds
-training evaluates on: `envs.eval_tasks`), chunks of 32 tasks, each seeded as the command seeds it, and
-the same summary (`envs.evaluate.summarize`), so the same settings give the command's numbers."""
+training evaluates on: `envs.eval_tasks`), chunks of `envs.eval_tasks.default_chunk` tasks, each
+seeded as the command seeds it, and the same summary (`envs.evaluate.summarize`), so the same
+settings give the command's numbers."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.envs.episode import Episode
-from rlvr.envs.eval_tasks import plan
+from rlvr.envs.eval_tasks import default_chunk, plan
 from rlvr.envs.evaluate import format_table, summarize
 from rlvr.envs.registry import make
 from rlvr.envs.rollout import rollout
@@ -35,7 +36,6 @@ from rlvr.trainers.models import resolve_model
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.protocol import SamplerSpec
 
-CHUNK = 32  # tasks per rollout call, as `rlvr eval --chunk`'s default: a task's samples depend on its chunk
 _COMMON = {f.name: f.default for f in dataclasses.fields(CommonSettings)}  # rlvr eval's defaults, shared
 
 
@@ -122,8 +122,9 @@ def evaluate(
     episodes: list[Episode] = []
     started = time.perf_counter()
     try:
-        for start in range(0, todo.count, CHUNK):
-            stop = min(start + CHUNK, todo.count)
+        chunk = default_chunk(todo.count)  # as rlvr eval's default: a task's samples depend on its chunk
+        for start in range(0, todo.count, chunk):
+            stop = min(start + chunk, todo.count)
             # as rlvr eval: the i-th task of a call gets seed + i * G, so task t's seed is seed + t * G
             seeded = dataclasses.replace(sampling, seed=seed + start * group_size)
             groups = rollout(

@@ -6,17 +6,14 @@ tasks a chunk, a stop in a 32-task evaluation kept nothing, and said nothing."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-MAX_CHUNK = 32  # tasks a rollout call batches at most when --chunk is not given
-PARTS = 4  # a smaller evaluation is cut into about this many chunks, so that a stop keeps most of it
+from rlvr.envs import eval_tasks
 
 
 def default_chunk(tasks: int, out: Path) -> int:
-    """--chunk when not given: the chunk of the run `out` holds (fixed for its life), else 32 tasks, or
-    a quarter of the tasks when that is fewer (a batch of 32 or more tasks costs a sampler little more
-    per task than a larger one; below it a quarter of a small run is a few seconds of sampling)."""
+    """--chunk when not given: the chunk of the run `out` holds (fixed for its life), else
+    `envs.eval_tasks.default_chunk` (32 tasks, or a quarter of the tasks when that is fewer)."""
     run_file = out / "run.json"
     if run_file.exists():
         try:
@@ -25,7 +22,7 @@ def default_chunk(tasks: int, out: Path) -> int:
             saved = None  # the run's own check reports an unreadable run.json
         if isinstance(saved, int) and saved >= 1:
             return saved
-    return max(1, min(MAX_CHUNK, math.ceil(tasks / PARTS)))
+    return eval_tasks.default_chunk(tasks)
 
 
 def resuming_line(kept: int, total: int, chunk: int, log: Path) -> str:

@@ -90,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
     config = TrainConfig.load(args.config, overrides_from_args(args))
     from rlvr.trainers import quiet
+
+    quiet.configure(config.verbose)  # before anything imports torch (a run folder's checkpoint look-up does)
     from rlvr.trainers.run_folder import resolved
 
     model, model_line = resolved(config.model, "--model")  # a run folder: its last checkpoint (trainers.run_folder)
@@ -99,7 +101,6 @@ def run(args: argparse.Namespace) -> int:
         if line is not None:
             print(line, file=sys.stderr)
 
-    quiet.configure(config.verbose)  # before check_run imports torch: its C++ log level is read then
     with collector_paused():  # the imports (rlvr.startup)
         from rlvr.env_loading import resolve_env
 
@@ -107,11 +108,11 @@ def run(args: argparse.Namespace) -> int:
         from rlvr.trainers.preflight import check_run, task_split
 
         algo = check_run(config)
-        if warmup_warning(config) is not None:
-            print(warmup_warning(config), file=sys.stderr)
         tasks = task_split(config)  # which tasks train and which evaluate (envs.held_out), for the start line
         config = native_precision(config)
         if args.check:
+            if warmup_warning(config) is not None:
+                print(warmup_warning(config), file=sys.stderr)
             memory = check_memory(config, algo)
             checked = {"config": config.to_dict(), "algorithm": algo.name, "held_out": tasks.describe()}
             print(json.dumps({**checked, "memory": memory}, indent=2))
@@ -130,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
             print(tasks.describe(), file=sys.stderr)
             if tasks.note is not None:
                 print(tasks.note, file=sys.stderr)
+        if warmup_warning(config) is not None:  # once this run holds its --out: a refused run warns of nothing
+            print(warmup_warning(config), file=sys.stderr)
         with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
             trainer = Trainer(config, algo, tasks=tasks)
         try:

@@ -19,11 +19,12 @@ RLVR = [sys.executable, "-m", "rlvr"]
 # cores measured 10-19 s a step instead of 0.3)
 SHORT = ["--tasks-per-step", "2", "--group-size", "2", "--eval-tasks", "4", "--device", train_device()]
 SHORT += ["--threads", "1"]
-# What `rlvr train` may print on stderr: its header, the progress bar, evaluation lines, a
-# metrics line (--no-progress), and the context warning.
+# What `rlvr train` may print on stderr: its header and the held-out split, the progress bar,
+# evaluation lines, a metrics line (--no-progress), the context warning and the warm-up warning of
+# a run shorter than its warm-up.
 ALLOWED = re.compile(
-    r"(training .* -> .*|train: .*|step \d+: held-out accuracy .*|step \d+/\d+ \| .*"
-    r"|resuming from .*|warning: .* did not fit in the context.*)"
+    r"(training .* -> .*|held out: .*|train: .*|step \d+: held-out accuracy .*|step \d+/\d+ \| .*"
+    r"|resuming from .*|warning: .* did not fit in the context.*|warning: --warmup-steps \d+ is longer than the run.*)"
 )
 
 
@@ -69,8 +70,9 @@ def test_train_is_quiet_resumes_with_before_after_and_logs_without_progress(tmp_
     )
     assert stray_lines(resumed.stderr) == [] and "train:" not in resumed.stderr
     assert re.search(r"^step 3/3 \| reward ", resumed.stderr, re.M)
-    last = resumed.stdout.strip().splitlines()[-1]
-    assert re.fullmatch(rf"held-out accuracy on 4 tasks: {before:.3f} -> \d\.\d{{3}} \([+-]\d+\.\d points\)", last)
+    *_, held_out, model = resumed.stdout.strip().splitlines()
+    assert re.fullmatch(rf"held-out accuracy on 4 tasks: {before:.3f} -> \d\.\d{{3}} \([+-]\d+\.\d points\)", held_out)
+    assert model.startswith(f"model: {out}/checkpoints/step-") and f"rlvr eval --model {out}" in model
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(f"truncated_{r}_rate" in m for m in metrics for r in ("turns", "context", "length"))
 

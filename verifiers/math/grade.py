@@ -202,7 +202,10 @@ def _one_answer(g: Node, parsed: list, options: MathOptions) -> Node | None:
 def judge_job(
     gold: str, answers: tuple[str, ...], options: MathOptions, fallback: str | None = None
 ) -> tuple[bool | None, str]:
-    """The worker-process entry point: never raises; a crash of SymPy is a grader error."""
+    """The worker-process entry point: never raises. A crash is the grader's failure (`correct`
+    None, an `error`) only when the reference alone crashes it too; a crash that only this answer
+    brings is charged to the answer (wrong, the exception named): a model's text never makes an
+    `error`, which would take it out of training."""
     try:
         j = judge(gold, answers, options, fallback)
         return j.correct, j.detail
@@ -211,4 +214,9 @@ def judge_job(
     except MemoryError:
         return False, "answer too large: the judge ran out of memory"
     except Exception as exc:  # noqa: BLE001 - any SymPy failure is reported, not raised
-        return None, f"grader failed: {type(exc).__name__}: {_short(str(exc), 120)}"
+        what = f"{type(exc).__name__}: {_short(str(exc), 120)}"
+        try:
+            judge(gold, (gold,), options)
+        except Exception:  # noqa: BLE001 - the reference breaks the grader by itself
+            return None, f"grader failed: {what}"
+        return False, f"the grader failed on this answer, not on the reference ({what}): scored wrong"

@@ -218,3 +218,26 @@ def test_callable_off_the_main_thread_and_envs_stay_picklable():
     assert env.verify(task, task.reference).outcome is Outcome.CORRECT
     assert env.verify(task, task.wrong).outcome is Outcome.INCORRECT
     assert pickle.loads(pickle.dumps(env)).verify(task, task.reference).score == 1.0
+
+
+def test_a_crash_only_an_answer_brings_is_that_answers_zero_not_an_error(monkeypatch):
+    """judge_job charges a judge crash to the answer when the reference alone judges fine (a model's
+    text never makes an `error`, which training leaves out), and to the grader when the reference
+    crashes it too. The crash is injected into the comparison, in this process (no worker)."""
+    import sympy
+
+    from rlvr.verifiers.math import grade
+
+    real_same = grade.same
+
+    def crashes_on_seven(g, a, o):
+        if getattr(a, "value", None) == sympy.Integer(7):
+            raise ZeroDivisionError("injected")
+        return real_same(g, a, o)
+
+    monkeypatch.setattr(grade, "same", crashes_on_seven)
+    options = MathOptions(isolate=False)
+    correct, detail = grade.judge_job("5", ("7",), options)
+    assert correct is False and "ZeroDivisionError" in detail and "scored wrong" in detail
+    assert grade.judge_job("7", ("7",), options)[0] is None  # the reference itself crashes: the grader's failure
+    assert grade.judge_job("5", ("5",), options) == (True, "'5' matches the reference")

@@ -50,30 +50,19 @@ took 246 s on "Final answer" and 1,000 spaces): trigger words are found by a lit
 what follows them by single-class runs; look-backs and look-aheads use windows of at most a few
 hundred characters; of thousands of numbers or boxes only the last few are examined in Python.
 
-The clause rules that decide where an answer stands denied (issue #27), kept from grammar 1 (they
-also guard the lenient mode's last number):
-- A candidate in a clause with "not", "n't", "never", "cannot", "impossible", "rule out", "no
-  way", `\\ne`, or after a judgement ("a common mistake is to answer"), or followed by "is
-  not"/"fails", is denied; a clause ends at punctuation and linking words (so, but, since, `=` ...);
-  a copula after the negation keeps it ("the number of integers not divisible by 3 is 667"), and
-  so do "not hard", "not less than". A phrase answer "7, not 5" is 7; "not 5 but 6" is 6; "8? No,
-  9" is 9; a trailing remark in words is dropped ("12 (the least common multiple)" is 12).
-- A counterfactual the sentence denies ("if the answer were 3, ... which is impossible"), an answer
-  phrase inside a supposition ("Suppose the answer is 5. Then ... a contradiction"), another's claim
-  judged wrong ("the textbook says 15, which is a typo") and an answer judged in place ("4
-  (incorrect, see below)") are denials.
-- A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`); units and ordinals after it
-  (`5cm`, `3rd`) are allowed; `pi/2`, `√3`, `2π`, `3 sqrt(2)` are taken whole.
+Where an answer stands denied is decided by the clause rules of issue #27 (`denials`: "the answer
+is not 5", "7, not 5" is 7, counterfactuals, suppositions, claims judged wrong); the unmarked value
+the lenient mode reads is `last_number`'s.
 """
 
 from __future__ import annotations
 
 import re
-from collections import deque
 from dataclasses import dataclass
 
-from rlvr.verifiers.math.text import is_digit, plain
-from rlvr.verifiers.math.units import TABLE as UNIT_TABLE
+from rlvr.verifiers.math.denials import counterfactual, denied_after, denied_before, negations, supposed
+from rlvr.verifiers.math.last_number import last_number, only_number
+from rlvr.verifiers.math.text import has_value, plain
 from rlvr.verifiers.math.words import DOUBT_RE, HEDGE_RE, RETRACTION_RE
 
 _MARKS_AGAINST = "?\u2717\u2718\u274c\u2716"  # ? ✗ ✘ ❌ ✖ right after an answer: asked or marked wrong
@@ -90,11 +79,7 @@ _TRIGGER = re.compile(r"answers?|option|choice", re.IGNORECASE)
 _SKIP_BLANK = re.compile(r"[\s*]*")  # one run of whitespace and bold marks: a single quantifier
 _SKIP_HEADING = re.compile(r"[\s*:]*")
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|where|so that|as)\s|;|\bI hope\b", re.IGNORECASE)
-_NUMBER = re.compile(  # also "7 425 000" (thousands grouped by spaces) and ".4" (no leading zero)
-    r"-?\\[dt]?frac\{-?\d+\}\{\d+\}"
-    r"|-?(?<![A-Za-z])(?:[1-9]\d{0,2}(?: \d{3})+(?![\d/])|\d+(?:,\d{3})*|(?<![\w.])(?=\.\d))"
-    r"(?:\.\d+)?(?:[eE][-+]?\d+)?(?:/\d+)?(?:\\?%)?"
-)
+
 # Words that retract an earlier boxed answer (a self-correction), searched between two boxes.
 _RETRACT = re.compile(
     r"\b(?:wait|actually|oops|mistakes?|mistaken|errors?|wrong|incorrect|correct(?:ion|ing|ed)|re-?check\w*|"
@@ -108,130 +93,7 @@ _ALTERNATIVE = re.compile(
     r"(\$[^$\n]{1,80}\$|-?\d+(?:\.\d+)?(?:/\d+)?)(?![\w^])",
     re.IGNORECASE,
 )
-# Rules below run on windows of at most a few hundred characters before or after a candidate,
-# so even their backtracking is bounded by a constant per response.
-_VALUE = r"(-?\\[dt]?frac\{-?\d+\}\{\d+\}|-?\d+(?:\.\d+)?(?:/\d+)?)"
-_HEDGE_FILLER = (
-    r"(?:(?:either|maybe|perhaps|possibly|probably|also|even|it|is|could|might|would|be|equal|equals|to|just)\b[\s,]*)*"
-)
-# "2 or 3", "2, or maybe x = 3", "2 (or possibly 3)": a value, "or", fillers, then the last number
-_HEDGE_TAIL = re.compile(
-    _VALUE
-    + r"[\s,()$]*(?:\\\)[\s,()$]*)?"
-    + r"(?:or\b[\s(]*|(?:but\s|and\s)?(?=(?:maybe|perhaps|possibly|probably)\b))"
-    + _HEDGE_FILLER
-    + r"(?:[A-Za-z](?:_\{?\w{1,3}\}?)?\s*=\s*)?[$(\s]*(?:\\\([$(\s]*)?$",
-    re.IGNORECASE,
-)
-_SPAN_HEDGE = re.compile(  # "either $3$ or $4$" at the end: both spans are the answer
-    r"\$([^$\n]{1,80})\$[\s,()]*or\b[\s(]*" + _HEDGE_FILLER + r"\$[^$\n]{1,80}\$$", re.IGNORECASE
-)
-# Negation: a candidate in a clause that negates ("it is certainly not 7", "we can rule out 6",
-# "impossible for the sum to equal 9", "x \ne 7") is denied, not stated; so is one followed by
-# "is not", "fails" ("$-1$ is not a root"). Clauses end at punctuation and at linking words.
-_NEG_TOKEN = re.compile(r"\\neq?(?![A-Za-z])|\u2260|!=|=|[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[.;:!?,\n\u2014\u2013]")
-_NEGATIONS = {
-    "not",
-    "never",
-    "cannot",
-    "neither",
-    "nor",
-    "impossible",
-    "exclude",
-    "excludes",
-    "excluded",
-    "eliminate",
-    "eliminates",
-    "eliminated",
-    "discard",
-    "discarded",
-    "reject",
-    "rejected",
-    "\\ne",
-    "\\neq",
-    "\u2260",
-    "!=",
-}
-# Judgements deny what follows them only through words ("a common mistake is to answer 5"); last
-# in the clause they judge what came before ("\boxed{1} (mistake) \boxed{2}" corrects 1).
-_JUDGEMENTS = {"mistake", "mistakes", "wrong", "incorrect", "erroneous", "false"}
-_RULE = {"rule", "rules", "ruled", "ruling"}  # "rule out"
-_NEG_IDIOMS = {  # "not hard to see", "not less than": no denial of what follows
-    "hard",
-    "difficult",
-    "only",
-    "just",
-    "surprisingly",
-    "obvious",
-    "clear",
-    "too",
-    "much",
-    "exceed",
-    "exceeding",
-    "less",
-    "more",
-    "greater",
-    "smaller",
-    "larger",
-    "fewer",
-    "below",
-    "above",
-    "counting",
-    "including",
-}
-# A copula after the negation makes the candidate the predicate of a subject that holds the
-# negation ("the number of integers not divisible by 3 is 667"): stated, not denied.
-_COPULAS = {"is", "are", "was", "were", "equals", "equal", "gives", "give", "makes", "becomes"}
-_CLAUSE_BREAKS = {
-    ".",
-    ";",
-    ":",
-    "!",
-    "?",
-    ",",
-    "\n",
-    "\u2014",
-    "\u2013",
-    "=",
-    "so",
-    "thus",
-    "hence",
-    "therefore",
-    "but",
-    "then",
-    "because",
-    "since",
-    "unless",
-    "except",
-    "if",
-    "when",
-    "where",
-    "which",
-    "and",
-    "giving",
-    "gives",
-    "yields",
-    "get",
-    "obtain",
-    "instead",
-}
-_NEG_AFTER_VERBS = {"is", "was", "does", "did", "will", "would", "can", "could"}
-_NEG_AFTER = {"not", "never", "wrong", "incorrect", "impossible", "rejected", "false", "mistaken"}
-_SUPPOSITIONS = {"suppose", "supposing", "assume", "assuming", "if", "hypothetically", "whether"}
-_CONDITIONS = {"if", "suppose", "supposing", "assume", "assuming", "were"}
-_DENIALS_AFTER = {"contradiction", "absurd", "false", "degenerate"}
-_FAILS = {"fails", "failed", "isn't", "wasn't", "doesn't", "didn't", "cannot", "can't", "won't"}
-_LEADING_NEGATION = re.compile(
-    r"(?:(?:certainly|definitely|surely|clearly|obviously|actually|really|probably|absolutely|simply)\s+)?"
-    r"(?:not\b|never\b|no\s+longer\b|\\neq?(?![A-Za-z])|\u2260|!=)",
-    re.IGNORECASE,
-)
-# "4 (incorrect, see below)": an answer judged in place
-_JUDGED = re.compile(r"\b(?:incorrect|wrong|not (?:correct|right)|mistaken|false|rejected|a typo)\b", re.IGNORECASE)
-_NO_THEN = re.compile(r"\?\s*no\b[\s,:\u2014\u2013-]*", re.IGNORECASE)  # "8? No \u2014 9": the answer after the "no"
-_NOT_WORD = re.compile(r"\b(?:not|never)\b", re.IGNORECASE)
-_BUT = re.compile(r"\bbut\b(?:\s+(?:rather|instead|it\s+is|it's))?", re.IGNORECASE)
-_OR_WORD = re.compile(r"\bor\b", re.IGNORECASE)
+
 # Words after an answer phrase that take it back ("The answer is 2. ... no, it is 3."): stronger
 # than `_RETRACT`, since checking work after an answer ("let me recheck: 2*3 = 6") is common.
 _RETRACT_PHRASE = re.compile(
@@ -248,43 +110,6 @@ _RETRACTED = re.compile(
     r"(?:is|are|was|were) (?:mistaken|false|rejected))\b",
     re.IGNORECASE,
 )
-# Letters glued to a number that still leave it a number: units and ordinals (5cm, 3rd)
-_UNIT_SUFFIXES = {
-    "cm",
-    "mm",
-    "km",
-    "m",
-    "kg",
-    "g",
-    "mg",
-    "s",
-    "ms",
-    "h",
-    "hr",
-    "hrs",
-    "min",
-    "mins",
-    "sec",
-    "secs",
-    "ml",
-    "l",
-    "st",
-    "nd",
-    "rd",
-    "th",
-    "ft",
-    "in",
-    "yd",
-    "mi",
-    "mph",
-    "kph",
-    "lb",
-    "lbs",
-    "oz",
-    "am",
-    "pm",
-    "cc",
-}
 
 
 @dataclass(frozen=True)
@@ -501,7 +326,7 @@ def _phrase_answer(text: str) -> tuple[str, int, int] | None:
             last, trigger = end, m.start()
     if last is None:
         return None
-    if _denied_before(text, trigger) or _counterfactual(text, trigger, last) or _supposed(text, trigger):
+    if denied_before(text, trigger) or counterfactual(text, trigger, last) or supposed(text, trigger):
         return "", last, last
     i = _SKIP_HEADING.match(text, last).end()
     span = _math_span_at(text, i)
@@ -522,125 +347,6 @@ def _phrase_answer(text: str) -> tuple[str, int, int] | None:
     return (answer, i, i + (cut.start() if cut else len(line))) if answer else None
 
 
-def _negations(answer: str) -> tuple[str | None, bool]:
-    """A phrase answer without what it denies: "not 5" is denied, (None, True); "not 5 but 6" is 6;
-    "7, not 5" is 7. Returns (answer or None, whether a denial was found)."""
-    lead = _LEADING_NEGATION.match(answer)
-    if lead:
-        but = _BUT.search(answer, lead.end())
-        rest = answer[but.end() :].strip(" ,;:") if but else ""
-        return (rest or None), True
-    no_then = _NO_THEN.search(answer)
-    if no_then and no_then.end() < len(answer):
-        answer = answer[no_then.end() :].strip()
-    if answer.rstrip().endswith("?") or _JUDGED.search(answer):  # "5?", "4 (incorrect)": not stated
-        return None, True
-    answer = _drop_remark(answer)
-    neg = _NOT_WORD.search(answer)
-    if neg and _has_value(answer[: neg.start()]) and _has_value(answer[neg.end() :]):
-        head = answer[: neg.start()].rstrip(" ,;(")
-        for joiner in (" and", " but"):
-            if head.lower().endswith(joiner):
-                head = head[: -len(joiner)].rstrip(" ,;(")
-        return head, True
-    return answer, False
-
-
-def _drop_remark(answer: str) -> str:
-    """`12 (the least common multiple)`: a trailing remark in words (no value, no "or", no unit) is
-    no part of the answer; `2 (or possibly 3)` and `(1, 2)` are kept whole."""
-    stripped = answer.rstrip()
-    open_ = stripped.rfind("(")
-    if not stripped.endswith(")") or open_ <= 0 or not _has_value(stripped[:open_]):
-        return answer
-    inside = stripped[open_ + 1 : -1]
-    words = re.findall(r"[A-Za-z]+", inside)
-    if not words or _has_value(inside) or "(" in inside:
-        return answer
-    if any(w.lower() in ("or", "and") or w.lower() in UNIT_TABLE for w in words):
-        return answer
-    return stripped[:open_].rstrip()
-
-
-def _has_value(s: str) -> bool:
-    return any(is_digit(ch) for ch in s) or "$" in s or "\\" in s
-
-
-def _is_negation(clause: list[str], i: int) -> bool:
-    word = clause[i].lower()
-    before = clause[i - 1].lower() if i > 0 else ""
-    negates = (
-        word in _NEGATIONS
-        or word.endswith(("n't", "n\u2019t"))
-        or word == "out"
-        and before in _RULE
-        or (word == "way" and before == "no")
-        or word in _JUDGEMENTS
-        and i + 1 < len(clause)
-    )  # "rule out 6", "no way"
-    return negates and not (i + 1 < len(clause) and clause[i + 1].lower() in _NEG_IDIOMS)  # "not hard to see"
-
-
-def _denied_before(text: str, start: int) -> bool:
-    """Whether the candidate at `start` sits in a clause that negates it (a bounded look back)."""
-    tokens = _NEG_TOKEN.findall(text[max(0, start - 100) : start])
-    k = len(tokens)
-    while k > 0 and tokens[k - 1].lower() not in _CLAUSE_BREAKS:
-        k -= 1
-    clause = tokens[k:]
-    for i in range(len(clause)):
-        if _is_negation(clause, i):
-            # "a mistake is to answer 5": the judgement is the subject, the copula does not help
-            return clause[i].lower() in _JUDGEMENTS or not any(
-                clause[j].lower() in _COPULAS and clause[j - 1].lower() not in ("to", "not")
-                for j in range(i + 1, len(clause))
-            )
-    return False
-
-
-def _counterfactual(text: str, start: int, end: int) -> bool:
-    """A candidate in a condition that the same sentence then denies: "If the answer were 3, the
-    triangle would be degenerate, which is impossible", "It would be 9 if the die were fair, but
-    it is not"."""
-    before = _NEG_TOKEN.findall(text[max(0, start - 100) : start])
-    k = len(before)
-    while k > 0 and before[k - 1] not in ".;!?\n":
-        k -= 1
-    after = []
-    for token in _NEG_TOKEN.findall(text[end : end + 200]):
-        if token in ".;!?\n":
-            break
-        after.append(token.lower())
-    words = [t.lower() for t in before[k:]] + after
-    if words and words[0] in ("had", "were") and "would" in words:  # "Had we counted twice, we would get 12"
-        return True
-    if "would" in words[: len(words) - len(after)] and _CONDITIONS.intersection(words):
-        return True  # "if we ignored the constraint we would only get 14"
-    if not _CONDITIONS.intersection(words):
-        return False
-    return any(w in _NEGATIONS or w in _DENIALS_AFTER or w.endswith(("n't", "n\u2019t")) for w in after)
-
-
-def _supposed(text: str, start: int) -> bool:
-    """An answer phrase inside a supposition ("Suppose the answer is 5. Then ... a contradiction"):
-    a step of a proof by contradiction, not a final answer."""
-    tokens = _NEG_TOKEN.findall(text[max(0, start - 60) : start])
-    k = len(tokens)
-    while k > 0 and tokens[k - 1].lower() not in _CLAUSE_BREAKS:
-        k -= 1
-    return any(t.lower() in _SUPPOSITIONS for t in tokens[k:])
-
-
-def _denied_after(text: str, end: int) -> bool:
-    """Whether the candidate ending at `end` is followed by "is not", "fails", "isn't" ..."""
-    words = [t.lower() for t in _NEG_TOKEN.findall(text[end : end + 40])[:2]]
-    if not words:
-        return False
-    if words[0] in _FAILS or words[0] == "?":
-        return True
-    return len(words) == 2 and words[0] in _NEG_AFTER_VERBS and words[1] in _NEG_AFTER
-
-
 def _alternative(text: str, start: int) -> str | None:
     """A second answer offered right after the first ("... or maybe 6", "it could also be $7$")."""
     m = _ALTERNATIVE.search(text, start, start + 200)
@@ -648,112 +354,6 @@ def _alternative(text: str, start: int) -> str | None:
         return None
     alt = m.group(1)
     return alt[1:-1] if alt.startswith("$") else alt
-
-
-def _last_math_span(text: str) -> tuple[str, int, int] | None:
-    """The last `$...$`/`\\(...\\)`/`\\[...\\]` span: its content, start and end index, found from the end."""
-    best: tuple[str, int, int] | None = None
-    for open_, close in (("\\(", "\\)"), ("\\[", "\\]")):
-        stop = text.rfind(close)
-        if stop > 0:
-            start = text.rfind(open_, 0, stop)
-            if start >= 0 and (best is None or stop > best[2]):
-                best = (text[start + 2 : stop], start, stop + 2)
-    unescaped = text.replace("\\$", "  ").replace("$$", "$ ")
-    dollars = [i for i in (unescaped.rfind("$"),) if i >= 0]
-    if dollars and unescaped.count("$") % 2 == 0:
-        stop = dollars[0]
-        start = unescaped.rfind("$", 0, stop)
-        if start >= 0 and (best is None or stop > best[2]):
-            best = (text[start + 1 : stop], start, stop + 1)
-    return best
-
-
-def _glued(text: str, m: re.Match) -> bool:
-    """A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`), not a number; units
-    and ordinals after it (`5cm`, `3rd`) are allowed."""
-    s = m.start() + (text[m.start()] == "-")
-    if text[s] != "\\" and s > 0 and text[s - 1].isalpha():
-        return True
-    e = m.end()
-    j = e
-    while j < len(text) and j - e <= 4 and text[j].isalpha():
-        j += 1
-    if j == e + 1 and text[j : j + 1] == ")" and _OVER_PAREN.search(text[max(0, s - 12) : s]):
-        return False  # `-b/(2a)`: a coefficient of a letter in a plain-text formula, taken whole by `_widened`
-    return j > e and text[e:j].lower() not in _UNIT_SUFFIXES
-
-
-_OVER_PAREN = re.compile(r"-?[A-Za-z]\s?/\s?\($")  # `-b/(` before `2a)`
-_PI_OVER = re.compile(  # before a number: `pi/`, `pi*r^`, `3 sqrt(`, `sqrt(3)/`, `\u221a` (a window of 20 characters)
-    r"(?:\d{1,6}\s?)?(?:(?:\\pi|pi|\u03c0)\s?[/^]|(?:\u221a|\\sqrt|sqrt)\s?\(?)\s?$"
-    r"|(?:\d{1,6}\s?)?(?:\u221a|\\sqrt|sqrt)\s?[({]?\d{1,6}[)}]?\s?/\s?$"
-    r"|(?:\d{1,6}(?:/\d{1,6})?\s?\*?\s?)?(?:(?:\\pi|pi|\u03c0)\s?\*?\s?)[A-Za-z]\s?\^\s?$",
-    re.IGNORECASE,
-)
-_UNIT_WORD = re.compile(r" ([A-Za-z]{2,12})(?![A-Za-z])")
-_TIMES_PI = re.compile(r"\s?(?:\\pi|pi|\u03c0)(?![A-Za-z])(?:\s?/\s?\d{1,6})?", re.IGNORECASE)
-
-
-def _widened(text: str, m: re.Match) -> tuple[str, int, int]:
-    """The number at `m` with a plain-text constant around it: `pi/2`, `\u03c0/3`, `\u221a3`, `2\u03c0`, `3pi/2`."""
-    start, end = m.start(), m.end()
-    over = _OVER_PAREN.search(text[max(0, start - 12) : start])
-    if over and text[end : end + 1].isalpha() and text[end + 1 : end + 2] == ")":
-        return text[start - len(over.group(0)) : end + 2], start - len(over.group(0)), end + 2  # -b/(2a)
-    before = _PI_OVER.search(text[max(0, start - 20) : start])
-    if before:
-        start -= len(before.group(0))
-        if before.group(0).rstrip().endswith("(") and text[end : end + 1] == ")":
-            end += 1
-    after = _TIMES_PI.match(text, end)
-    if after:
-        end = after.end()
-    unit = _UNIT_WORD.match(text, end)
-    if unit and len(unit.group(1)) > 1 and unit.group(1).lower() in UNIT_TABLE:  # "5 km": the unit is compared
-        end = unit.end()
-    return text[start:end], start, end
-
-
-def _numbers(text: str) -> list[re.Match]:
-    return [m for m in _NUMBER.finditer(text) if not _glued(text, m)]
-
-
-def _last_number(text: str) -> tuple[str | None, str | None, int]:
-    """The last number (or the last math span, if it ends after it): (answer, None, its end), or
-    (None, what was denied, its end) when the text negates it ("it is certainly not 7")."""
-    last = None
-    # the last few numbers, kept by a C-level pass: a run of words glued to digits has no number
-    for m in reversed(deque(_NUMBER.finditer(text), maxlen=64)):
-        if _TIMES_PI.match(text, m.end()) or not _glued(text, m):
-            last = m
-            break
-    span = _last_math_span(text)
-    if span is not None and span[0].strip() and (last is None or span[2] >= last.end()):
-        if _denied_before(text, span[1]) or _denied_after(text, span[2]) or _counterfactual(text, span[1], span[2]):
-            return None, span[0].strip(), span[2]
-        hedge = _SPAN_HEDGE.search(text[max(0, span[2] - 300) : span[2]])
-        if hedge:  # judged as a hedge later
-            return f"{hedge.group(1).strip()} \\text{{ or }} {span[0].strip()}", None, span[2]
-        return span[0].strip(), None, span[2]
-    if last is None:
-        return None, None, len(text)
-    number, start, end = _widened(text, last)
-    if _denied_before(text, start) or _denied_after(text, end) or _counterfactual(text, start, end):
-        return None, number, end
-    hedge = _HEDGE_TAIL.search(text[max(0, start - 120) : start])
-    if hedge:  # "it is 5 or 6": both numbers are the answer, judged as a hedge later
-        return f"{hedge.group(1)} \\text{{ or }} {number}", None, end
-    return number, None, end
-
-
-def _only_number(answer: str) -> str | None:
-    """The one number in a phrase answer (the fallback if the phrase does not read as maths); none
-    if it holds several or an "or": a hedge is never narrowed down to one of its values."""
-    if len(answer) > 4000 or _OR_WORD.search(answer):
-        return None
-    found = {m.group(0) for m in _numbers(answer)}
-    return found.pop() if len(found) == 1 else None
 
 
 def extract(
@@ -789,7 +389,7 @@ def _extract_from(region: str, tagged: bool, max_boxes: int, require_marker: boo
         stated = _stated(region, spans)
         if not stated:  # "we can rule out \boxed{6}": no box stands; a marked answer after them may
             phrase = _phrase_answer(region[spans[-1][2] :])
-            if phrase is not None and _has_value(phrase[0]):
+            if phrase is not None and has_value(phrase[0]):
                 return _from_phrase(region[spans[-1][2] :], phrase, require_marker)
             return Extraction((), "boxed", denied=spans[-1][0])
         tail = region[stated[-1][2] :]
@@ -797,7 +397,7 @@ def _extract_from(region: str, tagged: bool, max_boxes: int, require_marker: boo
         if later is not None:
             return later
         phrase = _phrase_answer(tail)
-        if phrase is not None and _has_value(phrase[0]):  # "\boxed{6} ... The final answer is 5.": 5 supersedes
+        if phrase is not None and has_value(phrase[0]):  # "\boxed{6} ... The final answer is 5.": 5 supersedes
             return _from_phrase(tail, phrase, require_marker)
         answers = _distinct(c for c, _, _ in stated)
         taken_back = _taken_back(tail)
@@ -813,10 +413,10 @@ def _extract_from(region: str, tagged: bool, max_boxes: int, require_marker: boo
     if phrase:
         return _from_phrase(region, phrase, require_marker)
     if tagged and region.strip():
-        return Extraction((region.strip(),), "answer_tag", fallback=None if require_marker else _only_number(region))
+        return Extraction((region.strip(),), "answer_tag", fallback=None if require_marker else only_number(region))
     if require_marker:  # no box, tags or answer phrase: no answer (a last number is no commitment)
         return Extraction((), "none")
-    number, negated, end = _last_number(region)
+    number, negated, end = last_number(region)
     if number:
         later = _after_answer(region[end:], boxed=False, retract_only=True)
         if later is not None:
@@ -831,7 +431,7 @@ def _from_phrase(region: str, phrase: tuple[str, int, int], require_marker: bool
     later = _after_answer(tail, boxed=False, require_marker=require_marker)
     if later is not None:
         return later
-    answer, denied = _negations(phrase[0])
+    answer, denied = negations(phrase[0])
     if answer is None:
         return Extraction((), "phrase", denied=phrase[0])
     taken_back = _taken_back(tail)
@@ -839,7 +439,7 @@ def _from_phrase(region: str, phrase: tuple[str, int, int], require_marker: bool
         return Extraction((), "phrase", denied=taken_back)
     alternative = _alternative(region, phrase[2])  # judged like two boxes: a hedge unless equal
     answers = tuple(_distinct([answer] + ([alternative] if alternative else []) + _hedged(tail)))
-    fallback = None if denied or require_marker else _only_number(answer)
+    fallback = None if denied or require_marker else only_number(answer)
     return Extraction(answers, "phrase", fallback=fallback)
 
 
@@ -879,7 +479,7 @@ def _stated(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int
         key = "".join(content.split())
         if key in kept or denied.get(key, 0) >= 3:
             continue
-        if _denied_before(text, start) or _denied_after(text, end) or _counterfactual(text, start, end):
+        if denied_before(text, start) or denied_after(text, end) or counterfactual(text, start, end):
             denied[key] = denied.get(key, 0) + 1
         else:
             kept.add(key)
@@ -897,11 +497,11 @@ def _after_answer(tail: str, boxed: bool, retract_only: bool = False, require_ma
         if r is not None:
             rest = tail[r.end() :]
             phrase = _phrase_answer(rest)
-            if phrase is not None and _has_value(phrase[0]):
-                answer, _ = _negations(phrase[0])
+            if phrase is not None and has_value(phrase[0]):
+                answer, _ = negations(phrase[0])
                 return Extraction((answer,) if answer else (), "retracted", denied=None if answer else phrase[0])
             if not boxed:
-                number, negated, _ = _last_number(rest)
+                number, negated, _ = last_number(rest)
                 if number and require_marker:  # the retracted answer is gone; the new one is unmarked
                     return Extraction((), "retracted", denied=tail[r.start() : r.end()])
                 if number or negated:

@@ -146,7 +146,8 @@ class Parser(Primaries):
             word = self.take().text
             if word in _DEGREE_WORDS or word in _GON_WORDS:
                 unit = "degree"
-                scale = scale * sympy.Rational(9, 10) if word in _GON_WORDS else scale
+                if word in _GON_WORDS:  # a gon is 9/10 of a degree
+                    scale *= sympy.Rational(9, 10)
             elif word in _RADIAN_WORDS:
                 unit = "radian"
             elif word in _PERCENT_WORDS:

@@ -39,7 +39,7 @@ def _script(m: re.Match) -> str:
 
 
 def _vulgar(m: re.Match) -> str:
-    # NFKC writes ½ as 1⁄2; after a digit it is a mixed number (3½), as `3\\frac{1}{2}` reads
+    # NFKC writes ½ as 1⁄2; after a digit it is a mixed number (3½), as `3\frac{1}{2}` reads
     num, _, den = unicodedata.normalize("NFKC", m.group(2)).partition("\u2044")
     return f"{m.group(1)}\\frac{{{num}}}{{{den or 1}}}"
 
@@ -66,9 +66,14 @@ def plain(text: str) -> str:
     return "".join(_plain_char(ch) for ch in s)
 
 
+def has_value(s: str) -> bool:
+    """Whether `s` holds a value to read: a digit, a math delimiter or a command."""
+    return any(is_digit(ch) for ch in s) or "$" in s or "\\" in s
+
+
 def is_digit(ch: str) -> bool:
     """An ASCII digit: the only digits the answer grammar reads (`str.isdigit` accepts `①`)."""
     return ch in _ASCII
 
 
-__all__ = ["is_digit", "plain"]
+__all__ = ["has_value", "is_digit", "plain"]

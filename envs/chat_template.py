@@ -59,18 +59,12 @@ def template_ids(
 ) -> list[int]:
     """The chat template's token ids for `messages` (listing `tools` when given), as a list of ints;
     text that is not the model's is tokenized as text (`as_text`)."""
-    return _template_ids(tokenizer, as_text(tokenizer, messages), add_generation_prompt, tools)
-
-
-def _template_ids(
-    tokenizer: Tokenizer,
-    messages: list[Message],
-    add_generation_prompt: bool,
-    tools: list[dict[str, Any]] | None = None,
-) -> list[int]:
-    """`template_ids` of messages already made text."""
     ids = tokenizer.apply_chat_template(
-        messages, tokenize=True, add_generation_prompt=add_generation_prompt, return_dict=False, **_tools_kwarg(tools)
+        as_text(tokenizer, messages),
+        tokenize=True,
+        add_generation_prompt=add_generation_prompt,
+        return_dict=False,
+        **_tools_kwarg(tools),
     )
     if isinstance(ids, Mapping):  # some tokenizers answer a BatchEncoding whatever return_dict says
         ids = ids["input_ids"]
@@ -93,7 +87,6 @@ def reply_ids(
     next generation prompt: the end of that turn when the model did not emit eos itself, the
     template's tail after eos, the reply messages, and the generation prompt. `tools`: the env's
     `chat_tools`, which the template lists as it did for the prompt. The reply is text (`as_text`)."""
-    conversation, reply = as_text(tokenizer, conversation), as_text(tokenizer, reply)
     if _eos_splits_text(tokenizer):
         return _reply_ids_after_eos(tokenizer, conversation, reply, model_ended_turn, tools)
     return _reply_ids_whole(tokenizer, conversation, reply, model_ended_turn, tools)
@@ -107,8 +100,8 @@ def _reply_ids_whole(
     tools: list[dict[str, Any]] | None = None,
 ) -> list[int]:
     """`reply_ids` from the template's tokens of the conversation before and after the reply."""
-    before = _template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
-    after = _template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
+    before = template_ids(tokenizer, conversation, add_generation_prompt=False, tools=tools)
+    after = template_ids(tokenizer, conversation + reply, add_generation_prompt=True, tools=tools)
     if after[: len(before)] != before:
         raise TemplateError(_NO_PREFIX)
     eos = tokenizer.eos_token_id
@@ -155,6 +148,7 @@ def _reply_ids_after_eos(
     turn is tokenized, not the whole conversation twice (a multi-turn episode's turns would
     otherwise cost time quadratic in its length). Same tokens (`_eos_splits_text`; a test checks)."""
     kwargs = _tools_kwarg(tools)
+    conversation, reply = as_text(tokenizer, conversation), as_text(tokenizer, reply)  # as template_ids does
     before = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=False, **kwargs)
     after = tokenizer.apply_chat_template(conversation + reply, tokenize=False, add_generation_prompt=True, **kwargs)
     if not after.startswith(before):

@@ -141,6 +141,9 @@ def measure(name: str, overrides: dict, args: argparse.Namespace, model_dir: Pat
         "threads": args.threads,
         "progress": False,
         "seed": 0,
+        # The random model scores 0 everywhere: without this every step would take no optimizer step and
+        # the rows would time no training (the table of 2026-11-25 predates that skip, so it trained)
+        "skip_zero_signal": False,
         "out": str(out / name / "run"),
         **overrides,
     }

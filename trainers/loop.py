@@ -43,13 +43,15 @@ from rlvr.trainers.algorithms import AlgoConfig, check_settings, filter_loss_mas
 from rlvr.trainers.batch import collate, is_truncated
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.data_parallel import TrainerRankError
+from rlvr.trainers.device import model_device
 from rlvr.trainers.flops import flop_meter, row_lengths
 from rlvr.trainers.interrupt import Aborted, InterruptGuard, TrainingInterrupted, interrupted_line
 from rlvr.trainers.memory_plan import memory_safe
-from rlvr.trainers.metrics import MetricsLogger
+from rlvr.trainers.metrics import MetricsLogger, read_jsonl, update_counts
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.outage import ErrorStreak, NothingProduced, all_errors, error_message
+from rlvr.trainers.peak_memory import memory_metrics
 from rlvr.trainers.phases import (
     PreUpdateSums,
     StepTensors,
@@ -222,6 +224,8 @@ class Trainer:
             self._stop_producer()
             self.logger.close()
         summary["steps"] = self.step
+        summary.update(update_counts(read_jsonl(self.logger.metrics_path)))
+        summary["memory"] = memory_metrics(model_device(self.models.policy))  # the run's peak, evaluations included
         latest = ckpt.latest_checkpoint(self.out)
         summary["checkpoint"] = None if latest is None else str(latest)
         return summary
@@ -351,11 +355,12 @@ class Trainer:
             self.version += 1
             metrics["time_syncing"] = self.sync(self.version)
         else:  # every group was dropped (errors, or no signal under dynamic sampling), or no signal
-            metrics.update(skipped=1, time_training=0.0, time_syncing=0.0)
+            metrics.update(skipped=1, optimizer_steps=0, time_training=0.0, time_syncing=0.0)
         elapsed = time.perf_counter() - started
         metrics["time_step"] = elapsed
         metrics["tokens_per_second"] = metrics["tokens_generated"] / max(elapsed, 1e-9)
         metrics["lr"] = self.scheduler.get_last_lr()[0]
+        metrics.update(memory_metrics(model_device(self.models.policy)))  # the peak so far (trainers.peak_memory)
         return metrics, rollout.all_episodes
 
     # ---- phases ----------------------------------------------------------------------------
@@ -428,6 +433,7 @@ class Trainer:
         if t.old_logprobs_BT is not None:  # else the update's own forward measures it, before its optimizer step
             gap = sync_gap(t.old_logprobs_BT, batch.sampler_logprobs, batch.loss_mask, batch.versions, self.version)
             self.sync_check.check_gap(gap, self.version, step=self.step + 1)
+            t = t.with_stats(gap.metrics())
         if self.models.critic is not None:
             (values_BT,) = per_micro_batch(
                 t.batch, self.config.micro_batch, lambda mb: (self.models.critic(mb),), self.config.micro_batch_tokens
@@ -450,10 +456,10 @@ class Trainer:
 
         old_BT, entropy_BT = per_micro_batch(batch, cfg.micro_batch, policy, cfg.micro_batch_tokens)
         sums = PreUpdateSums()
-        sums.add(old_BT, entropy_BT, batch, t.ref_logprobs_BT, self.algo.kl_estimator)
+        sums.add(old_BT, entropy_BT, batch, t.ref_logprobs_BT)
         gap = sync_gap(old_BT, batch.sampler_logprobs, batch.loss_mask, batch.versions, self.version)
         self.sync_check.check_gap(gap, self.version, step=self.step + 1)
-        return sums.stats()
+        return {**sums.stats(), **gap.metrics()}
 
     def update(self, t: StepTensors) -> dict[str, float]:
         """Epochs over shuffled minibatches; one optimizer step per minibatch, its gradient

@@ -18,7 +18,9 @@ from typing import Any
 
 from rlvr.trainers.samples import COLUMNS, Sample, console_lines
 
-# The progress line shows these, in this order, when present.
+# The progress line shows these, in this order, when present. `kl` is k3's mean (>= 0, whatever the
+# loss uses: trainers.phases); `gap mean` is what the weight-sync bound is on (trainers.weight_sync:
+# the mean over the current version's tokens), never the max, which stale tokens and outliers inflate.
 PROGRESS_KEYS = (
     ("reward", "reward_mean", "{:.3f}"),
     ("pass", "pass_rate", "{:.2f}"),
@@ -27,7 +29,7 @@ PROGRESS_KEYS = (
     ("clip", "clip_frac", "{:.3f}"),
     ("gnorm", "grad_norm", "{:.2f}"),
     ("len", "response_length", "{:.1f}"),
-    ("gap", "logprob_gap_max", "{:.1e}"),
+    ("gap mean", "sync_gap_mean", "{:.1e}"),
     ("tok/s", "tokens_per_second", "{:.0f}"),
     ("mfu", "mfu", "{:.1%}"),  # CUDA only (trainers.flops)
     ("eval", "eval_accuracy", "{:.3f}"),
@@ -46,6 +48,16 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def update_counts(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """What the steps of `records` (metrics.jsonl, a resumed run's earlier steps included) did to the
+    weights: `optimizer_steps` taken in all, and `skipped_steps`, the steps that took none (no reward
+    variance, or only errors: `trainers.zero_signal`, `trainers.outage`)."""
+    return {
+        "optimizer_steps": sum(int(r.get("optimizer_steps", 0)) for r in records),
+        "skipped_steps": sum(1 for r in records if r.get("skipped")),
+    }
 
 
 def _keep_until(path: Path, step: int) -> None:

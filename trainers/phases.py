@@ -51,6 +51,8 @@ class PreUpdateSums:
     gap_sum: float = 0.0  # |trainer - sampler| logprob
     gap_max: float = 0.0
     entropy_sum: float = 0.0
+    # k3 whatever estimator the loss or reward uses: the logged `kl` is >= 0 (k1's mean can show
+    # below 0 on a step's few tokens, which reads as a bug), and still unbiased for KL(pi || pi_ref)
     kl_sum: float | None = None  # None: no reference model
 
     def add(
@@ -59,7 +61,6 @@ class PreUpdateSums:
         entropy_BT: torch.Tensor,
         batch: Batch,
         ref_logprobs_BT: torch.Tensor | None,
-        kl_estimator: str = "k3",
     ) -> None:
         mask = batch.loss_mask
         gap = (logprobs_BT - batch.sampler_logprobs).abs() * mask
@@ -69,7 +70,7 @@ class PreUpdateSums:
         self.gap_max = max(self.gap_max, float(gap.max()) if mask.any() else 0.0)
         self.entropy_sum += float((entropy_BT * mask).sum())
         if ref_logprobs_BT is not None:
-            kl = kl_estimate(logprobs_BT, ref_logprobs_BT, mask, kl_estimator)
+            kl = kl_estimate(logprobs_BT, ref_logprobs_BT, mask, "k3")
             self.kl_sum = (self.kl_sum or 0.0) + float((kl * mask).sum())
 
     def stats(self) -> dict[str, float]:
@@ -170,7 +171,7 @@ def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, bat
     old, entropy, values = per_micro_batch(batch, cfg.micro_batch, policy, cfg.micro_batch_tokens)
     ref = reference_logprobs(models, cfg, batch)
     sums = PreUpdateSums()
-    sums.add(old, entropy, batch, ref, algo.kl_estimator)
+    sums.add(old, entropy, batch, ref)
     t = StepTensors(batch=batch, old_logprobs_BT=old, old_values_BT=values, ref_logprobs_BT=ref, stats=sums.stats())
     if not cfg.decoupled:
         return t
@@ -267,7 +268,7 @@ def accumulate_gradients(
         )
         old = out.logprobs.detach() if fused else pick(t.old_logprobs_BT)
         if fused:
-            sums.pre.add(old, out.entropy.detach(), mb, pick(t.ref_logprobs_BT), algo.kl_estimator)
+            sums.pre.add(old, out.entropy.detach(), mb, pick(t.ref_logprobs_BT))
         pl = compute_policy_loss(
             algo,
             out.logprobs,

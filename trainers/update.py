@@ -19,6 +19,7 @@ from rlvr.trainers.config import TrainConfig
 from rlvr.trainers.data_parallel import RankGroup
 from rlvr.trainers.model_set import Models
 from rlvr.trainers.phases import StepTensors, UpdateSums, accumulate_gradients
+from rlvr.trainers.weight_sync import SyncGap
 
 
 def trainable_parameters(models: Models) -> list[torch.nn.Parameter]:
@@ -63,6 +64,8 @@ def run_update(
         "optimizer_steps": len(grad_norms),
     }
     stats.update(sums.pre.stats())  # on-policy: the gap, entropy and KL come from the update's forward
+    if sums.pre.batches and sums.pre.tokens:  # on-policy is staleness 0: every token is the checked version's
+        stats.update(SyncGap(sums.pre.gap_sum / sums.pre.tokens, int(sums.pre.tokens)).metrics())
     if models.wants_values:
         stats["value_loss"] = sums.value_loss / updates
         stats["value_clip_frac"] = sums.value_clipped / tokens

@@ -80,6 +80,11 @@ class SyncGap:
     mean: float
     tokens: int
 
+    def metrics(self) -> dict[str, float]:
+        """The step's `sync_gap_mean` and `sync_gap_tokens` (the quantity the bound is on; the progress
+        line's `gap mean`); none when no token was of the current version (nothing was checked)."""
+        return {"sync_gap_mean": self.mean, "sync_gap_tokens": self.tokens} if self.tokens else {}
+
 
 @torch.no_grad()
 def sync_gap(

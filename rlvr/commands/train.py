@@ -10,6 +10,7 @@ import sys
 from rlvr.config_flags import add_flags, given_values
 from rlvr.startup import collector_paused
 from rlvr.trainers.config import TrainConfig  # light (no torch): the flags are generated from its fields
+from rlvr.trainers.peak_memory import memory_line  # light: os and /proc only
 
 # Option strings older than the generated `--field-name` ones, kept working (README, scripts).
 ALIASES = {"env_args": ["--env-arg"], "eval_env_args": ["--eval-env-arg"], "algo_args": ["--algo-arg"]}
@@ -144,9 +145,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def format_summary(config, summary: dict) -> str:
+    """What `rlvr train` ends with: what ran, the steps that took no optimizer step, the peak memory, the
+    held-out accuracy, and the model, last (the line to copy)."""
     lines = [
         f"done: {summary['steps']} steps; metrics in {config.out}/metrics.jsonl, curve in {summary.get('reward_png')}"
     ]
+    if summary.get("skipped_steps"):  # said only when it happened: the usual run updates on every step
+        skipped, steps, taken = summary["skipped_steps"], summary["steps"], summary["optimizer_steps"]
+        lines.append(
+            f"{skipped} of {steps} steps took no optimizer step ({taken} optimizer steps in all): no reward "
+            "variance in any group, or only errors (zero_signal in metrics.jsonl)"
+        )
+    memory = memory_line(summary.get("memory") or {})
+    if memory is not None:
+        lines.append(memory)
     before, after = summary.get("eval_before"), summary.get("eval_after")
     if before and after:
         delta = 100 * (after["accuracy"] - before["accuracy"])

@@ -194,12 +194,16 @@ def test_eval_with_vllm_resumes_exactly_inside_a_chunk(tmp_path, capsys):
 
 # ---- rlvr train ----------------------------------------------------------------------------------
 def metrics(out: Path) -> list[dict]:
-    """metrics.jsonl less what measures this process's speed, not the run."""
+    """metrics.jsonl less what measures this process (its speed, its peak memory), not the run."""
     records = []
     for line in lines(out / "metrics.jsonl"):
         with contextlib.suppress(json.JSONDecodeError):  # a torn last line
             records.append(
-                {k: v for k, v in json.loads(line).items() if not k.startswith("time_") and k != "tokens_per_second"}
+                {
+                    k: v
+                    for k, v in json.loads(line).items()
+                    if not k.startswith(("time_", "memory_", "cuda_")) and k != "tokens_per_second"
+                }
             )
     return records
 

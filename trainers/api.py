@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.envs.episode import Episode
+from rlvr.envs.eval_sampling import default_temperature
 from rlvr.envs.eval_tasks import default_chunk, plan
 from rlvr.envs.evaluate import format_table, summarize
 from rlvr.envs.registry import make
@@ -42,7 +43,8 @@ _COMMON = {f.name: f.default for f in dataclasses.fields(CommonSettings)}  # rlv
 class Trainer(loop.Trainer):
     """`trainers.loop.Trainer`, quiet unless `config.verbose` (the module's docstring says what that
     changes). `Trainer(config).train()` runs `config.steps` steps and returns the summary
-    `rlvr train` prints (held-out accuracy before and after when `config.eval_tasks`); checkpoints
+    `rlvr train` prints (held-out accuracy before and after when `config.eval_tasks`; `optimizer_steps`
+    taken and `skipped_steps` without one; the peak `memory`); checkpoints
     go to `config.out`/checkpoints/step-NNNNNNNN, the metrics to `config.out`/metrics.jsonl."""
 
     def __init__(self, config, algo=None, overlap: bool | None = None):
@@ -93,7 +95,7 @@ def evaluate(
     k: Sequence[int] = (1,),
     samples: int | None = None,
     sampler: str = "hf",
-    temperature: float = _COMMON["temperature"],
+    temperature: float | None = None,
     top_p: float = _COMMON["top_p"],
     max_tokens: int = _COMMON["max_tokens"],
     seed: int = _COMMON["seed"],
@@ -105,9 +107,13 @@ def evaluate(
     "vllm", faster on many tasks). For an environment with a fixed list of problems the tasks are
     problems task_start (0), task_start + 1, ... of it, each once (`tasks` None: all of them);
     otherwise the reset seeds task_start, task_start + 1, ... (None: the held-out seeds; `tasks`
-    None: 100). A bad setting raises ValueError; a bad environment id or model a `RlvrError` subclass."""
+    None: 100). `temperature` None: as `rlvr eval`, 0 (greedy) for one sample per task, else 1.0
+    (`envs.eval_sampling`). A bad setting raises ValueError; a bad environment id or model a
+    `RlvrError` subclass."""
     ks = sorted(set(k))
     group_size = samples or ks[-1]
+    if temperature is None:
+        temperature = default_temperature(group_size)
     if (tasks is not None and tasks < 1) or ks[0] < 1 or group_size < ks[-1]:
         raise ValueError(f"need tasks >= 1, every k >= 1 and samples >= max(k); got {tasks}, {ks}, {samples}")
     probe = make(env, **dict(env_args or {}))

@@ -4,7 +4,8 @@ the seed, progress and verbosity) is `trainers.config.CommonSettings`, declared 
 same name, default and description, so the two commands cannot drift apart.
 
 Differences from `rlvr train`, each on purpose: `sampler` adds `openai` (a served model) and has no
-fixed default (vllm, or openai with --base-url); `temperature` may be 0 (greedy evaluation);
+fixed default (vllm, or openai with --base-url); `temperature` may be 0 (greedy evaluation), and by
+default is 0 for one sample per task and 1.0 for several (`rlvr.envs.eval_sampling`);
 `out` has no default folder (a new, dated one: `rlvr.commands.eval.default_out`); `resume` is on by
 default: an evaluation's episodes are its whole state, so rerunning the command continues it (a
 finished one only prints its table) with no flag to forget, and `--resume` is accepted as the
@@ -88,6 +89,12 @@ class EvalConfig(CommonSettings):
         "none: the --out run's, else 32, or a quarter of the tasks when that is fewer",
     )
     max_model_len: int | None = setting(None, "vLLM context length; none: the model's")
+    # Not CommonSettings' 1.0: the default follows the samples asked for (rlvr.envs.eval_sampling)
+    temperature: float | None = setting(
+        None,
+        "sampling temperature; none: 0 (greedy) with one sample per task (pass@1, as benchmarks report it), "
+        "else 1.0 (pass@k needs samples that differ)",
+    )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> EvalConfig:
@@ -116,7 +123,7 @@ class EvalConfig(CommonSettings):
             raise UsageError(f"--task-start must be >= 0, got {self.task_start}")
         if self.max_tokens < 1 or (self.max_model_len is not None and self.max_model_len < 1):
             raise UsageError("--max-tokens and --max-model-len must be >= 1")
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+        if self.temperature is not None and not (math.isfinite(self.temperature) and self.temperature >= 0):
             raise UsageError(f"--temperature must be a finite number >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise UsageError(f"--top-p must be in (0, 1], got {self.top_p}")

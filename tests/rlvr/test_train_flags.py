@@ -266,7 +266,8 @@ def test_eval_flags_keep_their_names_defaults_and_values():
     assert len(OLD_EVAL_FLAGS) == len(OLD_EVAL_DEFAULTS) == 21
     # --resume: new in issue 32; --tasks and --task-start None since issue 39 (every problem of a listed env once,
     # from 0; for a generated env still 100 tasks from the held-out seeds: tests/envs/test_eval_tasks.py)
-    new = {"resume": True, "tasks": None, "task_start": None}
+    # --temperature None since issue 43: 0 (greedy) for one sample per task, else 1.0 (rlvr.envs.eval_sampling)
+    new = {"resume": True, "tasks": None, "task_start": None, "temperature": None}
     assert dataclasses.asdict(eval_config()) == {**OLD_EVAL_DEFAULTS, **new}
     for argv, field, value in OLD_EVAL_FLAGS:
         assert getattr(eval_config(*argv), field) == value, argv
@@ -294,6 +295,9 @@ def test_eval_shares_trains_fields_rather_than_retyping_them():
     for cls in (TrainConfig, EvalConfig):
         fields = {f.name: f for f in dataclasses.fields(cls)}
         for name, f in common.items():
+            if (cls, name) == (EvalConfig, "temperature"):  # on purpose: its default follows the samples (issue 43)
+                assert fields[name].default is None and "greedy" in fields[name].metadata["help"]
+                continue
             assert (fields[name].default, fields[name].metadata) == (f.default, f.metadata), (cls, name)
     own = {f.name for f in dataclasses.fields(EvalConfig)} - set(common)
     # the three that differ on purpose (rlvr/commands/eval_config.py): eval's sampler adds openai and has no fixed

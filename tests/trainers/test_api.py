@@ -79,6 +79,8 @@ def test_evaluate_gives_rlvr_evals_numbers(tmp_path):
     for key in ("pass_at_k", "mean_reward", "outcomes", "truncation", "tasks", "episodes"):
         assert result.summary[key] == command[key], key
     assert result.pass_at_k == {int(k): stat["estimate"] for k, stat in command["pass_at_k"].items()}
-    assert str(result).splitlines()[3].startswith("pass@1")
+    # the sampling that produced the score is named before it: k up to 2 samples twice per task, at 1.0
+    assert str(result).splitlines()[3] == "sampling          temperature 1.0, top_p 1.0, up to 8 tokens"
+    assert str(result).splitlines()[4].startswith("pass@1")
     lines = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert [ep.completion_ids for ep in result.episodes] == [line["completion_ids"] for line in lines]

@@ -57,7 +57,7 @@ COVERAGE: dict[str, str] = {
     "--out runs/lora": "tests/trainers/test_lora.py::test_lora_raises_reward",
     # 20 steps of the ~30M model are minutes: run with --steps 2 (every other flag as written), slow
     ".venv/bin/rlvr train --model small --lora-rank 16 --dtype bfloat16 --gradient-checkpointing "
-    "--micro-batch-tokens 1024 --tasks-per-step 4 --max-tokens 16 --steps 20 "
+    "--micro-batch-tokens 1024 --tasks-per-step 4 --max-tokens 16 --steps 20 --no-skip-zero-signal "
     "--out runs/small": f"{HERE}::test_rlvr_train_small_model_options",
     # 150 steps are minutes: run with --steps 2 --eval-tasks 8 (every other flag as written), slow; it starts its own
     # Ray cluster
@@ -311,13 +311,16 @@ def test_rlvr_train_ray_code(root, ray_cluster, capsys, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.vllm
 def test_rlvr_train_small_model_options(root, capsys, monkeypatch):
-    """LoRA, bf16, gradient checkpointing and packing together on the ~30M model: 2 steps instead of 20."""
+    """LoRA, bf16, gradient checkpointing and packing together on the ~30M model: 2 steps instead of 20.
+    A timing command that trains (issue 43): the random model's answers are all cut, so no step has reward
+    variance, and --no-skip-zero-signal makes every step run its backward pass and optimizer step anyway."""
     need_vllm()
     command = readme_command("rlvr train", "--model small", "--lora-rank")
     run_here(shortened(command, steps=(20, 2)), root, capsys, monkeypatch)
     out_dir = root / command.split("--out ")[1].split()[0]
     metrics = [json.loads(line) for line in (out_dir / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics] == [1, 2]
+    assert all(m["optimizer_steps"] >= 1 and not m.get("skipped") and m["time_training"] > 0 for m in metrics), metrics
     assert all(m["logprob_gap_max"] < 0.1 for m in metrics), metrics  # bf16 rounding, not a stale sampler
     checkpoint = latest_checkpoint(out_dir)  # the adapter alone
     assert (checkpoint / "adapter_model.safetensors").is_file() and not (checkpoint / "model.safetensors").exists()

@@ -17,6 +17,7 @@ Rows:
   default settings on an 80 GB device, micro-batches bounded by the CUDA default.
 
     python benchmarks/memory_estimate.py            # estimates, and the CPU measurements (about a minute)
+    python benchmarks/memory_estimate.py --models tiny,small,smollm2-135m   # the real 135M model too
     python benchmarks/memory_estimate.py --no-measure
 """
 
@@ -225,13 +226,16 @@ def child(tmp: str, tasks: int, group: int, max_tokens: int, steps: int, models:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-measure", action="store_true", help="estimates only (no training runs)")
+    parser.add_argument(
+        "--models", default="tiny,small", help="models measured on the CPU, comma-separated (tiny,small,smollm2-135m)"
+    )
     args = parser.parse_args()
     print("| setting | estimated GiB | measured GiB | estimate / measured |")
     print("|---|---|---|---|")
     for name, est, peak in h100_rows():
         print(f"| ~285M on H100, {name} | {est:.1f} | {peak:.1f} | {est / peak:.2f} |")
     if not args.no_measure:
-        for m in measure():
+        for m in measure(tuple(args.models.split(","))):
             est = m.estimate["total"]
             print(
                 f"| {m.model} on CPU, 4 x 4 x 32 tokens, 2 steps | {est / GIB:.3f} | {m.measured / GIB:.3f} | "

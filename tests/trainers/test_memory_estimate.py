@@ -137,10 +137,11 @@ def test_estimate_worked():
     # 2 x 10 + 8 x 6 = 68 tokens x 2 layers x A 1088 x 4 bytes; each row's prompt k, v: 8 x 10 x 2 x 32 x 4
     # bytes a layer; the final norm 3 x 64 x 4 bytes a token
     assert e.activations == 68 * 2 * 4352 + 2 * 20480 + 68 * 768 == 685056
-    assert e.logits == 48 * 100 * (4 + 4 + 4 + 8)  # 48 completion tokens; logits, scaled copy, gradient, entropy
+    # 48 completion tokens: logits, scaled copy, the backward's three buffers, entropy
+    assert e.logits == 48 * 100 * (4 + 4 + 12 + 8)
     # HF sampler: KV cache 8 x 16 x 2 layers x 2 x 32 x 4 bytes + a step's logits 8 x 100 x 12
     assert (e.sampler, e.sampler_overlaps) == (65536 + 9600, False)
-    assert e.total == 3 * 348416 + 696832 + 685056 + 96000 == 2523136
+    assert e.total == 3 * 348416 + 696832 + 685056 + 134400 == 2561536
 
 
 def test_estimate_terms_follow_the_settings():
@@ -160,7 +161,7 @@ def test_estimate_terms_follow_the_settings():
     assert critic.critic == 87104 * 16 + 65 * 16
     assert critic.activations == base.activations + 128 * 2 * 4352 + 128 * 768  # its trunk, padded
     packed = estimate(replace(RUN, micro_batch_tokens=32))
-    assert packed.activations == 32 * 2 * 4352 + 32 * 768 and packed.logits == 12 * 2000  # 32 x 6/16 completion
+    assert packed.activations == 32 * 2 * 4352 + 32 * 768 and packed.logits == 12 * 2800  # 32 x 6/16 completion
     vllm = estimate(replace(RUN, sampler="vllm", device="cuda", device_bytes=10 * GIB, vllm_gpu_memory=0.3))
     assert (vllm.sampler, vllm.sampler_overlaps) == (3 * GIB, True)
     with pytest.raises(MemoryEstimateError, match="device_bytes"):
@@ -169,8 +170,8 @@ def test_estimate_terms_follow_the_settings():
 
 def test_cuda_token_bound_worked():
     """Per token: 2 layers x 4352 + 768 = 9472 bytes of activations, and 6/16 of a token's logits
-    (2000 bytes) = 750: 10222. Fixed: 3 x 348416 + 696832 = 1742080. With 10 MiB free and a 15%
-    margin: (8912896 - 1742080) / 10222 = 701 tokens, 640 in multiples of 64."""
+    (2800 bytes) = 1050: 10522. Fixed: 3 x 348416 + 696832 = 1742080. With 10 MiB free and a 15%
+    margin: (8912896 - 1742080) / 10522 = 681 tokens, 640 in multiples of 64."""
     run = replace(RUN, device="cuda", episodes=1024)
     assert cuda_micro_batch_tokens(run, 10 * 2**20) == 640
     assert cuda_micro_batch_tokens(run, 2 * 2**20) == 16  # nothing fits: one episode, the least a forward holds

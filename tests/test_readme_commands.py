@@ -75,8 +75,8 @@ COVERAGE: dict[str, str] = {
     "--out runs/eval/humaneval": f"{HERE}::test_rlvr_eval_smollm2_humaneval",
     ".venv/bin/rlvr eval --model smollm2-135m --env rlvr/MATH500-v0 --temperature 0 --max-tokens 512 "
     "--out runs/eval/math500": f"{HERE}::test_rlvr_eval_smollm2_math500",
-    # 40 steps are minutes: run with --steps 1 --eval-tasks 2 (every other flag as written), slow; the learning
-    # itself is benchmarks/real_learning.py's
+    # 40 steps are minutes: run with --steps 1 --eval-tasks 2 of 2 tasks x 4 samples x 16 tokens (every other flag
+    # as written), slow; the learning itself is benchmarks/real_learning.py's
     ".venv/bin/rlvr train --model smollm2-135m --env rlvr/Arithmetic-v0 --env-arg difficulty=1 --algo grpo "
     "--algo-arg kl_coef=0 --temperature 0.7 --tasks-per-step 8 --group-size 8 --max-tokens 64 --lr 3e-5 "
     "--warmup-steps 3 --steps 40 --eval-tasks 200 --eval-every 10 --eval-temperature 0 "
@@ -302,7 +302,8 @@ def test_rlvr_train_smollm2(root, capsys, monkeypatch):
     what 10 minutes of it do: the README's figure)."""
     need_smollm2()
     command = readme_command("rlvr train", "smollm2-135m", "--algo grpo")
-    metrics, evals = run_shortened(root, command, capsys, monkeypatch, steps=(40, 1), eval_tasks=(200, 2))
+    short = {"tasks_per_step": (8, 2), "group_size": (8, 4), "max_tokens": (64, 16)}  # a step of seconds
+    metrics, evals = run_shortened(root, command, capsys, monkeypatch, steps=(40, 1), eval_tasks=(200, 2), **short)
     assert [m["step"] for m in metrics] == [1] and 0 <= metrics[0]["reward_mean"] <= 1
     assert [e["step"] for e in evals] == [0, 1] and all(e["tasks"] == 2 for e in evals)
 

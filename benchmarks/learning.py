@@ -105,6 +105,16 @@ def run_one(
     }
 
 
+def points(result: dict) -> float:
+    """The held-out gain of a run, in points."""
+    return 100 * (result["after"] - result["before"])
+
+
+def passed(result: dict, target_points: float) -> bool:
+    """The run finished and gained at least `target_points` (rounded off float noise)."""
+    return "error" not in result and round(points(result), 6) >= target_points
+
+
 def table(results: list[dict], eval_tasks: int) -> str:
     head = (
         f"{'algorithm':<10} {'steps':>6} {'train min':>9} {'before':>7} {'after':>7} {'points':>7}  {'+15?':<5} "
@@ -121,10 +131,9 @@ def table(results: list[dict], eval_tasks: int) -> str:
         if "error" in r:
             lines.append(f"{r['algo']:<10} failed: {r['error'].splitlines()[0]}")
             continue
-        points = 100 * (r["after"] - r["before"])
         lines.append(
             f"{r['algo']:<10} {r['steps']:>6} {r['train_minutes']:>9.1f} {r['before']:>7.3f} "
-            f"{r['after']:>7.3f} {points:>+7.1f}  {'yes' if round(points, 6) >= TARGET_POINTS else 'NO':<5} "
+            f"{r['after']:>7.3f} {points(r):>+7.1f}  {'yes' if passed(r, TARGET_POINTS) else 'NO':<5} "
             f"{r['gap_mean']:>8.1e} {r['gap_max']:>8.1e} {r['gap_over']:>6}"
         )
     return "\n".join(lines)
@@ -171,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(results, out / "curves.png")
     print(table(results, args.eval_tasks))
     print(f"curves: {out / 'curves.png'}; per run: {out}/<algo>/metrics.jsonl, reward.png, tensorboard/")
-    ok = all("error" not in r and round(100 * (r["after"] - r["before"]), 6) >= TARGET_POINTS for r in results)
+    ok = all(passed(r, TARGET_POINTS) for r in results)
     return 0 if ok else 1
 
 

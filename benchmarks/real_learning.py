@@ -25,7 +25,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from learning import plot, run_one  # noqa: E402
+from learning import passed, plot, points, run_one  # noqa: E402
 
 TARGET_POINTS = 10.0
 
@@ -68,11 +68,10 @@ def table(results: list[dict], eval_tasks: int) -> str:
         if "error" in r:
             lines.append(f"{r['variant']:<8} failed: {r['error'].splitlines()[0]}")
             continue
-        points = 100 * (r["after"] - r["before"])
         best = max(a for _, a in r["curve"])
         lines.append(
             f"{r['variant']:<8} {r['steps']:>6} {r['train_minutes']:>9.1f} {r['before']:>7.3f} {r['after']:>7.3f} "
-            f"{best:>7.3f} {points:>+7.1f}  {'yes' if round(points, 6) >= TARGET_POINTS else 'NO'}"
+            f"{best:>7.3f} {points(r):>+7.1f}  {'yes' if passed(r, TARGET_POINTS) else 'NO'}"
         )
     return "\n".join(lines)
 
@@ -110,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table(results, args.eval_tasks))
     print(f"curves: {out / 'curves.png'}; per run: {out}/<variant>/metrics.jsonl, samples, reward.png")
-    ok = all("error" not in r and round(100 * (r["after"] - r["before"]), 6) >= TARGET_POINTS for r in results)
+    ok = all(passed(r, TARGET_POINTS) for r in results)
     return 0 if ok else 1
 
 

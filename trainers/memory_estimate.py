@@ -171,11 +171,13 @@ class ModelShape:
         """A rank-r adapter on each targeted linear: r (in + out) parameters (A and B)."""
         if rank <= 0:
             return 0
-        return self.layers * sum(rank * (a + b) for n, (a, b) in self.linears().items() if n in _adapted(targets))
+        names = _adapted(targets)
+        return self.layers * sum(rank * (a + b) for n, (a, b) in self.linears().items() if n in names)
 
     def lora_outputs(self, targets: str = "all-linear") -> int:
         """The out features of a decoder layer's adapted linears, summed."""
-        return sum(out for n, (_, out) in self.linears().items() if n in _adapted(targets))
+        names = _adapted(targets)
+        return sum(out for n, (_, out) in self.linears().items() if n in names)
 
     def activation_elements(self) -> int:
         """Elements autograd keeps per token per decoder layer, A = 8h + 2kv + 4i (module docstring)."""
@@ -337,8 +339,7 @@ def estimate(inputs: MemoryInputs) -> MemoryEstimate:
     heap = 0
     if lora and inputs.device == "cpu":
         layers = 1 if inputs.gradient_checkpointing else shape.layers
-        kept = 2 if inputs.dtype == "bfloat16" else 4
-        heap = 2 * shape.lora_outputs(inputs.lora_targets) * kept * tokens * layers
+        heap = 2 * shape.lora_outputs(inputs.lora_targets) * cb * tokens * layers  # cb: an activation's bytes
     return MemoryEstimate(
         device=inputs.device,
         weights=weights,

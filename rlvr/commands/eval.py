@@ -169,10 +169,9 @@ def run(args: EvalConfig) -> int:
     group_size = args.samples or ks[-1]
     if group_size < ks[-1]:
         raise UsageError(f"--samples {group_size} is smaller than the largest k ({ks[-1]})")
-    if args.temperature is None:  # greedy for pass@1 from one sample, else sampled (rlvr.envs.eval_sampling)
-        from rlvr.envs.eval_sampling import default_temperature
+    from rlvr.envs.eval_sampling import temperature_for
 
-        args.temperature = default_temperature(group_size)
+    args.temperature = temperature_for(args.temperature, group_size)  # none asked: greedy for one sample
     out_given = args.out is not None  # else the line a stop ends with names the new folder
     if args.out is None:
         args.out = default_out(args.env)

@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from record_real_completions import package_verdicts  # noqa: E402
+from record_real_completions import package_verdicts, response, write_lines  # noqa: E402
 
 TARGET = 0.995
 
@@ -49,10 +49,6 @@ def rlvr_eval(
         command += ["--top-p", "0.95"]
     subprocess.run([*command, "--chunk", "64", "--no-progress", "--out", str(out)], check=True)
     return [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
-
-
-def response(record: dict) -> str:
-    return record["messages"][-1]["content"]
 
 
 def humaneval(out: Path, samples: int) -> dict:
@@ -142,10 +138,6 @@ def math500(out: Path, tasks: int | None) -> dict:
             if (r["rlvr"] == "correct") != (r["math_verify"] is True)
         ],
     }
-
-
-def write_lines(path: Path, rows: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ README's batch (16 tasks x 8 samples, 64 tokens):
     python benchmarks/gpu_table.py                        # the 300m model on CUDA, 3 steps a row
     python benchmarks/gpu_table.py --model tiny --steps 2 # the CPU smoke run (seconds a row)
 
-The `300m` model is `trainers.small_model.build` with hidden 1024, MLP 2816, 24 layers, 16 heads,
+The `300m` model is `trainers.tiny.small_model.build` with hidden 1024, MLP 2816, 24 layers, 16 heads,
 8 KV heads (~285M parameters, random weights: it measures speed and memory, not learning), built
 into the cache on first use. Each row runs in its own process (`--in-process`: all in this one,
 which saves each row's start-up: `scripts/gpu_check.sh` and the smoke test use it), so a row's peak
@@ -73,7 +73,7 @@ def model_dir(name: str) -> Path:
     from rlvr.trainers.models import resolve_model
 
     if name == "300m":
-        from rlvr.trainers.small_model import SmallSpec, small_model_dir
+        from rlvr.trainers.tiny.small_model import SmallSpec, small_model_dir
 
         return small_model_dir(SmallSpec(**MODEL_300M))
     return resolve_model(name)

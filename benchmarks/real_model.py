@@ -1,5 +1,5 @@
 """Memory and step time of the memory-saving options at a real size: the ~30M-parameter `small`
-model (`trainers/small_model.py`, built into the cache on first use), trained by the normal
+model (`trainers/tiny/small_model.py`, built into the cache on first use), trained by the normal
 `Trainer` with `grpo` on `rlvr/Arithmetic-v0`, one configuration per process:
 
     baseline fp32 | --gradient-checkpointing | --dtype bfloat16 | --lora-rank 16 |

@@ -5,7 +5,7 @@ where it is, its size, the build time and the weights' SHA-256.
     python scripts/build_small_model.py --out DIR    # elsewhere (e.g. to compare hashes)
 
 Nothing needs to run this: `--model small` builds the model on first use. The same machine
-builds the same bytes (`trainers/small_model.py`).
+builds the same bytes (`trainers/tiny/small_model.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from rlvr.trainers.small_model import SmallSpec, build, small_model_dir
+from rlvr.trainers.tiny.small_model import SmallSpec, build, small_model_dir
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     sha = hashlib.sha256(weights.read_bytes()).hexdigest()
     from transformers import AutoConfig
 
-    from rlvr.trainers.small_model import parameter_count
+    from rlvr.trainers.tiny.small_model import parameter_count
 
     parameters = parameter_count(spec, AutoConfig.from_pretrained(out).vocab_size)
     print(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.trainers.models import TINY_DIR, load_causal_lm, load_tokenizer
-from rlvr.trainers.tiny_model import TinySpec, accuracy, build
+from rlvr.trainers.tiny.model import TinySpec, accuracy, build
 
 CARD = """# tiny: rlvr's built-in default model
 
@@ -24,11 +24,11 @@ A Qwen2-style causal LM of {parameters:,} parameters (hidden {hidden_size}, {num
 {num_kv_heads} KV heads, untied embeddings, float32, a context of {max_position_embeddings} tokens) with a \
 byte-level BPE
 tokenizer of {vocab} tokens (digits split one per token, ChatML chat template, eos `<|im_end|>`), both made from
-scratch by `scripts/build_tiny_model.py` (`trainers/tiny_model.py`): no download.
+scratch by `scripts/build_tiny_model.py` (`trainers/tiny/model.py`): no download.
 
 The tokenizer is trained on the text of every built-in environment. The model is warm-started by {sft_steps}
 supervised steps (batch {batch_size}, AdamW, peak lr {learning_rate}; one source per batch, in the cycle
-{mix_text}) on whole conversations in each environment's own format (`trainers/tiny_corpus.py`), loss on the
+{mix_text}) on whole conversations in each environment's own format (`trainers/tiny/corpus.py`), loss on the
 model's turns only:
 
 - `rlvr/Arithmetic-v0` difficulty {difficulty_text}: the prompt, then `\\boxed{{N}}`;
@@ -37,7 +37,7 @@ model's turns only:
 - `rlvr/GuessNumber-v0`: binary search played to the secret, with the env's "higher"/"lower" replies;
 - `rlvr/PythonTool-v0`: the reference tool call, its output, then `The answer is \\boxed{{N}}.`;
 - code (`rlvr/Code-v0`'s format): synthetic one-line idioms and short stdin programs
-  (`trainers/tiny_code_tasks.py`), with names of one to three parts in any order (verbs, words, made-up
+  (`trainers/tiny/code_tasks.py`), with names of one to three parts in any order (verbs, words, made-up
   letters) so that they must be copied from the statement, not guessed; none of `rlvr/Code-v0`'s 35 tasks (a
   test checks names and statements). One template, a unit conversion given as a formula, resembles
   `celsius_to_fahrenheit` (similarity 0.74), meant to teach copying a formula.

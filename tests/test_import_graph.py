@@ -229,7 +229,7 @@ def test_the_graph_is_read():
     assert "rlvr.trainers.samplers.vllm_sampler" in EDGES["rlvr.trainers.samplers"]  # a __getattr__ table
     assert "rlvr.commands.eval" in EDGES["rlvr.cli"]  # import_module(f"rlvr.commands.{name}")
     assert "rlvr.trainers.models" in EDGES["rlvr.commands.eval"]  # inside a function
-    assert "rlvr.envs.core" in EDGES["rlvr.trainers.tiny_model"]
+    assert "rlvr.envs.core" in EDGES["rlvr.trainers.tiny.model"]
 
 
 def test_no_import_names_a_missing_project_module():

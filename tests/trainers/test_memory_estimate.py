@@ -30,7 +30,7 @@ from rlvr.trainers.memory_estimate import (
 )
 from rlvr.trainers.memory_plan import memory_safe
 from rlvr.trainers.model_names import TINY_DIR
-from rlvr.trainers.small_model import SmallSpec, parameter_count
+from rlvr.trainers.tiny.small_model import SmallSpec, parameter_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import memory_estimate as bench  # noqa: E402

@@ -1,10 +1,9 @@
 """`--dtype bfloat16` and `--gradient-checkpointing` (trainers.precision,
-trainers.activation_checkpointing), and the cached `small` benchmark model (trainers.small_model).
-Real tiny models, the real Trainer and the real in-process vLLM sampler."""
+trainers.activation_checkpointing). Real tiny models, the real Trainer and the real in-process vLLM
+sampler."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 
 import pytest
@@ -14,13 +13,15 @@ from rlvr.envs.episode import Episode
 from rlvr.trainers import activation_checkpointing
 from rlvr.trainers.batch import collate
 from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.device import use_threads
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.policy import ValueHead, forward
 from rlvr.trainers.precision import MasterWeightAdamW, adamw, autocast_forward, weight_dtype
-from rlvr.trainers.small_model import SmallSpec, build, parameter_count, small_model_dir
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import random_qwen2, require, train_device
 from tests.tolerances import forward_bound, gradient_bound
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 PAD = 0
 
@@ -199,39 +200,6 @@ def test_trainer_with_gradient_checkpointing_steps(tmp_path):
     t = Trainer(config(tmp_path, gradient_checkpointing=True))
     assert t.policy.is_gradient_checkpointing
     assert t.train_step()["optimizer_steps"] == 1
-
-
-# ---- the small model --------------------------------------------------------------------------------
-REDUCED = SmallSpec(hidden_size=64, intermediate_size=128, num_layers=2, num_heads=4, num_kv_heads=2)
-
-
-def digest(path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def test_small_model_build_is_deterministic(tmp_path):
-    counts = [build(tmp_path / name, REDUCED) for name in ("a", "b")]
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "generation_config.json"):
-        assert digest(tmp_path / "a" / name) == digest(tmp_path / "b" / name), name
-    assert counts[0] == counts[1] == parameter_count(REDUCED, vocab_size=1024)
-    assert build(tmp_path / "c", SmallSpec(**{**REDUCED.__dict__, "seed": 1})) == counts[0]
-    assert digest(tmp_path / "c" / "model.safetensors") != digest(tmp_path / "a" / "model.safetensors")
-
-
-def test_small_model_is_cached_by_spec(tmp_path):
-    first = small_model_dir(REDUCED, root=tmp_path)
-    stamp = (first / "model.safetensors").stat().st_mtime_ns
-    assert small_model_dir(REDUCED, root=tmp_path) == first
-    assert (first / "model.safetensors").stat().st_mtime_ns == stamp  # not rebuilt
-    other = small_model_dir(SmallSpec(**{**REDUCED.__dict__, "num_layers": 3}), root=tmp_path)
-    assert other != first and other.name.startswith("small-")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([first.name, other.name])  # no temporaries left
-
-
-def test_default_small_spec_is_about_30m_parameters():
-    assert 28e6 < parameter_count(SmallSpec(), vocab_size=1024) < 32e6
-    with pytest.raises(ValueError, match="heads"):
-        SmallSpec(hidden_size=100, num_heads=8)
 
 
 def test_bf16_run_saves_and_resumes(tmp_path, train_device):

@@ -18,9 +18,9 @@ from rlvr.envs.python_tool import PythonToolEnv
 from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
 from rlvr.envs.symbolic_math import SymbolicMathEnv
 from rlvr.trainers.models import load_tokenizer
-from rlvr.trainers.tiny_code_tasks import code_task
-from rlvr.trainers.tiny_corpus import SOURCES, sft_conversation, sources
-from rlvr.trainers.tiny_model import TinySpec, schedule
+from rlvr.trainers.tiny.code_tasks import code_task
+from rlvr.trainers.tiny.corpus import SOURCES, sft_conversation, sources
+from rlvr.trainers.tiny.model import TinySpec, schedule
 from rlvr.verifiers import math as math_verifier
 from rlvr.verifiers.verdict import Outcome
 

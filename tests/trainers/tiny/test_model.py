@@ -21,7 +21,7 @@ from rlvr.trainers.models import (
     load_tokenizer,
     resolve_model,
 )
-from rlvr.trainers.tiny_model import TinySpec, accuracy, build, collate, lr_at, sft_example
+from rlvr.trainers.tiny.model import TinySpec, accuracy, build, collate, lr_at, sft_example
 
 BOXED = re.compile(r"\\boxed\{-?\d+\}")
 

@@ -1,7 +1,7 @@
 """Build the built-in default model (`--model tiny`): a byte-level BPE tokenizer trained on the
 text of every built-in environment, a Qwen2-style model of about 1M parameters with a 1024-token
 context, and a short supervised warm start on conversations in each environment's format
-(`trainers.tiny_corpus`), so that the model plays every built-in environment and is right often
+(`trainers.tiny.corpus`), so that the model plays every built-in environment and is right often
 enough (on arithmetic, 20-50% at temperature 1.0) for RL to have signal and room to improve.
 
 Deterministic: fixed seeds, deterministic torch kernels and a fixed thread count, so the same machine
@@ -24,7 +24,7 @@ from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config,
 
 from rlvr.envs.core import Task
 from rlvr.envs.seeds import HELD_OUT_SEED_START  # training and tokenizer seeds stay below this
-from rlvr.trainers.tiny_corpus import SOURCES, Source, sft_conversation, sources, tokenizer_text
+from rlvr.trainers.tiny.corpus import SOURCES, Source, sft_conversation, sources, tokenizer_text
 
 IM_START, IM_END, PAD = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
 SPECIAL_TOKENS = (PAD, IM_START, IM_END)  # ids 0, 1, 2

@@ -24,7 +24,7 @@ from pathlib import Path
 from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from rlvr.trainers.model_names import SMALL, TINY_DIR
-from rlvr.trainers.tiny_model import deterministic
+from rlvr.trainers.tiny.model import deterministic
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
 

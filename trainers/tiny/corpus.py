@@ -5,7 +5,7 @@ at the end of its turn, fits in its context) and RL has something to improve.
 A conversation is a list of chat messages in which the assistant's turns are the targets. Every
 source draws from seeds below the held-out ones (`envs.seeds.HELD_OUT_SEED_START`), or from another
 dataset seed (reasoning-gym), so the tasks the trainer and `rlvr eval` measure on are never trained on; code
-tasks are synthetic (`trainers.tiny_code_tasks`), because `rlvr/Code-v0` has no other tasks.
+tasks are synthetic (`trainers.tiny.code_tasks`), because `rlvr/Code-v0` has no other tasks.
 
 `sft_conversation` turns a conversation into (input ids, labels) exactly as a rollout sees it:
 the chat template of the opening messages with the generation prompt, each assistant turn's
@@ -113,7 +113,7 @@ def python_tool_source() -> Source:
 
 def code_source() -> Source:
     from rlvr.envs.code import code_prompt, fenced
-    from rlvr.trainers.tiny_code_tasks import code_task
+    from rlvr.trainers.tiny.code_tasks import code_task
 
     def make(seed: int) -> Conversation:
         statement, entry_point, code = code_task(seed)

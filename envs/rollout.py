@@ -47,7 +47,7 @@ A `truncated` episode says why in `Episode.truncation`: `length` (the last turn'
 `context` (the opening prompt or the next turn did not fit in `max_length`), or `turns` (the
 environment's own limit, its verdict `truncated`).
 
-Agent environments (`kind == "agent"`, `envs.agent_env.AgentEnv`): the agent program drives the
+Agent environments (`kind == "agent"`, `envs.agent.env.AgentEnv`): the agent program drives the
 calls, not this turn loop; `rollout` hands the whole call to the env's `play`, which serves the
 same sampler to the agents through an OpenAI-compatible gateway and returns groups alike.
 
@@ -318,7 +318,7 @@ def episode_metadata(
     max_length: int | None,
 ) -> dict[str, Any]:
     """How an episode was made, as every rollout's episodes record it (turn-based ones here, agent
-    episodes in `envs.agent_env`): the env and its arguments, the reset seed, the verifier, the model
+    episodes in `envs.agent.env`): the env and its arguments, the reset seed, the verifier, the model
     and its step, the sampling settings, and the context the episode had to fit in."""
     return {
         "env_version": env_version,
@@ -406,7 +406,7 @@ def rollout(
     starts = [(str(t), None) for t in task_ids] if task_ids is not None else [(None, int(s)) for s in seeds]
     probe = make(env_id, disable_env_checker=True, **env_kwargs)  # a bad id or argument fails here, typed
     spec_id = probe.spec.id
-    if getattr(probe.unwrapped, "kind", None) == "agent":  # an agent program plays it (envs.agent_env)
+    if getattr(probe.unwrapped, "kind", None) == "agent":  # an agent program plays it (envs.agent.env)
         try:
             return probe.unwrapped.play(
                 sampler,

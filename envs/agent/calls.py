@@ -1,7 +1,7 @@
 """The recording rule of the agent gateway: the calls an agent made in one episode -> token-exact segments.
 
 An agent program (its own loop, the OpenAI Agents SDK, LangGraph, ...) talks to the gateway
-(`envs.agent_gateway`) with the plain `openai` client. Each call it makes is recorded as it was
+(`envs.agent.gateway`) with the plain `openai` client. Each call it makes is recorded as it was
 served: the prompt ids the gateway built, the completion ids and logprobs the engine produced, the
 policy version of the weights that answered. A call asking for `n` choices is `n` `Call`s with one
 prompt. This module turns the calls of one episode into training sequences, `Segment`s.
@@ -24,7 +24,7 @@ Why on ids, not messages: a segment is trained on exactly the ids the model was 
 produced, so "extends" must hold for the ids themselves. The gateway does its part: when a call's
 messages are an earlier call's messages plus that call's answer, unchanged, it builds the prompt
 from that call's ids (never re-tokenizing the model's text), so such a call extends by construction
-(`envs.agent_gateway`). A model turn that ended without eos (`max_tokens`, a stop string) then
+(`envs.agent.gateway`). A model turn that ended without eos (`max_tokens`, a stop string) then
 continues with the template's end-of-turn tokens, masked, as `envs.rollout` does.
 """
 
@@ -44,7 +44,7 @@ class Call:
     sampler's weights when it answered (None: not tracked); `versions`: per completion token, when the
     sampler tags them (weights changing mid-sample); `messages`/`tools`: the chat request that built
     the prompt (None for `/v1/completions`); `text`: what the agent was sent back as content, and
-    `tool_calls` the tool calls read from the completion (`envs.agent_responses.split_tool_calls`)."""
+    `tool_calls` the tool calls read from the completion (`envs.agent.responses.split_tool_calls`)."""
 
     prompt_ids: tuple[int, ...]
     completion_ids: tuple[int, ...]

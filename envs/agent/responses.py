@@ -24,7 +24,7 @@ import time
 import uuid
 from typing import Any
 
-from rlvr.envs.agent_calls import Call
+from rlvr.envs.agent.calls import Call
 from rlvr.envs.tools import ToolCallParser
 
 

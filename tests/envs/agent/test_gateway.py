@@ -1,4 +1,4 @@
-"""The agent gateway (`envs.agent_gateway`): real HTTP, the real `openai` client, the tiny model."""
+"""The agent gateway (`envs.agent.gateway`): real HTTP, the real `openai` client, the tiny model."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import gymnasium as gym
 import openai
 import pytest
 
-from rlvr.envs.agent_calls import ENV_VERSION, segments
-from rlvr.envs.agent_gateway import AgentGateway, GatewayError
+from rlvr.envs.agent.calls import ENV_VERSION, segments
+from rlvr.envs.agent.gateway import AgentGateway, GatewayError
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.chat_template import template_ids
 from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, TurnResult

@@ -1,10 +1,10 @@
-"""The recording rule (`envs.agent_calls.segments`) on worked token ids."""
+"""The recording rule (`envs.agent.calls.segments`) on worked token ids."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlvr.envs.agent_calls import ENV_VERSION, Call, Segment, segments
+from rlvr.envs.agent.calls import ENV_VERSION, Call, Segment, segments
 from rlvr.envs.sampler import FinishReason
 
 

@@ -1,4 +1,4 @@
-"""Agent episodes (`envs.agent_play`): the user's agent through the gateway, judged, timed out, turned into episodes."""
+"""Agent episodes (`envs.agent.play`): the user's agent through the gateway, judged, timed out, turned into episodes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from rlvr.envs.agent_calls import segments
-from rlvr.envs.agent_gateway import AgentGateway
-from rlvr.envs.agent_play import AgentResult, agent_episodes, agent_rollout, judge, play_agent
+from rlvr.envs.agent.calls import segments
+from rlvr.envs.agent.gateway import AgentGateway
+from rlvr.envs.agent.play import AgentResult, agent_episodes, agent_rollout, judge, play_agent
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler

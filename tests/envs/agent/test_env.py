@@ -7,7 +7,7 @@ import gymnasium as gym
 import pytest
 
 from rlvr.envs import check_env, list_envs
-from rlvr.envs.agent_env import AgentEnv, load_agent, one_call
+from rlvr.envs.agent.env import AgentEnv, load_agent, one_call
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.registry import EnvArgumentError
 from rlvr.envs.rollout import rollout
@@ -15,7 +15,7 @@ from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
 from rlvr.verifiers.verdict import Outcome
-from tests.envs.test_agent_gateway import FOLLOW_UP  # (its import registers rlvr-test/PlanThenAnswer-v0)
+from tests.envs.agent.test_gateway import FOLLOW_UP  # (its import registers rlvr-test/PlanThenAnswer-v0)
 
 SAMPLING = SamplingSettings(max_tokens=12, seed=7)
 
@@ -60,16 +60,16 @@ def test_agent_env_meets_the_gymnasium_contract():
 
 
 def test_the_agent_is_named_by_module_or_file(tmp_path):
-    assert load_agent("tests.envs.test_agent_env:plan_then_answer") is plan_then_answer
+    assert load_agent("tests.envs.agent.test_env:plan_then_answer") is plan_then_answer
     (tmp_path / "my_agent.py").write_text("async def run(client, task):\n    return 1.0\n")
     assert load_agent(f"{tmp_path}/my_agent.py:run").__name__ == "run"
     assert load_agent(f"{tmp_path}/my_agent.py:run") is load_agent(f"{tmp_path}/my_agent.py:run")  # loaded once
     for bad, says in [
         ("plan_then_answer", "must be 'module:function'"),
-        ("tests.envs.test_agent_env:missing", "AttributeError"),
+        ("tests.envs.agent.test_env:missing", "AttributeError"),
         (f"{tmp_path}/nowhere.py:run", "no file"),
         (not_async, "must be an async function"),
-        ("tests.envs.test_agent_env:not_async", "must be an async function"),
+        ("tests.envs.agent.test_env:not_async", "must be an async function"),
     ]:
         with pytest.raises(EnvArgumentError, match=says):
             load_agent(bad)

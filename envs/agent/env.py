@@ -12,10 +12,10 @@ its seeds and task ids select tasks, and its verifier grades an answer the agent
 
 How it plays. Every caller of `envs.rollout.rollout` (`rlvr train` on any algorithm, `rlvr eval`,
 a Ray rollout worker) finds `kind == "agent"` and hands the call to `AgentEnv.play`: it starts an
-agent gateway (`envs.agent_gateway`) over the rollout's own sampler, with the rollout's sampling
+agent gateway (`envs.agent.gateway`) over the rollout's own sampler, with the rollout's sampling
 settings as the defaults of every call, runs G agents per task at once, each with a client whose
 `base_url` is its episode's route, and returns each episode's token-exact segments
-(`envs.agent_play`). So `--max-staleness K` works (the gateway serves whatever version the sampler
+(`envs.agent.play`). So `--max-staleness K` works (the gateway serves whatever version the sampler
 holds, and every token records it), and each Ray rollout worker serves its own gateway beside its
 sampler.
 
@@ -27,7 +27,7 @@ a one-call agent returning the model's answer scores): the contract every rlvr e
 `agent` is an async function, or where to find one: "package.module:name", or "path/to/file.py:name"
 (a file, so that a script beside the command needs no package). The default, `one_call`, asks
 once and returns the answer. Ids a user registers may fix it: `gymnasium.register("me/Plan-v0",
-entry_point="rlvr.envs.agent_env:AgentEnv", kwargs={"agent": "me.agents:plan"})`.
+entry_point="rlvr.envs.agent.env:AgentEnv", kwargs={"agent": "me.agents:plan"})`.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rlvr.envs.agent_gateway import AgentGateway
-from rlvr.envs.agent_play import Agent, agent_rollout
+from rlvr.envs.agent.gateway import AgentGateway
+from rlvr.envs.agent.play import Agent, agent_rollout
 from rlvr.envs.core import SingleTurnEnv, Task
 from rlvr.envs.registry import EnvArgumentError, make
 from rlvr.envs.rollout import Group, episode_metadata
@@ -185,7 +185,7 @@ class AgentEnv(SingleTurnEnv):
         gateway = AgentGateway(
             sampler, tokenizer, defaults=sampling, max_length=max_length, tool_format=self.tool_format
         )
-        gateway.start(engine_thread=False)  # the engine runs in this thread (envs.agent_engine)
+        gateway.start(engine_thread=False)  # the engine runs in this thread (envs.agent.engine)
         try:
             return agent_rollout(
                 gateway,

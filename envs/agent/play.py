@@ -1,7 +1,7 @@
 """Playing agent episodes through the gateway, and turning them into `Episode`s: what `AgentEnv` plays.
 
 The user's agent is `async def run(client, task) -> float | Verdict | str`: `client` is an
-`openai.AsyncOpenAI` whose `base_url` is the episode's route on the gateway (`envs.agent_gateway`),
+`openai.AsyncOpenAI` whose `base_url` is the episode's route on the gateway (`envs.agent.gateway`),
 `task` the `envs.core.Task` to solve. `play_agent` runs it to its end and judges it:
 - a returned `Verdict` is the episode's; a float in [0, 1] is a `Verdict` with that score, outcome
   `correct` at 1.0 and `incorrect` below (the agent's own check, or any rlvr verifier it called);
@@ -18,7 +18,7 @@ The agent runs on an event loop of its own in a thread of its own, so that an ag
 loop (a synchronous call inside it) is bounded by the timeout too; such a thread cannot be killed,
 only abandoned (it is a daemon, and its calls are refused).
 
-`agent_episodes` turns the calls into `Episode`s (`envs.agent_calls.segments`), every segment
+`agent_episodes` turns the calls into `Episode`s (`envs.agent.calls.segments`), every segment
 credited with the episode's one reward; `Episode.segment` numbers them, so that statistics and
 advantages count an agent episode once, however many segments it has (`Group`, `Batch.episode_ids`).
 
@@ -26,7 +26,7 @@ advantages count an agent episode once, however many segments it has (`Group`, `
 gateway batches their engine calls, driven from the caller's thread when the gateway was started
 without an engine thread of its own) and returns `envs.rollout.Group`s, in task order, whose
 `episodes` hold every segment. Episode k of the rollout (group i, copy j: k = i * G + j) is opened
-with slot k, which seeds its calls (`envs.agent_gateway`). A sampler that failed while serving
+with slot k, which seeds its calls (`envs.agent.gateway`). A sampler that failed while serving
 (`gateway.engine_failure`) is raised once the agents are done: a broken engine fails the rollout.
 """
 
@@ -40,8 +40,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.envs.agent_calls import ENV_VERSION, Call, segments
-from rlvr.envs.agent_gateway import AgentGateway
+from rlvr.envs.agent.calls import ENV_VERSION, Call, segments
+from rlvr.envs.agent.gateway import AgentGateway
 from rlvr.envs.core import Task
 from rlvr.envs.episode import Episode, TruncationReason
 from rlvr.envs.rollout import Group

@@ -26,7 +26,7 @@ step that finished it (a trainer's sampler loads staged weights at the start of 
 
 Failures. An engine call that raises (a broken engine, or a trainer's `ProducerStopped` when the
 run is closing) fails every call waiting on the driver, and every later one, and is kept in
-`failure`: the rollout re-raises it (`envs.agent_env`), so a broken engine ends the rollout as it
+`failure`: the rollout re-raises it (`envs.agent.env`), so a broken engine ends the rollout as it
 ends a turn-based one, rather than reading as the agents' own errors.
 """
 

@@ -1,11 +1,11 @@
-"""The gateway's wire format (`envs.agent_responses`): answers, streams and tool calls, on worked strings."""
+"""The gateway's wire format (`envs.agent.responses`): answers, streams and tool calls, on worked strings."""
 
 from __future__ import annotations
 
 import json
 
-from rlvr.envs.agent_calls import Call
-from rlvr.envs.agent_responses import response, same_tool_calls, split_tool_calls, stream_events
+from rlvr.envs.agent.calls import Call
+from rlvr.envs.agent.responses import response, same_tool_calls, split_tool_calls, stream_events
 from rlvr.envs.tools import HermesParser
 
 CALL = '<tool_call>\n{"name": "multiply", "arguments": {"a": 2, "b": 3}}\n</tool_call>'

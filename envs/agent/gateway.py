@@ -2,16 +2,16 @@
 
 Where it lives, and why. The gateway is a consumer of the `Sampler` protocol (`envs.sampler`), as
 `envs.rollout` is: it turns requests into prompt ids with the chat template (`envs.chat_template`),
-asks the sampler for completions (`envs.agent_engine`), and records what was served (`envs.agent_calls.Call`).
+asks the sampler for completions (`envs.agent.engine`), and records what was served (`envs.agent.calls.Call`).
 It needs no trainer code and no torch: the trainer hands it the sampler it trains with (its
 `LocalSampler`, a vLLM or HF backend), as it hands one to the rollout, so the arrows stay
 trainers -> envs. fastapi and uvicorn are imported only when a gateway is built.
 
-How an agent becomes an environment: `envs.agent_env.AgentEnv` (`rlvr/Agent-v0`), whose episodes
+How an agent becomes an environment: `envs.agent.env.AgentEnv` (`rlvr/Agent-v0`), whose episodes
 `envs.rollout` hands to the env itself; it serves the rollout's own sampler here (a trainer's
 `LocalSampler`, which loads staged weights between engine calls: `--max-staleness K` works, and
 each call records the version it got; a Ray rollout worker serves a gateway of its own beside its
-sampler) and plays the agents (`envs.agent_play`). Later segments of an episode (a rewritten
+sampler) and plays the agents (`envs.agent.play`). Later segments of an episode (a rewritten
 history) are `Episode`s of the same group with `segment` >= 1, which statistics and advantages
 count once per episode. Rejected: making the env a proxy that the rollout's turn loop samples for
 (reset returns the agent's first call's messages, step hands back the text): it keeps the rollout
@@ -30,9 +30,9 @@ concurrent episodes never mix, and a call to an unknown or closed episode is a 4
   token ids (taken as they are); the same settings.
 - `GET .../v1/models`: the one model, `model_name` (any `model` a request names is accepted).
 `stream: true` gets the whole answer as server-sent events once it is sampled (the OpenAI chunk
-format, `envs.agent_responses`), so clients that stream work; tokens are not sent as they are
+format, `envs.agent.responses`), so clients that stream work; tokens are not sent as they are
 sampled. With `tools`, the completion's tool calls are read into `message.tool_calls`
-(`envs.agent_responses`; the model family's format is `tool_format`, Hermes by default). `logprobs`
+(`envs.agent.responses`; the model family's format is `tool_format`, Hermes by default). `logprobs`
 in the answer are not served.
 
 Prompt ids, token-exact. A chat call whose messages are an earlier call's messages, then that
@@ -50,7 +50,7 @@ top_p and max_tokens). With a default seed, a call that names none is seeded
 the rollout), as `envs.rollout` seeds turn k of an episode: a rollout's calls are reproducible
 whatever order the agents' calls come in, on an engine that seeds per request.
 
-The engine: one driver thread is the sampler's only caller (`envs.agent_engine`); concurrent
+The engine: one driver thread is the sampler's only caller (`envs.agent.engine`); concurrent
 calls share its batches (vLLM's continuous batching, or one `generate` per gathered batch). A
 sampler that fails fails every waiting call (503) and is kept in `engine_failure`.
 """
@@ -65,9 +65,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.envs.agent_calls import Call
-from rlvr.envs.agent_engine import EngineClosedError, EngineDriver
-from rlvr.envs.agent_responses import response, same_tool_calls, split_tool_calls, stream_events
+from rlvr.envs.agent.calls import Call
+from rlvr.envs.agent.engine import EngineClosedError, EngineDriver
+from rlvr.envs.agent.responses import response, same_tool_calls, split_tool_calls, stream_events
 from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
 from rlvr.envs.core import EnvError
 from rlvr.envs.rollout import TURN_SEED_STRIDE
@@ -117,7 +117,7 @@ class AgentGateway:
     # ---- life --------------------------------------------------------------------------------
     def start(self, engine_thread: bool = True) -> AgentGateway:
         """Serve. `engine_thread`: drive the sampler from a thread of the gateway's own; False: the
-        caller drives it in its thread with `drive(until)` (a rollout does, `envs.agent_engine`)."""
+        caller drives it in its thread with `drive(until)` (a rollout does, `envs.agent.engine`)."""
         import uvicorn
 
         self._driver = EngineDriver(self.sampler, quiet=self._quiet)
@@ -158,7 +158,7 @@ class AgentGateway:
 
     @property
     def engine_failure(self) -> BaseException | None:
-        """What the sampler raised, if it failed while serving (`envs.agent_engine`)."""
+        """What the sampler raised, if it failed while serving (`envs.agent.engine`)."""
         return None if self._driver is None else self._driver.failure
 
     def __enter__(self) -> AgentGateway:
@@ -237,7 +237,7 @@ class AgentGateway:
                 return error(503, str(e), "service_unavailable")
             finally:
                 self._asks(episode_id, -1)
-            if body.get("stream"):  # the whole answer as server-sent events (`envs.agent_responses`)
+            if body.get("stream"):  # the whole answer as server-sent events (`envs.agent.responses`)
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 return StreamingResponse(iter(stream_events(answer, include_usage)), media_type="text/event-stream")
             return JSONResponse(answer)

@@ -4,7 +4,7 @@ checks that look up the algorithm, the environment, the model and the device liv
 `trainers.preflight`, so that this module imports no other module of rlvr's but leaves (each of those
 imports `ConfigError` from here: the arrows go one way). The sampler backends' names come from their
 registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once;
-the trackers' names likewise (`trainers.tracker_names`)."""
+the trackers' names likewise (`trainers.trackers.names`)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import yaml
 
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.errors import RlvrError
-from rlvr.trainers import tracker_names
 from rlvr.trainers.samplers.registry import OVERLAPPING_BACKENDS, TRAINING_BACKENDS
+from rlvr.trainers.trackers import names as tracker_names
 
 
 class ConfigError(RlvrError, ValueError):

@@ -1,6 +1,6 @@
 """Where a run's numbers go: `metrics.jsonl` (one line per step), `eval.jsonl` (held-out
 evaluations), `samples.jsonl` (sample completions every `sample_every` steps, `trainers.samples`),
-the trackers of `--report-to` (TensorBoard events by default; `trainers.trackers`), `reward.png`
+the trackers of `--report-to` (TensorBoard events by default; `trainers.trackers.opening`), `reward.png`
 (the reward curve) and a live progress line.
 
 Each JSONL line is written whole, with its newline, in one call, so a crash leaves at most a torn
@@ -86,7 +86,7 @@ class MetricsLogger:
     """Writes every step's metrics to JSONL and TensorBoard and shows the progress bar.
     `start_step` > 0 (a resume) drops records of later steps, which the run will redo. Without
     the bar (`progress=False`), a plain metrics line goes to stderr every `log_every` steps (and
-    at the last step); 0: none. `report_to` names the trackers (`trainers.trackers`), given
+    at the last step); 0: none. `report_to` names the trackers (`trainers.trackers.opening`), given
     `config` once."""
 
     def __init__(
@@ -102,7 +102,7 @@ class MetricsLogger:
     ):
         from tqdm.auto import tqdm
 
-        from rlvr.trainers.trackers import open_trackers
+        from rlvr.trainers.trackers.opening import open_trackers
 
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     the model (all cheap: nothing is loaded). Returns the resolved `AlgoConfig`."""
     config.validate()
     check_out_dir(config.out)  # before the imports below (torch): a bad --out fails in a blink
-    from rlvr.trainers.trackers import check_installed
+    from rlvr.trainers.trackers.opening import check_installed
 
     check_installed(config.report_to)  # --report-to wandb without wandb: one line now, not after loading
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 TRACKERS = ("tensorboard", "wandb", "trackio")
 NONE = "none"  # no tracker: metrics.jsonl and samples.jsonl only
-# The package each tracker imports, for the "not installed" line (`trackers.check_installed`).
+# The package each tracker imports, for the "not installed" line (`trackers.opening.check_installed`).
 PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}
 
 

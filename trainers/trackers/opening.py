@@ -1,15 +1,15 @@
 """Experiment trackers (`--report-to`, as TRL names it): where a run's per-step metrics, its config
 (once) and its sample tables go besides `metrics.jsonl` and `samples.jsonl`.
 
-One module per tracker, each one class with one job: `tracker_tensorboard` (the default; torch's
-SummaryWriter), `tracker_wandb` and `tracker_trackio` (optional packages). Each meets the `Tracker`
-protocol below. Their names live in `tracker_names` (a leaf, so that `trainers.config` validates
-the setting without loading torch or a tracker). Here: the check that the chosen trackers are
-installed, run before anything loads (`trainers.preflight`), and opening them. A tracker that is not
-installed is one line naming the package to install (`TrackerMissing`, exit 2), never a traceback
-mid-run; one that is installed but fails to import (a broken install, a dependency of the wrong
-version) or to start its run (wandb without a login) is one line too (`TrackerFailed`), naming the
-tracker, the library's own error and what to do."""
+One module per tracker in this folder, each one class with one job: `tensorboard` (the default;
+torch's SummaryWriter), `wandb` and `trackio` (optional packages). Each meets the `Tracker` protocol
+below. Their names live in `names` (a leaf, so that `trainers.config` validates the setting without
+loading torch or a tracker). Here: the check that the chosen trackers are installed, run before
+anything loads (`trainers.preflight`), and opening them. A tracker that is not installed is one line
+naming the package to install (`TrackerMissing`, exit 2), never a traceback mid-run; one that is
+installed but fails to import (a broken install, a dependency of the wrong version) or to start its
+run (wandb without a login) is one line too (`TrackerFailed`), naming the tracker, the library's own
+error and what to do."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from rlvr.errors import RlvrError
 from rlvr.trainers.config import ConfigError
-from rlvr.trainers.tracker_names import PACKAGES, split
+from rlvr.trainers.trackers.names import PACKAGES, split
 
 
 class Tracker(Protocol):
@@ -103,15 +103,15 @@ def open_trackers(report_to: str, out_dir: str | Path, start_step: int = 0, verb
 
 def _open(name: str, out_dir: str | Path, start_step: int, verbose: bool) -> Tracker:
     if name == "tensorboard":
-        from rlvr.trainers.tracker_tensorboard import TensorBoardTracker
+        from rlvr.trainers.trackers.tensorboard import TensorBoardTracker
 
         return TensorBoardTracker(out_dir, start_step)
     if name == "wandb":
-        from rlvr.trainers.tracker_wandb import WandbTracker
+        from rlvr.trainers.trackers.wandb import WandbTracker
 
         return WandbTracker(out_dir, start_step, verbose)
     if name == "trackio":
-        from rlvr.trainers.tracker_trackio import TrackioTracker
+        from rlvr.trainers.trackers.trackio import TrackioTracker
 
         return TrackioTracker(out_dir, start_step, verbose)
-    raise ConfigError(f"unknown tracker {name!r}")  # tracker_names.problem refused it already
+    raise ConfigError(f"unknown tracker {name!r}")  # names.problem refused it already

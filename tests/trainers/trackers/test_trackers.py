@@ -1,4 +1,4 @@
-"""The trackers of `--report-to` (trainers/trackers.py and the trainers/tracker_*.py it opens): each
+"""The trackers of `--report-to` (trainers/trackers/opening.py and the tracker modules it opens): each
 logs the same per-step metrics, the config once and the sample tables, read back from the files it
 wrote with its own reader (TensorBoard's EventAccumulator; wandb's offline run log through wandb's
 own protobuf records; trackio's store); `none` writes no tracker files; a tracker that is not
@@ -19,8 +19,8 @@ import pytest
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.samples import COLUMNS, Sample
-from rlvr.trainers.tracker_names import split
-from rlvr.trainers.tracker_tensorboard import markdown_table
+from rlvr.trainers.trackers.names import split
+from rlvr.trainers.trackers.tensorboard import markdown_table
 from tests.conftest import require
 
 CONFIG = {"lr": 0.001, "env": "rlvr/Arithmetic-v0", "steps": 3}
@@ -84,7 +84,7 @@ def test_a_tracker_not_installed_is_one_line_before_anything_loads(tmp_path):
     missing = next((n for n in ("wandb", "trackio") if importlib.util.find_spec(n) is None), None)
     if missing is None:
         pytest.skip("wandb and trackio are both installed: no tracker to miss")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     argv = [sys.executable, "-m", "rlvr", "train", "--report-to", f"tensorboard,{missing}", "--out", str(tmp_path)]
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2
@@ -181,7 +181,7 @@ def test_trackio_run_holds_metrics_config_and_samples(tmp_path):
         pytest.skip("trackio is not installed (pip install trackio)")
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH", "")]),
         "TRACKIO_DIR": str(tmp_path / "trackio"),
         "TRACKIO_PROJECT": "rlvr-test",
     }

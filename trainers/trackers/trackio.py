@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.trainers.tracker_run import run_id
+from rlvr.trainers.trackers.run import run_id
 
 RUN_NAME_FILE = "trackio-run"
 

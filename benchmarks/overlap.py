@@ -10,7 +10,7 @@ What is real and what stands in:
   is trained), `trainers.samplers.local.LocalRequestSampler` with its `StagedWeights` (the trainer
   stages each new version; the producer's thread loads it before the engine's next step),
   `envs.rollout.rollout` (per-episode schedule) on `rlvr/Arithmetic-v0` with the default model's
-  tokenizer, `trainers.batch.collate`, and `trainers.rollout_correction.staleness_stats`, which
+  tokenizer, `trainers.batch.collate`, and `trainers.kernels.rollout_correction.staleness_stats`, which
   raises when a token was sampled more than K updates before the weights it trains (the check
   the `Trainer` runs on every step).
 - Stand-ins: `TimedEngine`, a `SamplerBackend` and `RequestSampler` whose every `poll` is one
@@ -51,9 +51,9 @@ import torch
 
 from rlvr.envs.sampler import Sample, SamplingSettings
 from rlvr.trainers.batch import collate
+from rlvr.trainers.kernels.rollout_correction import staleness_stats
 from rlvr.trainers.outage import error_message
 from rlvr.trainers.producer import RolloutProducer
-from rlvr.trainers.rollout_correction import staleness_stats
 from rlvr.trainers.samplers.local import LocalSampler, local_sampler
 from rlvr.trainers.samplers.protocol import RolloutRequest
 

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from rlvr.trainers.advantages import (
+from rlvr.trainers.config import ConfigError
+from rlvr.trainers.kernels.advantages import (
     distill_advantages,
     dynamic_sampling_keep,
     episode_rows,
@@ -40,10 +41,9 @@ from rlvr.trainers.advantages import (
     rloo_advantages,
     whiten,
 )
-from rlvr.trainers.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
-from rlvr.trainers.config import ConfigError
-from rlvr.trainers.kl import KL_ESTIMATORS, kl_estimate
-from rlvr.trainers.policy_loss import (
+from rlvr.trainers.kernels.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
+from rlvr.trainers.kernels.kl import KL_ESTIMATORS, kl_estimate
+from rlvr.trainers.kernels.policy_loss import (
     LOSS_TYPES,
     RATIO_LEVELS,
     PolicyLossOutput,
@@ -409,7 +409,7 @@ def sequence_advantages(
     """The preset's sequence-level estimator, then whitening if asked. Returns `(B,)`.
     Rewards may also be `(num_groups, G)` without ids. For ``gae`` use `token_advantages`.
     `episode_ids_B`: rows with one id are segments of one agent episode, counted once
-    (`trainers.advantages.episode_rows`: each gets its first row's advantage)."""
+    (`trainers.kernels.advantages.episode_rows`: each gets its first row's advantage)."""
     if episode_ids_B is not None and group_ids_B is not None:
         first_B, index_B = episode_rows(episode_ids_B)
         if not bool(first_B.all()):
@@ -438,7 +438,7 @@ def teacher_advantages(
 ) -> Tensor:
     """On-policy distillation's advantages (`teacher_kl`): per token, the teacher's logprob minus
     the student's, summed over later model tokens with the preset's `gamma` (0: the token's own;
-    formulas in `trainers.advantages.distill_advantages`), whitened over the masked tokens if
+    formulas in `trainers.kernels.advantages.distill_advantages`), whitened over the masked tokens if
     asked. The student's logprobs are those of the weights that sampled (before the update).
     Returns `(B, T)`."""
     advantages_BT = distill_advantages(student_logprobs_BT, teacher_logprobs_BT, mask_BT, algo.gamma)

@@ -31,7 +31,7 @@ class ConfigError(RlvrError, ValueError):
 
 SAMPLERS = TRAINING_BACKENDS  # vllm, hf
 OLD_LOGPROBS = ("auto", "recompute", "sampler")
-CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # trainers.rollout_correction
+CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # trainers.kernels.rollout_correction
 VALUE_MODELS = ("auto", "none", "head", "critic")
 SCHEDULES = ("constant", "linear", "cosine")
 DTYPES = ("float32", "bfloat16")
@@ -157,7 +157,7 @@ class TrainConfig(CommonSettings):
     # "recompute": the trainer recomputes the old logprobs; "sampler": it still recomputes them
     # (the proximal policy of decoupled PPO) and also weights each token's loss by an importance
     # weight from the sampler's policy to the trainer's, chosen by rollout_correction (formulas in
-    # trainers/rollout_correction.py). Needs top_p 1. "auto": sampler when samples may be stale.
+    # trainers/kernels/rollout_correction.py). Needs top_p 1. "auto": sampler when samples may be stale.
     old_logprobs: str = setting(
         "auto",
         "recompute; sampler: also weight each token's loss by the "

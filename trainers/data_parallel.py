@@ -3,7 +3,7 @@ backward their shares of every minibatch and sum their gradients before each opt
 
 Why not `DistributedDataParallel`'s wrapper: it averages gradients (a mean over ranks), needs
 every rank to run the same number of backward passes, and wraps the model (its parameters get
-new names). Here the loss denominators are already the whole minibatch's (`trainers.aggregation`),
+new names). Here the loss denominators are already the whole minibatch's (`trainers.kernels.aggregation`),
 so the gradients must be summed, not averaged; ranks' shares are packed into different numbers of
 micro-batches, or none at all; and the models stay what the sampler sync and the checkpoints
 expect. So each rank accumulates its share's gradient, then one coalesced all-reduce (one buffer,

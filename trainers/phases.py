@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rlvr.trainers.aggregation import aggregate_loss, loss_denominator, masked_mean
 from rlvr.trainers.algorithms import (
     AlgoConfig,
     compute_policy_loss,
@@ -34,12 +33,13 @@ from rlvr.trainers.algorithms import (
 )
 from rlvr.trainers.batch import Batch
 from rlvr.trainers.config import TrainConfig
-from rlvr.trainers.kl import kl_estimate, kl_penalized_rewards
+from rlvr.trainers.kernels.aggregation import aggregate_loss, loss_denominator, masked_mean
+from rlvr.trainers.kernels.kl import kl_estimate, kl_penalized_rewards
+from rlvr.trainers.kernels.rollout_correction import correction_weights
+from rlvr.trainers.kernels.value_loss import value_loss
 from rlvr.trainers.model_set import Models
 from rlvr.trainers.packing import micro_batch, split_rows
 from rlvr.trainers.policy import forward
-from rlvr.trainers.rollout_correction import correction_weights
-from rlvr.trainers.value_loss import value_loss
 
 
 @dataclass
@@ -155,7 +155,7 @@ def update_is_on_policy(models: Models, algo: AlgoConfig, cfg: TrainConfig) -> b
 @torch.no_grad()
 def old_and_ref_logprobs(models: Models, algo: AlgoConfig, cfg: TrainConfig, batch: Batch) -> StepTensors:
     """Trainer logprobs before the update, the reference model's, and the rollout-correction
-    weights (`trainers.rollout_correction`; a masking mode also takes tokens out of the loss mask
+    weights (`trainers.kernels.rollout_correction`; a masking mode also takes tokens out of the loss mask
     of the returned tensors' batch, a copy: `batch` itself is left as it is). The
     sampler holds the same weights right now (synced after the last step), so the difference
     between its logprobs and these is the sync gap, measured on this step's tokens. When

@@ -11,7 +11,7 @@ The rule, per estimator, from what the advantages were computed from:
 - group-relative estimators without the KL penalty in the reward: every group's rewards (the whole
   batch's for REINFORCE's batch baseline) are exactly equal. Compared on the rewards, the
   advantages' own source, so that no threshold on float values is needed (GRPO's advantages of
-  equal rewards are exactly 0 too, `trainers.advantages`);
+  equal rewards are exactly 0 too, `trainers.kernels.advantages`);
 - any other (REINFORCE without baseline, GAE with its critic, distillation, the KL in the reward):
   every advantage on a trained token is below `EPS` in size. PPO's advantages come from its critic
   and are not zero, so PPO always trains;

@@ -6,8 +6,6 @@ import warnings
 import pytest
 import torch
 
-from rlvr.trainers.advantages import gae
-from rlvr.trainers.aggregation import aggregate_loss
 from rlvr.trainers.algorithms import (
     PRESETS,
     AlgoConfig,
@@ -22,6 +20,8 @@ from rlvr.trainers.algorithms import (
     teacher_advantages,
 )
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.kernels.advantages import gae
+from rlvr.trainers.kernels.aggregation import aggregate_loss
 
 NAMES = ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo", "ppo", "distill"]
 

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from rlvr.cli import main
-from rlvr.trainers.advantages import distill_advantages
-from rlvr.trainers.aggregation import aggregate_loss
 from rlvr.trainers.algorithms import check_settings, compute_policy_loss, get_algorithm, teacher_advantages
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.kernels.advantages import distill_advantages
+from rlvr.trainers.kernels.aggregation import aggregate_loss
 from rlvr.trainers.phases import update_is_on_policy
 from rlvr.trainers.preflight import check_run
 from tests.conftest import train_device

@@ -14,8 +14,8 @@ import torch
 from safetensors.torch import load_file
 
 from rlvr.trainers import checkpoint as ckpt
-from rlvr.trainers.advantages import grpo_advantages
 from rlvr.trainers.algorithms import get_algorithm
+from rlvr.trainers.kernels.advantages import grpo_advantages
 from rlvr.trainers.model_names import TINY_DIR
 from rlvr.trainers.zero_signal import SignalStreak, no_signal
 
@@ -26,7 +26,7 @@ def test_equal_rewards_in_every_group_are_no_signal():
     rewards_B = torch.full((14,), 0.1)  # two groups of 7, every reward 0.1
     ids_B = torch.arange(2).repeat_interleave(7)
     noise_B = grpo_advantages(rewards_B, ids_B)
-    assert torch.equal(noise_B, torch.zeros(14))  # equal rewards: exactly 0, not float noise (trainers.advantages)
+    assert torch.equal(noise_B, torch.zeros(14))  # equal rewards: exactly 0, not noise (trainers.kernels.advantages)
     assert no_signal(get_algorithm("grpo"), rewards_B, ids_B, noise_B, MASK_BT)
     assert no_signal(get_algorithm("rloo", kl_coef=0.0), rewards_B, ids_B, noise_B, MASK_BT)
     # RLOO's preset puts the KL in the reward: then its advantages decide (the KL is a signal once it is not 0)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rlvr.trainers.config import CORRECTIONS, ConfigError, TrainConfig
-from rlvr.trainers.rollout_correction import Correction, correction_weights, effective_sample_size
+from rlvr.trainers.kernels.rollout_correction import Correction, correction_weights, effective_sample_size
 
 E = math.e
 

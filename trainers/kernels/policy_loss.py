@@ -1,4 +1,4 @@
-"""Policy losses: per-token losses `(B, T)` to be reduced by `trainers.aggregation.aggregate_loss`.
+"""Policy losses: per-token losses `(B, T)` to be reduced by `trainers.kernels.aggregation.aggregate_loss`.
 Config-free kernels: tensors, masks and scalars in, tensors out (`trainers.algorithms` picks
 the loss and its settings from a preset).
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
-from rlvr.trainers.log_ratio import clamp_log_ratio
+from rlvr.trainers.kernels.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
+from rlvr.trainers.kernels.log_ratio import clamp_log_ratio
 
 RATIO_LEVELS = ("token", "sequence")
 LOSS_TYPES = ("clipped", "cispo", "pg")

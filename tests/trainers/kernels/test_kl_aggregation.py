@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from rlvr.trainers.aggregation import aggregate_loss, loss_denominator, masked_mean, turn_ends
-from rlvr.trainers.kl import entropy_from_logits, kl_estimate, kl_penalized_rewards
-from rlvr.trainers.value_loss import value_loss
+from rlvr.trainers.kernels.aggregation import aggregate_loss, loss_denominator, masked_mean, turn_ends
+from rlvr.trainers.kernels.kl import entropy_from_logits, kl_estimate, kl_penalized_rewards
+from rlvr.trainers.kernels.value_loss import value_loss
 
 LN2 = math.log(2.0)
 

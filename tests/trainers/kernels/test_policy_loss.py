@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from rlvr.trainers.aggregation import aggregate_loss
 from rlvr.trainers.algorithms import compute_policy_loss, get_algorithm
-from rlvr.trainers.policy_loss import (
+from rlvr.trainers.kernels.aggregation import aggregate_loss
+from rlvr.trainers.kernels.policy_loss import (
     cispo_loss,
     clipped_policy_loss,
     importance_ratio,

@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from rlvr.trainers.advantages import (
+from rlvr.trainers.algorithms import get_algorithm, sequence_advantages, token_advantages
+from rlvr.trainers.kernels.advantages import (
     dynamic_sampling_keep,
     episode_rows,
     gae,
@@ -16,7 +17,6 @@ from rlvr.trainers.advantages import (
     rloo_advantages,
     whiten,
 )
-from rlvr.trainers.algorithms import get_algorithm, sequence_advantages, token_advantages
 
 
 def close(a, b, tol=1e-4):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from rlvr.trainers.aggregation import as_bool_mask, check_bt
+from rlvr.trainers.kernels.aggregation import as_bool_mask, check_bt
 
 
 def _as_rewards(rewards: Tensor | Sequence[float]) -> Tensor:

@@ -31,8 +31,8 @@ from enum import StrEnum
 import torch
 from torch import Tensor
 
-from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_zero
-from rlvr.trainers.log_ratio import clamp_log_ratio
+from rlvr.trainers.kernels.aggregation import as_bool_mask, check_bt, masked_zero
+from rlvr.trainers.kernels.log_ratio import clamp_log_ratio
 
 
 class Correction(StrEnum):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from rlvr.trainers.aggregation import as_bool_mask, check_bt, masked_zero
+from rlvr.trainers.kernels.aggregation import as_bool_mask, check_bt, masked_zero
 
 
 @dataclass

@@ -9,7 +9,7 @@ environment steps and, with Ray, the trip of the tasks and episodes); its sync (
 weights put into the object store and loaded by every worker); its training phase (with ranks:
 their collectives included); episodes per second of rollout. Peak memory is the process tree's
 (the trainer, Ray's daemons and its workers). A Ray run samples the same episodes as the
-single-process run (`tests/trainers/test_ray_rollout.py`), so the differences are the cost, or the gain,
+single-process run (`tests/trainers/samplers/test_ray_pool.py`), so the differences are the cost, or the gain,
 of the mode.
 
     python benchmarks/scale.py                            # 1 process vs 1 and 2 workers, 20 steps, 3 repeats

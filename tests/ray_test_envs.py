@@ -1,4 +1,4 @@
-"""Environments for tests/trainers/test_ray_rollout.py, made inside Ray rollout workers by module name
+"""Environments for tests/trainers/samplers/test_ray_pool.py, made inside Ray rollout workers by module name
 (`ray_test_envs:test/DiesOnce-v0`), and an agent they load the same way (`ray_test_envs:plan_then_answer`)."""
 
 from __future__ import annotations

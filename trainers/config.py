@@ -124,7 +124,7 @@ class TrainConfig(CommonSettings):
         "on a GPU, the share of its memory the vllm sampler takes for its weights "
         "and KV cache (gpu_memory_utilization); the trainer's models need the rest",
     )
-    # scale-out on Ray: rollout workers (trainers.ray_rollout), verifier workers (sandbox.ray_pool), trainer ranks
+    # scale-out on Ray: rollout workers (trainers.samplers.ray_pool), verifier workers (sandbox.ray_pool), trainer ranks
     ray: bool = setting(
         False,
         "sample on Ray rollout workers (pip install rlvr[ray]), each with its own sampler "

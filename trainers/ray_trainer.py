@@ -33,7 +33,7 @@ from rlvr.trainers.interrupt import ignore_in_worker
 from rlvr.trainers.model_set import Models, build_models
 from rlvr.trainers.optimizer import build_optimizer
 from rlvr.trainers.precision import MasterWeightAdamW
-from rlvr.trainers.ray_rollout import start_ray
+from rlvr.trainers.ray_cluster import start_ray
 from rlvr.trainers.update import run_update, trainable_parameters
 
 

@@ -163,8 +163,8 @@ def test_training_on_two_ranks_with_a_generate_worker_is_the_one_rank_run_and_re
     with `generate` on its own copy of the model, which takes the trainer's weights at every sync (the
     sampler/trainer gap stays at float32 noise, one version per update) and evaluates the held-out
     tasks (this was test_ray_rollout's test_workers_can_sample_with_hugging_face_generate, whose own
-    run of 2 workers cost 13 s more; vLLM on the workers: tests/trainers/test_ray_rollout.py)."""
-    from tests.trainers.test_ray_rollout import train
+    run of 2 workers cost 13 s more; vLLM on the workers: tests/trainers/samplers/test_ray_pool.py)."""
+    from tests.trainers.samplers.test_ray_pool import train
 
     settings = dict(ray=True, rollout_workers=1, trainer_ranks=2, sampler="hf", eval_tasks=4)  # train(): on the CPU
     train(tmp_path / "ranks", **settings, steps=2, save_every=2)

@@ -9,7 +9,7 @@ drives.
   count of updates) that its samples then carry.
 - `TrainerSampler`: what the `Trainer` holds: a local backend wrapped with a clock and the producer's
   weight staging (`trainers.samplers.local.LocalSampler`), or the Ray rollout pool
-  (`trainers.ray_rollout.RayRolloutPool`). It rolls out a `RolloutRequest` itself, so the trainer
+  (`trainers.samplers.ray_pool.RayRolloutPool`). It rolls out a `RolloutRequest` itself, so the trainer
   never asks which one it has.
 
 Rule: a backend's own file holds its class and its `build(spec, version, policy)`; the registry

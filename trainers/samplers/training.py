@@ -43,7 +43,7 @@ def start_sampler(config: TrainConfig, models: Models, resume_from: Path | None,
     in this process (hf on the live policy itself), or the Ray rollout pool (`config.ray`)."""
     spec = training_spec(config, models, resume_from)
     if config.ray:
-        from rlvr.trainers.ray_rollout import start_rollout_pool
+        from rlvr.trainers.samplers.ray_pool import start_rollout_pool
 
         return start_rollout_pool(
             spec,

@@ -68,7 +68,7 @@ def test_local_sampler_rolls_out_a_request_and_counts_its_clock(model_dir):
 
 
 def test_the_ray_pool_meets_the_trainer_side_protocol_without_starting_ray():
-    from rlvr.trainers.ray_rollout import RayRolloutPool
+    from rlvr.trainers.samplers.ray_pool import RayRolloutPool
 
     for name in TRAINER_SIDE:
         if name not in ("seconds", "version"):  # instance attributes, set by __init__

@@ -31,7 +31,8 @@ rollout worker's environments run their code on (the worker makes it its process
 sandbox), so verification scales apart from sampling; a verifier worker that dies is replaced and
 its program run again (`sandbox.ray_pool`).
 
-Ray is imported only by this module, and only `rlvr train --ray` imports it.
+Ray is imported only inside the functions that start or drive the pool (and `trainers.ray_cluster`),
+which only `rlvr train --ray` calls.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ from typing import Any
 from rlvr.errors import RlvrError
 from rlvr.sandbox.ray_pool import kill_actors
 from rlvr.trainers.config import ConfigError
+from rlvr.trainers.ray_cluster import start_ray
+from rlvr.trainers.samplers.factory import build_sampler
+from rlvr.trainers.samplers.local import local_sampler
 from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
 
 
@@ -67,8 +71,6 @@ class RolloutWorker:
         import torch
 
         from rlvr.trainers.interrupt import ignore_in_worker
-        from rlvr.trainers.samplers.factory import build_sampler
-        from rlvr.trainers.samplers.local import local_sampler
 
         ignore_in_worker()  # a terminal's Ctrl-C: the driver saves and ends this worker (trainers.interrupt)
         if threads:
@@ -97,19 +99,6 @@ def chunks_of(n: int, parts: int) -> list[range]:
     base, extra = divmod(n, parts)
     starts = [i * base + min(i, extra) for i in range(parts + 1)]
     return [range(starts[i], starts[i + 1]) for i in range(parts) if starts[i + 1] > starts[i]]
-
-
-def start_ray(address: str | None) -> None:
-    """Join the cluster at `address` ("auto": the one this machine belongs to), or start a local one
-    sized to the machine; a cluster already joined by this process is kept."""
-    import ray
-
-    if ray.is_initialized():
-        return
-    if address:
-        ray.init(address=address, log_to_driver=False)
-    else:
-        ray.init(include_dashboard=False, log_to_driver=False)
 
 
 def start_rollout_pool(

@@ -1,4 +1,4 @@
-"""Rollout workers on Ray (trainers.ray_rollout): a real local Ray cluster (one per test session),
+"""Rollout workers on Ray (trainers.samplers.ray_pool): a real local Ray cluster (one per test session),
 real vLLM engines in the workers, the real tiny model.
 
 The tests about workers dying, failing to start or verifying remotely run `generate` workers
@@ -19,9 +19,9 @@ import pytest
 
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.config import ConfigError, TrainConfig
-from rlvr.trainers.ray_rollout import RayRolloutPool, RolloutWorkerError, chunks_of
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
+from rlvr.trainers.samplers.ray_pool import RayRolloutPool, RolloutWorkerError, chunks_of
 from tests.conftest import require
 
 MODEL_INFO = {"model": "tiny", "step": 0}

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="timed runs of each (the median is reported)")
     args = p.parse_args(argv)
 
-    from rlvr.envs.rollout import rollout
+    from rlvr.envs.rollout import RolloutRequest, rollout
     from rlvr.envs.sampler import SamplingSettings
     from rlvr.trainers.models import load_tokenizer, resolve_model
     from rlvr.trainers.samplers import VLLMSampler
@@ -62,13 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     def play(per_episode: bool) -> tuple[int, int, float]:
         t0 = time.perf_counter()
         groups = rollout(
-            ENV_ID,
-            {"max_delay": args.max_delay},
+            RolloutRequest(
+                ENV_ID, {"max_delay": args.max_delay}, seeds=seeds, group_size=args.group_size, sampling=sampling
+            ),
             sampler,
             tokenizer,
-            seeds=seeds,
-            group_size=args.group_size,
-            sampling=sampling,
             progress=False,
             per_episode=per_episode,
         )

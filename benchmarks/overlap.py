@@ -49,13 +49,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr.envs.rollout import RolloutRequest
 from rlvr.envs.sampler import Sample, SamplingSettings
 from rlvr.trainers.batch import collate
 from rlvr.trainers.kernels.rollout_correction import staleness_stats
 from rlvr.trainers.outage import error_message
 from rlvr.trainers.producer import RolloutProducer
 from rlvr.trainers.samplers.local import LocalSampler, local_sampler
-from rlvr.trainers.samplers.protocol import RolloutRequest
 
 ENV = "rlvr/Arithmetic-v0"
 WEIGHT_NAME = "model.stand_in.weight"

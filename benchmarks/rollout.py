@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rlvr import envs
     from rlvr.envs.chat_template import template_ids
-    from rlvr.envs.rollout import rollout
+    from rlvr.envs.rollout import RolloutRequest, rollout
     from rlvr.envs.sampler import SamplingSettings
     from rlvr.trainers.models import load_tokenizer, resolve_model
     from rlvr.trainers.samplers import VLLMSampler
@@ -69,13 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         timed_sampler.reset_clock()
         t0 = time.perf_counter()
         groups = rollout(
-            env_id,
-            env_args,
+            RolloutRequest(env_id, env_args, seeds=seeds, group_size=G, sampling=sampling),
             timed_sampler,
             tokenizer,
-            seeds=seeds,
-            group_size=G,
-            sampling=sampling,
             progress=False,
             executor=env_pool,
         )

@@ -8,6 +8,7 @@ loads plugins installed later."""
 from rlvr.envs.checker import CheckResult, EnvCheckError, check_env
 from rlvr.envs.core import (
     EnvError,
+    EnvKind,
     Message,
     MultiTurnEnv,
     ProceduralTasks,
@@ -30,7 +31,7 @@ from rlvr.envs.registry import (
     parse_env_args,
     register_builtins,
 )
-from rlvr.envs.rollout import Group, rollout
+from rlvr.envs.rollout import Group, RolloutRequest, rollout
 from rlvr.envs.sampler import FinishReason, Sample, Sampler, SamplingSettings
 from rlvr.envs.tool_env import ToolEnv
 from rlvr.envs.tools import Tool, ToolCall, ToolCallParser, ToolOutput, ToolSpecError, ToolUnavailableError
@@ -44,6 +45,7 @@ __all__ = [
     "EnvCheckError",
     "EnvError",
     "EnvInfo",
+    "EnvKind",
     "Episode",
     "FinishReason",
     "Group",
@@ -51,6 +53,7 @@ __all__ = [
     "MultiTurnEnv",
     "PluginFailure",
     "ProceduralTasks",
+    "RolloutRequest",
     "Sample",
     "Sampler",
     "SamplingSettings",

@@ -11,7 +11,7 @@ An env whose tasks are a fixed list of problems says so with `task_ids()` (their
 an evaluation then visits each once, instead of drawing tasks by seed.
 
 Subclass `SingleTurnEnv` (a contextual bandit: one completion, one reward) or `MultiTurnEnv`
-(its `respond` hook returns a `TurnResult`).
+(its `respond` hook returns a `TurnResult`); an env's `kind` (`EnvKind`) says which way it is played.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import copy
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -40,6 +41,16 @@ def copy_messages(messages: list[Message]) -> list[Message]:
     if all(type(m) is dict and all(v is None or type(v) is str for v in m.values()) for m in messages):
         return [dict(m) for m in messages]
     return copy.deepcopy(messages)
+
+
+class EnvKind(StrEnum):
+    """How an environment is played, which rollouts and trainers branch on. A StrEnum, so it compares
+    equal to and serialises as the plain string (`rlvr envs` prints it; a plugin's plain "multi-turn"
+    is the same kind)."""
+
+    SINGLE_STEP = "single-step"  # one prompt, one completion, one reward (`SingleTurnEnv`)
+    MULTI_TURN = "multi-turn"  # the env replies to each model turn until done (`MultiTurnEnv`)
+    AGENT = "agent"  # an agent program drives the calls (`envs.agent.env.AgentEnv`)
 
 
 class EnvError(RlvrError):
@@ -119,7 +130,7 @@ class TextEnv(gym.Env[list, str]):
     that source is a fixed list."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
-    kind: ClassVar[str] = "single-step"
+    kind: ClassVar[EnvKind] = EnvKind.SINGLE_STEP
     version: ClassVar[str] = "0"
     reward_range: tuple[float, float] = (0.0, 1.0)
     # A model turn cut at its max_tokens is `truncated` with reward 0 however it would grade (the
@@ -253,7 +264,7 @@ class SingleTurnEnv(TextEnv):
     """A contextual bandit: one prompt, one completion, one reward; terminates after one step.
     Subclasses implement `verify(task, response) -> Verdict`."""
 
-    kind: ClassVar[str] = "single-step"
+    kind: ClassVar[EnvKind] = EnvKind.SINGLE_STEP
 
     def verify(self, task: Task, response: str) -> Verdict:
         raise NotImplementedError
@@ -294,7 +305,7 @@ class MultiTurnEnv(TextEnv):
     becomes `truncated` (unless it is `error`, which stays so that the episode is not trained on).
     Returning anything but a `TurnResult` (e.g. the old 4-tuple) is a `TypeError`."""
 
-    kind: ClassVar[str] = "multi-turn"
+    kind: ClassVar[EnvKind] = EnvKind.MULTI_TURN
 
     def __init__(self, max_turns: int = 8, render_mode: str | None = None):
         super().__init__(render_mode=render_mode)

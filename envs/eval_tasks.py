@@ -9,7 +9,8 @@ without a list (generated tasks) is evaluated on the reset seeds `start`, `start
 by default the held-out seeds training never draws (`envs.seeds`).
 
 Pure bookkeeping: `rlvr eval` and the Python API's `evaluate` plan with it and hand each chunk's
-slice to `rollout` (`task_ids=` or `seeds=`), so both visit the same tasks in the same order.
+slice to `rollout` (a `RolloutRequest`'s `seeds`, or its `task_ids`), so both visit the same tasks in
+the same order.
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ class EvalTasks:
         return self.problems is not None
 
     def rollout_tasks(self, lo: int, hi: int) -> dict[str, Any]:
-        """`rollout`'s task argument for the run's tasks [lo, hi): their ids, or their reset seeds."""
+        """The run's tasks [lo, hi) as a `RolloutRequest`'s task fields: their reset seeds, or their ids
+        (and no seeds)."""
         if not 0 <= lo <= hi <= self.count:
             raise ValueError(f"tasks [{lo}, {hi}) are outside this run's {self.count}")
         if self.problems is None:
             return {"seeds": [self.start + i for i in range(lo, hi)]}
-        return {"task_ids": list(self.problems[self.start + lo : self.start + hi])}
+        return {"seeds": (), "task_ids": list(self.problems[self.start + lo : self.start + hi])}
 
     def describe(self) -> str | None:
         """ "164 of 164 problems" for a listed env; None for seeds."""

@@ -26,7 +26,7 @@ import gymnasium as gym
 import yaml
 from gymnasium.envs.registration import EnvSpec, load_env_creator, parse_env_id
 
-from rlvr.envs.core import EnvError, TextEnv
+from rlvr.envs.core import EnvError, EnvKind, TextEnv
 
 NAMESPACE = "rlvr"
 PLUGIN_GROUP = "rlvr.envs"
@@ -61,11 +61,11 @@ class EnvArgumentError(EnvError, ValueError):
 
 @dataclass(frozen=True)
 class EnvInfo:
-    """One row of `list_envs()`. `kind` is "single-step", "multi-turn", "agent", or "unavailable" when the
-    entry point cannot be imported; then `error` says why."""
+    """One row of `list_envs()`. `kind` is the class's `EnvKind`, or "unavailable" when the entry point
+    cannot be imported; then `error` says why."""
 
     id: str
-    kind: str
+    kind: EnvKind | str
     description: str
     entry_point: str
     error: str | None = None

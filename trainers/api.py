@@ -29,7 +29,7 @@ from rlvr.envs.eval_sampling import temperature_for
 from rlvr.envs.eval_tasks import default_chunk, plan
 from rlvr.envs.evaluate import format_table, summarize
 from rlvr.envs.registry import make
-from rlvr.envs.rollout import rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers import checkpoint, loop, quiet
 from rlvr.trainers.config import CommonSettings
@@ -133,16 +133,18 @@ def evaluate(
             # as rlvr eval: the i-th task of a call gets seed + i * G, so task t's seed is seed + t * G
             seeded = dataclasses.replace(sampling, seed=seed + start * group_size)
             groups = rollout(
-                env,
-                env_args,
+                RolloutRequest(
+                    env,
+                    env_args,
+                    group_size=group_size,
+                    sampling=seeded,
+                    model_info={"model": path, "model_step": None},
+                    group_id_start=start,
+                    **todo.rollout_tasks(start, stop),
+                ),
                 engine,
                 engine.tokenizer,
-                **todo.rollout_tasks(start, stop),
-                group_size=group_size,
-                sampling=seeded,
-                model_info={"model": path, "model_step": None},
                 progress=False,
-                group_id_start=start,
             )
             episodes += [ep for g in groups for ep in g.episodes]
     finally:

@@ -36,6 +36,7 @@ from rlvr.envs.episode import TruncationReason
 from rlvr.envs.eval_tasks import EvalTasks
 from rlvr.envs.evaluate import context_cut_warning
 from rlvr.envs.held_out import TaskSplit
+from rlvr.envs.rollout import RolloutRequest
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.envs.seeds import SEED_SPACE
 from rlvr.trainers import checkpoint as ckpt
@@ -64,7 +65,7 @@ from rlvr.trainers.preflight import check_run, task_split
 from rlvr.trainers.producer import ProducerError, RolloutProducer
 from rlvr.trainers.ray_trainer import start_trainer_ranks
 from rlvr.trainers.rollout_correction import staleness_stats
-from rlvr.trainers.samplers.protocol import RolloutRequest, TrainerSampler
+from rlvr.trainers.samplers.protocol import TrainerSampler
 from rlvr.trainers.samplers.registry import backend
 from rlvr.trainers.samplers.sizing import max_model_len
 from rlvr.trainers.samplers.training import start_sampler

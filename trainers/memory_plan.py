@@ -29,7 +29,7 @@ def episode_tokens(config: Any, tokenizer: Any, context: int) -> tuple[int, int]
     every model turn and the environment's replies between them: max_turns x (max_tokens + a
     reply), a reply counted as long as the opening prompt (environments' replies are short
     messages), the whole at most the `context` length."""
-    from rlvr.envs import make
+    from rlvr.envs import EnvKind, make
     from rlvr.envs.chat_template import template_ids
     from rlvr.trainers.samplers.sizing import PROBE_TASKS
 
@@ -38,7 +38,7 @@ def episode_tokens(config: Any, tokenizer: Any, context: int) -> tuple[int, int]
         prompt = max(
             len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True)) for s in range(PROBE_TASKS)
         )
-        if getattr(env.unwrapped, "kind", None) == "single-step":
+        if getattr(env.unwrapped, "kind", None) == EnvKind.SINGLE_STEP:
             return prompt, config.max_tokens
         turns = int(getattr(env.unwrapped, "max_turns", 1) or 1)
         return prompt, max(config.max_tokens, min(context - prompt, turns * (config.max_tokens + prompt)))

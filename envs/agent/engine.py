@@ -41,7 +41,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from rlvr.envs.core import EnvError
-from rlvr.envs.rollout import checked_generate
+from rlvr.envs.rollout.sampler_calls import checked_generate
 from rlvr.envs.sampler import RequestSampler, Sampler, SamplingSettings
 
 GATHER_S = 0.02  # an idle engine starts when no call has come for this long...

@@ -11,7 +11,7 @@ from any single-step rlvr environment (`tasks`, default `rlvr/Arithmetic-v0`, wi
 its seeds and task ids select tasks, and its verifier grades an answer the agent returns as text.
 
 How it plays. Every caller of `envs.rollout.rollout` (`rlvr train` on any algorithm, `rlvr eval`,
-a Ray rollout worker) finds `kind == "agent"` and hands the call to `AgentEnv.play`: it starts an
+a Ray rollout worker) finds `kind == EnvKind.AGENT` and hands the call to `AgentEnv.play`: it starts an
 agent gateway (`envs.agent.gateway`) over the rollout's own sampler, with the rollout's sampling
 settings as the defaults of every call, runs G agents per task at once, each with a client whose
 `base_url` is its episode's route, and returns each episode's token-exact segments
@@ -39,16 +39,18 @@ import importlib.util
 import inspect
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rlvr.envs.agent.gateway import AgentGateway
 from rlvr.envs.agent.play import Agent, agent_rollout
-from rlvr.envs.core import SingleTurnEnv, Task
+from rlvr.envs.core import EnvKind, SingleTurnEnv, Task
 from rlvr.envs.registry import EnvArgumentError, make
-from rlvr.envs.rollout import Group, episode_metadata
-from rlvr.envs.sampler import Sampler, SamplingSettings, Tokenizer
+from rlvr.envs.rollout.episodes import episode_metadata
+from rlvr.envs.rollout.group import Group
+from rlvr.envs.rollout.request import RolloutRequest
+from rlvr.envs.sampler import Sampler, Tokenizer
 from rlvr.envs.tools import get_parser
 from rlvr.verifiers.verdict import Verdict
 
@@ -111,7 +113,7 @@ class AgentEnv(SingleTurnEnv):
     """An agent program (`async def run(client, task)`, the plain `openai` client) trained on a task
     environment's tasks; `rollout` plays it through an OpenAI-compatible gateway."""
 
-    kind: ClassVar[str] = "agent"
+    kind: ClassVar[EnvKind] = EnvKind.AGENT
     version = "0"
 
     def __init__(
@@ -132,7 +134,7 @@ class AgentEnv(SingleTurnEnv):
         self.tool_format = get_parser(tool_format).name  # how the model writes tool calls (envs.tools)
         self.task_env = make(tasks, disable_env_checker=True, **dict(task_args or {}))
         inner = self.task_env.unwrapped
-        if not isinstance(inner, SingleTurnEnv) or inner.kind != SingleTurnEnv.kind:
+        if not isinstance(inner, SingleTurnEnv) or inner.kind != EnvKind.SINGLE_STEP:
             self.task_env.close()
             raise EnvArgumentError(f"tasks must be a single-step rlvr environment (its verifier grades), got {tasks!r}")
         self.reward_range = inner.reward_range
@@ -156,31 +158,20 @@ class AgentEnv(SingleTurnEnv):
         super().close()
 
     # ---- what `envs.rollout.rollout` calls ----------------------------------------------------------
-    def play(
-        self,
-        sampler: Sampler,
-        tokenizer: Tokenizer,
-        *,
-        starts: Sequence[tuple[str | None, int | None]],
-        group_size: int,
-        sampling: SamplingSettings,
-        env_id: str,
-        env_kwargs: Mapping[str, Any],
-        model_info: Mapping[str, Any],
-        max_length: int | None,
-        group_id_start: int = 0,
-    ) -> list[Group]:
-        """G agent episodes for each (task id, None) or (None, reset seed) in `starts`, one group per
-        task in order, group ids from `group_id_start`; calls sampled by `sampler`, their settings
-        defaulting to `sampling`."""
+    def play(self, request: RolloutRequest, sampler: Sampler, tokenizer: Tokenizer) -> list[Group]:
+        """The request's groups (its `max_length` resolved by the rollout): G agent episodes for each of
+        its tasks, in order; calls sampled by `sampler`, their settings defaulting to the request's."""
         tasks, metadata = [], []
+        sampling, max_length = request.sampling, request.max_length
         settings = dataclasses.asdict(sampling)
-        for task_id, seed in starts:
+        kwargs = {k: _plain(v) for k, v in request.env_args.items()}
+        for task_id, seed in request.starts():
             self.reset(seed=seed, options=None if task_id is None else {"task_id": task_id})
             tasks.append(self.task)
-            kwargs = {k: _plain(v) for k, v in env_kwargs.items()}
             metadata.append(
-                episode_metadata(self.version, kwargs, seed, self.verifier_version, model_info, settings, max_length)
+                episode_metadata(
+                    self.version, kwargs, seed, self.verifier_version, request.model_info, settings, max_length
+                )
             )
         gateway = AgentGateway(
             sampler, tokenizer, defaults=sampling, max_length=max_length, tool_format=self.tool_format
@@ -191,10 +182,10 @@ class AgentEnv(SingleTurnEnv):
                 gateway,
                 self.agent,
                 tasks,
-                group_size=group_size,
-                env_id=env_id,
+                group_size=request.group_size,
+                env_id=request.env,
                 timeout_s=self.timeout_s,
-                group_id_start=group_id_start,
+                group_id_start=request.group_id_start,
                 max_concurrency=self.max_concurrency,
                 grade=self.verify,
                 metadata=metadata,

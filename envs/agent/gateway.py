@@ -70,7 +70,7 @@ from rlvr.envs.agent.engine import EngineClosedError, EngineDriver
 from rlvr.envs.agent.responses import response, same_tool_calls, split_tool_calls, stream_events
 from rlvr.envs.chat_template import TemplateError, reply_ids, template_ids
 from rlvr.envs.core import EnvError
-from rlvr.envs.rollout import TURN_SEED_STRIDE
+from rlvr.envs.rollout.sampler_calls import TURN_SEED_STRIDE
 from rlvr.envs.sampler import Sample, Sampler, SamplingSettings, Tokenizer
 from rlvr.envs.tools import ToolCallParser, get_parser
 

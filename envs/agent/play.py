@@ -44,7 +44,7 @@ from rlvr.envs.agent.calls import ENV_VERSION, Call, segments
 from rlvr.envs.agent.gateway import AgentGateway
 from rlvr.envs.core import Task
 from rlvr.envs.episode import Episode, TruncationReason
-from rlvr.envs.rollout import Group
+from rlvr.envs.rollout.group import Group
 from rlvr.envs.sampler import FinishReason
 from rlvr.verifiers.verdict import Outcome, Verdict
 

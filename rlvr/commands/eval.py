@@ -402,20 +402,24 @@ def _rollout_chunk(
     """Tasks [start, stop) of the run (`tasks`: by id from the env's list, or by reset seed) as groups
     whose ids are their indices: ONE rollout call, the chunk's whole batch, as in every run that
     samples this chunk."""
+    from rlvr.envs.rollout import RolloutRequest
+
     start, stop = chunk
     # The rollout adds i * G to the seed for the i-th task of a call: task t's seed is seed + t * G in any run.
     seeded = dataclasses.replace(sampling, seed=sampling.seed + start * group_size)
     return rollout(
-        args.env,
-        env_args,
+        RolloutRequest(
+            args.env,
+            env_args,
+            group_size=group_size,
+            sampling=seeded,
+            model_info={"model": model, "model_step": None},
+            group_id_start=start,
+            **tasks.rollout_tasks(start, stop),
+        ),
         sampler,
         tokenizer,
-        **tasks.rollout_tasks(start, stop),
-        group_size=group_size,
-        sampling=seeded,
-        model_info={"model": model, "model_step": None},
         progress=False,
-        group_id_start=start,
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from rlvr.envs.episode import Episode, TruncationReason
 from rlvr.envs.evaluate import context_cut_warning, format_table, summarize, truncation_counts
-from rlvr.envs.rollout import rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
@@ -72,15 +72,17 @@ def test_rollout_types_each_reason(hf_sampler, tokenizer):
     run = lambda max_length, max_tokens=4, **kw: [  # noqa: E731
         ep
         for g in rollout(
-            GUESS,
-            {"n": 20, **kw},
+            RolloutRequest(
+                GUESS,
+                {"n": 20, **kw},
+                seeds=[0, 1],
+                group_size=2,
+                sampling=SamplingSettings(max_tokens=max_tokens, seed=0),
+                max_length=max_length,
+            ),
             hf_sampler,
             tokenizer,
-            seeds=[0, 1],
-            group_size=2,
-            sampling=SamplingSettings(max_tokens=max_tokens, seed=0),
             progress=False,
-            max_length=max_length,
         )
         for ep in g.episodes
     ]

@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 from rlvr.envs.episode import TruncationReason
 from rlvr.envs.math_dataset import MathDatasetEnv
-from rlvr.envs.rollout import rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import free_port, rlvr_here
@@ -58,13 +58,15 @@ class ScriptedSampler:
 @pytest.mark.parametrize("finish", [FinishReason.STOP, FinishReason.LENGTH])
 def test_a_cut_turn_is_truncated_with_reward_0(problems, tokenizer, env_id, finish):
     groups = rollout(
-        env_id,
-        {"path": str(problems)},
+        RolloutRequest(
+            env_id,
+            {"path": str(problems)},
+            seeds=[0, 1],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=len(tokenizer.encode(TEXT, add_special_tokens=False))),
+        ),
         ScriptedSampler(tokenizer, finish),
         tokenizer,
-        seeds=[0, 1],
-        group_size=2,
-        sampling=SamplingSettings(max_tokens=len(tokenizer.encode(TEXT, add_special_tokens=False))),
         progress=False,
     )
     episodes = [ep for g in groups for ep in g.episodes]

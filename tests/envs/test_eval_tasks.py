@@ -23,13 +23,17 @@ def test_a_listed_env_is_visited_once_per_problem_in_order(five):
     every = plan(five)
     assert (every.count, every.start, every.listed, every.note) == (5, 0, True, None)
     assert every.describe() == "5 of 5 problems"
-    assert every.rollout_tasks(0, 2) == {"task_ids": ["0", "1"]} and every.rollout_tasks(2, 5) == {
-        "task_ids": ["2", "3", "4"]
+    assert every.rollout_tasks(0, 2) == {"seeds": (), "task_ids": ["0", "1"]} and every.rollout_tasks(2, 5) == {
+        "seeds": (),
+        "task_ids": ["2", "3", "4"],
     }
     first = plan(five, tasks=3)
-    assert first.rollout_tasks(0, 3) == {"task_ids": ["0", "1", "2"]} and first.describe() == "3 of 5 problems"
+    assert (
+        first.rollout_tasks(0, 3) == {"seeds": (), "task_ids": ["0", "1", "2"]}
+        and first.describe() == "3 of 5 problems"
+    )
     later = plan(five, tasks=10, start=3)  # past the end: the rest, once each, and a note saying so
-    assert later.rollout_tasks(0, later.count) == {"task_ids": ["3", "4"]}
+    assert later.rollout_tasks(0, later.count) == {"seeds": (), "task_ids": ["3", "4"]}
     assert "from problem 3 there are 2, so 2 are evaluated (not 10)" in later.note
     with pytest.raises(EvalTasksError, match=r"lists 5 problems \(0..4\): none from problem 5"):
         plan(five, start=5)

@@ -10,7 +10,7 @@ import pytest
 
 from rlvr.envs.chat_template import reply_ids
 from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
-from rlvr.envs.rollout import Group, rollout
+from rlvr.envs.rollout import Group, RolloutRequest, rollout
 from rlvr.envs.sampler import FinishReason, SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
@@ -112,14 +112,16 @@ def assert_token_exact(episode, calls, tokenizer) -> None:
 def test_guess_number_episodes_are_token_exact(hf_sampler, tokenizer):
     sampler = RecordingSampler(hf_sampler)
     groups = rollout(
-        GUESS,
-        {"n": 20, "max_turns": 3},
+        RolloutRequest(
+            GUESS,
+            {"n": 20, "max_turns": 3},
+            seeds=[5, 6],
+            group_size=3,
+            sampling=SamplingSettings(temperature=1.0, max_tokens=6, seed=0),
+            model_info={"model": "tiny", "step": 4},
+        ),
         sampler,
         tokenizer,
-        seeds=[5, 6],
-        group_size=3,
-        sampling=SamplingSettings(temperature=1.0, max_tokens=6, seed=0),
-        model_info={"model": "tiny", "step": 4},
         progress=False,
     )
     assert [len(c[0]) for c in sampler.calls][0] == 2 and sampler.calls[0][1] == 3  # turn 1: n=G per task
@@ -143,13 +145,16 @@ def test_turns_cut_by_max_tokens_are_closed_by_the_template(hf_sampler, tokenize
     """With 2 tokens a turn nothing ends on eos: each env reply starts by closing the turn with eos."""
     sampler = RecordingSampler(hf_sampler)
     groups = rollout(
-        GUESS,
-        {"n": 20, "max_turns": 2},
+        RolloutRequest(
+            GUESS,
+            {"n": 20, "max_turns": 2},
+            seeds=(),
+            task_ids=["9"],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=2, seed=1),
+        ),
         sampler,
         tokenizer,
-        task_ids=["9"],
-        group_size=2,
-        sampling=SamplingSettings(max_tokens=2, seed=1),
         progress=False,
     )
     for ep in groups[0].episodes:
@@ -177,15 +182,18 @@ def test_reply_ids_extend_the_template_exactly(tokenizer):
 
 def test_error_episodes_are_counted_not_scored(hf_sampler, tokenizer):
     groups = rollout(
-        "rlvr-test/Parity-v0",
-        {},
+        RolloutRequest(
+            "rlvr-test/Parity-v0",
+            {},
+            seeds=(),
+            task_ids=["0", "1", "2", "3"],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=4, seed=0),
+            group_id_start=10,
+        ),
         hf_sampler,
         tokenizer,
-        task_ids=["0", "1", "2", "3"],
-        group_size=2,
-        sampling=SamplingSettings(max_tokens=4, seed=0),
         progress=False,
-        group_id_start=10,
     )
     assert [g.group_id for g in groups] == [10, 11, 12, 13] and [g.task_id for g in groups] == ["0", "1", "2", "3"]
     ok, ok2, timed_out, crashed = groups
@@ -204,39 +212,42 @@ def test_episodes_that_would_overflow_the_context_end_truncated(hf_sampler, toke
         )
     )
     groups = rollout(
-        GUESS,
-        {"n": 20, "max_turns": 5},
+        RolloutRequest(
+            GUESS,
+            {"n": 20, "max_turns": 5},
+            seeds=[0],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=4, seed=0),
+            max_length=prompt_len + 20,
+        ),
         hf_sampler,
         tokenizer,
-        seeds=[0],
-        group_size=2,
-        sampling=SamplingSettings(max_tokens=4, seed=0),
         progress=False,
-        max_length=prompt_len + 20,
     )
     for ep in groups[0].episodes:
         assert len(ep.prompt_ids) + len(ep.completion_ids) <= prompt_len + 20
         assert ep.loss_mask[-1] == 1  # ends on the model's turn: no reply tokens it never answered
     assert any("context" in ep.metadata["detail"] for ep in groups[0].episodes)
     tiny = rollout(
-        GUESS,
-        {"n": 20},
+        RolloutRequest(
+            GUESS, {"n": 20}, seeds=[0], group_size=2, sampling=SamplingSettings(max_tokens=4), max_length=prompt_len
+        ),
         hf_sampler,
         tokenizer,
-        seeds=[0],
-        group_size=2,
-        sampling=SamplingSettings(max_tokens=4),
         progress=False,
-        max_length=prompt_len,
     )
     assert all(ep.outcome is Outcome.TRUNCATED and ep.completion_ids == [] for ep in tiny[0].episodes)
 
 
 def test_bad_arguments(hf_sampler, tokenizer):
     with pytest.raises(ValueError):
-        rollout(GUESS, {}, hf_sampler, tokenizer, seeds=[1], task_ids=["1"], group_size=2, sampling=SamplingSettings())
+        rollout(
+            RolloutRequest(GUESS, {}, seeds=[1], task_ids=["1"], group_size=2, sampling=SamplingSettings()),
+            hf_sampler,
+            tokenizer,
+        )
     with pytest.raises(ValueError):
-        rollout(GUESS, {}, hf_sampler, tokenizer, seeds=[1], group_size=0, sampling=SamplingSettings())
+        rollout(RolloutRequest(GUESS, {}, seeds=[1], group_size=0, sampling=SamplingSettings()), hf_sampler, tokenizer)
 
 
 def test_vllm_rollout_on_arithmetic(tiny_engine, model_dir, tokenizer, capsys):
@@ -244,14 +255,16 @@ def test_vllm_rollout_on_arithmetic(tiny_engine, model_dir, tokenizer, capsys):
     (`tiny_engine`: the folder's engine, tests/envs/conftest.py.)"""
     sampler = RecordingSampler(tiny_engine)
     groups = rollout(
-        "rlvr/Arithmetic-v0",
-        {"difficulty": 1},
+        RolloutRequest(
+            "rlvr/Arithmetic-v0",
+            {"difficulty": 1},
+            seeds=range(4),
+            group_size=4,
+            sampling=SamplingSettings(max_tokens=16, seed=0),
+            model_info={"model": str(model_dir), "step": 0},
+        ),
         sampler,
         tokenizer,
-        seeds=range(4),
-        group_size=4,
-        sampling=SamplingSettings(max_tokens=16, seed=0),
-        model_info={"model": str(model_dir), "step": 0},
     )
     assert len(sampler.calls) == 1 and len(sampler.calls[0][0]) == 4 and sampler.calls[0][1] == 4
     assert "rlvr/Arithmetic-v0" in capsys.readouterr().err  # the progress bar
@@ -263,13 +276,15 @@ def test_vllm_rollout_on_arithmetic(tiny_engine, model_dir, tokenizer, capsys):
     # And several turns on the same engine: prompts of different lengths, n=1 each.
     sampler.calls.clear()
     groups = rollout(
-        GUESS,
-        {"n": 20, "max_turns": 3},
+        RolloutRequest(
+            GUESS,
+            {"n": 20, "max_turns": 3},
+            seeds=[3, 4],
+            group_size=2,
+            sampling=SamplingSettings(max_tokens=8, seed=1),
+        ),
         sampler,
         tokenizer,
-        seeds=[3, 4],
-        group_size=2,
-        sampling=SamplingSettings(max_tokens=8, seed=1),
         progress=False,
     )
     assert len(sampler.calls) == max(ep.metadata["turns"] for g in groups for ep in g.episodes)
@@ -308,13 +323,15 @@ def test_a_single_step_group_shares_one_env_reset_before_each_copy(hf_sampler, t
     Task before every copy's step; each episode is scored as a fresh env would score it."""
     log: list = []
     groups = rollout(
-        "rlvr-test/CountingParity-v0",
-        {"log": log},
+        RolloutRequest(
+            "rlvr-test/CountingParity-v0",
+            {"log": log},
+            seeds=[0, 4],
+            group_size=3,
+            sampling=SamplingSettings(max_tokens=4, seed=0),
+        ),
         hf_sampler,
         tokenizer,
-        seeds=[0, 4],
-        group_size=3,
-        sampling=SamplingSettings(max_tokens=4, seed=0),
         progress=False,
         per_episode=False,
     )

@@ -12,7 +12,7 @@ import pytest
 
 from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
 from rlvr.envs.guess_number import GuessNumberEnv
-from rlvr.envs.rollout import rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import RequestSampler, SamplingSettings
 from rlvr.verifiers.verdict import Outcome, Verdict
 from tests.envs.test_rollout import assert_token_exact
@@ -90,9 +90,9 @@ def engine(tiny_engine):
 def test_single_turn_episodes_are_the_same_in_both_schedules(engine, tokenizer):
     """Turn 1 is seeded alike in both schedules: the same tokens, logprobs and rewards."""
     assert isinstance(engine, RequestSampler)
-    kwargs = dict(seeds=range(5), group_size=3, sampling=SamplingSettings(max_tokens=16, seed=4), progress=False)
-    lockstep = rollout("rlvr/Arithmetic-v0", {}, engine, tokenizer, per_episode=False, **kwargs)
-    each = rollout("rlvr/Arithmetic-v0", {}, engine, tokenizer, **kwargs)  # the default with vLLM
+    request = RolloutRequest("rlvr/Arithmetic-v0", {}, range(5), 3, SamplingSettings(max_tokens=16, seed=4))
+    lockstep = rollout(request, engine, tokenizer, per_episode=False, progress=False)
+    each = rollout(request, engine, tokenizer, progress=False)  # the default with vLLM
     assert engine.unfinished() == 0
     for a, b in zip(lockstep, each, strict=True):
         assert (a.task_id, a.group_id) == (b.task_id, b.group_id)
@@ -104,13 +104,15 @@ def test_single_turn_episodes_are_the_same_in_both_schedules(engine, tokenizer):
 def test_multi_turn_episodes_are_token_exact(engine, tokenizer):
     sampler = RecordingRequests(engine)
     groups = rollout(
-        "rlvr/GuessNumber-v0",
-        {"n": 20, "max_turns": 3},
+        RolloutRequest(
+            "rlvr/GuessNumber-v0",
+            {"n": 20, "max_turns": 3},
+            seeds=[3, 4, 5],
+            group_size=3,
+            sampling=SamplingSettings(max_tokens=8, seed=1),
+        ),
         sampler,
         tokenizer,
-        seeds=[3, 4, 5],
-        group_size=3,
-        sampling=SamplingSettings(max_tokens=8, seed=1),
         progress=False,
     )
     episodes = [ep for g in groups for ep in g.episodes]
@@ -121,13 +123,15 @@ def test_multi_turn_episodes_are_token_exact(engine, tokenizer):
     # turn 1 is one request per group (n = G), each later turn one request per episode (n = 1)
     assert len(sampler.calls) == 3 + sum(ep.metadata["turns"] - 1 for ep in episodes)
     again = rollout(
-        "rlvr/GuessNumber-v0",
-        {"n": 20, "max_turns": 3},
+        RolloutRequest(
+            "rlvr/GuessNumber-v0",
+            {"n": 20, "max_turns": 3},
+            seeds=[3, 4, 5],
+            group_size=3,
+            sampling=SamplingSettings(max_tokens=8, seed=1),
+        ),
         engine,
         tokenizer,
-        seeds=[3, 4, 5],
-        group_size=3,
-        sampling=SamplingSettings(max_tokens=8, seed=1),
         progress=False,
     )
     assert [ep.completion_ids for g in again for ep in g.episodes] == [ep.completion_ids for ep in episodes]
@@ -138,13 +142,15 @@ def test_a_slow_step_holds_only_its_own_episode(engine, tokenizer, per_episode):
     RelayEnv.baton = threading.Event()
     RelayEnv.wait_s = RELAY_WAIT_S if per_episode else LOCKSTEP_WAIT_S
     groups = rollout(
-        "rlvr-test/Relay-v0",
-        {"max_turns": 5},
+        RolloutRequest(
+            "rlvr-test/Relay-v0",
+            {"max_turns": 5},
+            seeds=[0, 1],
+            group_size=1,
+            sampling=SamplingSettings(max_tokens=4, seed=0),
+        ),
         engine,
         tokenizer,
-        seeds=[0, 1],
-        group_size=1,
-        sampling=SamplingSettings(max_tokens=4, seed=0),
         progress=False,
         per_episode=per_episode,
     )
@@ -198,12 +204,15 @@ def test_the_engine_waits_for_quick_steps_only(engine, tokenizer, env_id):
     wait on something (30 ms here) are not: after the first round the engine goes on without them.
     Quick is judged by timing, and a pause of the machine (a collection, another process) can end
     the waiting early: three rollouts, of which one must wait for every step."""
-    kwargs = dict(seeds=range(8), group_size=2, sampling=SamplingSettings(max_tokens=8, seed=3), progress=False)
-    rollout("rlvr/GuessNumber-v0", {"n": 50, "max_turns": 2}, engine, tokenizer, **kwargs)  # compiles the template
+    kwargs = dict(seeds=range(8), group_size=2, sampling=SamplingSettings(max_tokens=8, seed=3))
+    request = RolloutRequest("rlvr/GuessNumber-v0", {"n": 50, "max_turns": 2}, **kwargs)
+    rollout(request, engine, tokenizer, progress=False)  # compiles the template
     timelines = []
     for _ in range(3):
         timelines.append(Timeline(engine))
-        groups = rollout(env_id, {"n": 50, "max_turns": 4}, timelines[-1], tokenizer, **kwargs)
+        groups = rollout(
+            RolloutRequest(env_id, {"n": 50, "max_turns": 4}, **kwargs), timelines[-1], tokenizer, progress=False
+        )
         assert sum(ep.metadata["turns"] > 1 for g in groups for ep in g.episodes) >= 4  # later turns were played
     waited = [t.next_turn_waited_for for t in timelines]
     assert all(waited)
@@ -227,13 +236,11 @@ def test_a_failing_rollout_leaves_no_request_behind(engine, tokenizer):
     """The error reaches the caller, and the engine keeps no request for the next `generate`."""
     with pytest.raises(RuntimeError, match="sampler crashed"):
         rollout(
-            "rlvr/GuessNumber-v0",
-            {"n": 20},
+            RolloutRequest(
+                "rlvr/GuessNumber-v0", {"n": 20}, seeds=[1, 2], group_size=2, sampling=SamplingSettings(max_tokens=8)
+            ),
             CrashingPoll(engine),
             tokenizer,
-            seeds=[1, 2],
-            group_size=2,
-            sampling=SamplingSettings(max_tokens=8),
             progress=False,
         )
     assert engine.unfinished() == 0
@@ -246,12 +253,8 @@ def test_per_episode_needs_a_request_sampler(tokenizer, hf_model):
 
     with pytest.raises(TypeError, match="RequestSampler"):
         rollout(
-            "rlvr/Arithmetic-v0",
-            {},
+            RolloutRequest("rlvr/Arithmetic-v0", {}, seeds=[1], group_size=1, sampling=SamplingSettings(max_tokens=4)),
             HFSampler(hf_model, tokenizer),
             tokenizer,
-            seeds=[1],
-            group_size=1,
-            sampling=SamplingSettings(max_tokens=4),
             per_episode=True,
         )

@@ -19,7 +19,7 @@ from rlvr import envs
 from rlvr.envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, reply_ids, template_ids
 from rlvr.envs.core import ProceduralTasks, Task
 from rlvr.envs.python_tool import PythonToolEnv
-from rlvr.envs.rollout import rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.envs.tool_env import ToolEnv
 from rlvr.envs.tools import (
@@ -422,13 +422,15 @@ def test_a_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer):
 
     sampler = RecordingSampler(HFSampler(tool_model, tokenizer))
     groups = rollout(
-        "rlvr-test/Calc-v0",
-        {"max_turns": 3},
+        RolloutRequest(
+            "rlvr-test/Calc-v0",
+            {"max_turns": 3},
+            seeds=[1, 2, 3],
+            group_size=4,
+            sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0),
+        ),
         sampler,
         tokenizer,
-        seeds=[1, 2, 3],
-        group_size=4,
-        sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0),
         progress=False,
     )
     check_tool_episodes(groups, sampler.calls, tokenizer)
@@ -451,13 +453,15 @@ def test_a_vllm_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer, mo
     request.addfinalizer(engine.close)
     sampler = RecordingRequests(engine)
     groups = rollout(
-        "rlvr-test/Calc-v0",
-        {"max_turns": 3},
+        RolloutRequest(
+            "rlvr-test/Calc-v0",
+            {"max_turns": 3},
+            seeds=[1, 2, 3, 4],
+            group_size=4,
+            sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0),
+        ),
         sampler,
         tokenizer,
-        seeds=[1, 2, 3, 4],
-        group_size=4,
-        sampling=SamplingSettings(temperature=1.0, max_tokens=64, seed=0),
         progress=False,
     )
     check_tool_episodes(groups, sampler.calls, tokenizer)

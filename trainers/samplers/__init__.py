@@ -25,7 +25,6 @@ _WHERE = {
     "SamplerSpec": "rlvr.trainers.samplers.protocol",
     "SamplerBackend": "rlvr.trainers.samplers.protocol",
     "TrainerSampler": "rlvr.trainers.samplers.protocol",
-    "RolloutRequest": "rlvr.trainers.samplers.protocol",
     "BACKENDS": "rlvr.trainers.samplers.registry",
     "build_sampler": "rlvr.trainers.samplers.factory",
 }

@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rlvr.envs.rollout import RolloutRequest
 from rlvr.envs.sampler import RequestSampler, Sample, SamplingSettings
 from rlvr.trainers.producer import ProducerStopped, StagedWeights
-from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerBackend
+from rlvr.trainers.samplers.protocol import SamplerBackend
 
 ENV_THREADS = 64  # many: an environment step mostly waits (a sandbox, a verifier's process, a tool)
 
@@ -55,20 +56,7 @@ class LocalSampler:
     def rollout(self, request: RolloutRequest) -> list:
         from rlvr.envs.rollout import rollout
 
-        return rollout(
-            request.env,
-            request.env_args,
-            self,
-            self.inner.tokenizer,
-            **({"seeds": list(request.seeds)} if request.task_ids is None else {"task_ids": list(request.task_ids)}),
-            group_size=request.group_size,
-            sampling=request.sampling,
-            model_info=request.model_info,
-            progress=False,
-            max_length=request.max_length,
-            group_id_start=request.group_id_start,
-            executor=self._env_pool,
-        )
+        return rollout(request, self, self.inner.tokenizer, executor=self._env_pool, progress=False)
 
     def reset_clock(self) -> None:
         self.seconds = 0.0

@@ -9,8 +9,8 @@ drives.
   count of updates) that its samples then carry.
 - `TrainerSampler`: what the `Trainer` holds: a local backend wrapped with a clock and the producer's
   weight staging (`trainers.samplers.local.LocalSampler`), or the Ray rollout pool
-  (`trainers.samplers.ray_pool.RayRolloutPool`). It rolls out a `RolloutRequest` itself, so the trainer
-  never asks which one it has.
+  (`trainers.samplers.ray_pool.RayRolloutPool`). It rolls out a `RolloutRequest` (`envs.rollout`) itself, so
+  the trainer never asks which one it has.
 
 Rule: a backend's own file holds its class and its `build(spec, version, policy)`; the registry
 (`trainers.samplers.registry`) names it. Nothing else needs to know it exists.
@@ -18,11 +18,12 @@ Rule: a backend's own file holds its class and its `build(spec, version, policy)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from rlvr.envs.sampler import Sampler, SamplingSettings
+from rlvr.envs.rollout import RolloutRequest
+from rlvr.envs.sampler import Sampler
 
 
 @dataclass(frozen=True)
@@ -67,22 +68,6 @@ class SamplerBackend(Sampler, Protocol):
 
 
 Builder = Callable[[SamplerSpec, int, Any], SamplerBackend]  # (spec, starting version, live policy or None)
-
-
-@dataclass(frozen=True)
-class RolloutRequest:
-    """One rollout, as the trainer asks for it: `group_size` episodes for each reset seed (or task id), group
-    ids from `group_id_start`. Plain data: the Ray pool cuts it into one request per worker."""
-
-    env: str
-    env_args: Mapping[str, Any]
-    seeds: tuple[int, ...]
-    group_size: int
-    sampling: SamplingSettings
-    model_info: Mapping[str, Any] = field(default_factory=dict)
-    max_length: int | None = None  # prompt plus completion tokens; None: the sampler's limit
-    group_id_start: int = 0
-    task_ids: tuple[str, ...] | None = None  # listed tasks by id instead of `seeds` (then empty)
 
 
 @runtime_checkable

@@ -45,13 +45,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr.envs.rollout import RolloutRequest
 from rlvr.errors import RlvrError
 from rlvr.sandbox.ray_pool import kill_actors
 from rlvr.trainers.config import ConfigError
 from rlvr.trainers.ray_cluster import start_ray
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.local import local_sampler
-from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
+from rlvr.trainers.samplers.protocol import SamplerSpec
 
 
 class RolloutWorkerError(RlvrError):

@@ -15,12 +15,12 @@ def sequence_tokens(config: TrainConfig, tokenizer: Any, max_len: int) -> int:
     longest opening prompt of `PROBE_TASKS` tasks (room for longer ones not drawn) plus
     `max_tokens`; for a multi-turn one, whose context grows turn by turn, the whole `max_len`.
     A sequence longer than this still runs, with fewer beside it."""
-    from rlvr.envs import make
+    from rlvr.envs import EnvKind, make
     from rlvr.envs.chat_template import template_ids
 
     env = make(config.env, disable_env_checker=True, **config.env_args)
     try:
-        if getattr(env.unwrapped, "kind", None) != "single-step":
+        if getattr(env.unwrapped, "kind", None) != EnvKind.SINGLE_STEP:
             return max_len
         longest = max(
             len(template_ids(tokenizer, env.reset(seed=s)[0], add_generation_prompt=True)) for s in range(PROBE_TASKS)

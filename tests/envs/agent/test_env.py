@@ -10,7 +10,7 @@ from rlvr.envs import check_env, list_envs
 from rlvr.envs.agent.env import AgentEnv, load_agent, one_call
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.registry import EnvArgumentError
-from rlvr.envs.rollout import rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
@@ -82,9 +82,13 @@ def test_a_rollout_of_the_agent_is_the_hand_built_multi_turn_episode(hf_sampler,
     agent's episode is, token for token and logprob for logprob, the turn-based episode of the env
     that plays the same two turns (the rollout's own settings apply to calls that name none)."""
     kwargs = {"agent": plan_then_answer}  # Arithmetic at its default difficulty, as the hand-built env
-    (agent_group,) = rollout("rlvr/Agent-v0", kwargs, hf_sampler, tokenizer, seeds=[5], group_size=1, sampling=SAMPLING)
+    (agent_group,) = rollout(
+        RolloutRequest("rlvr/Agent-v0", kwargs, seeds=[5], group_size=1, sampling=SAMPLING), hf_sampler, tokenizer
+    )
     (hand_group,) = rollout(
-        "rlvr-test/PlanThenAnswer-v0", {}, hf_sampler, tokenizer, task_ids=["5"], group_size=1, sampling=SAMPLING
+        RolloutRequest("rlvr-test/PlanThenAnswer-v0", {}, seeds=(), task_ids=["5"], group_size=1, sampling=SAMPLING),
+        hf_sampler,
+        tokenizer,
     )
     (agent,), (hand,) = agent_group.episodes, hand_group.episodes
     assert agent.prompt_ids == hand.prompt_ids and agent.completion_ids == hand.completion_ids
@@ -99,14 +103,9 @@ def test_an_agent_that_rewrote_its_history_counts_once_and_rollouts_repeat(hf_sa
 
     def play():
         return rollout(
-            "rlvr/Agent-v0",
-            kwargs,
+            RolloutRequest("rlvr/Agent-v0", kwargs, seeds=[1, 2], group_size=2, sampling=SAMPLING, group_id_start=3),
             hf_sampler,
             tokenizer,
-            seeds=[1, 2],
-            group_size=2,
-            sampling=SAMPLING,
-            group_id_start=3,
         )
 
     groups = play()
@@ -137,5 +136,7 @@ def test_a_sampler_that_fails_fails_the_rollout_not_the_agents(model_dir, tokeni
     sampler = BrokenEngine(load_causal_lm(model_dir), tokenizer)
     with pytest.raises(RuntimeError, match="the engine died"):
         rollout(
-            "rlvr/Agent-v0", {"agent": plan_then_answer}, sampler, tokenizer, seeds=[1], group_size=1, sampling=SAMPLING
+            RolloutRequest("rlvr/Agent-v0", {"agent": plan_then_answer}, seeds=[1], group_size=1, sampling=SAMPLING),
+            sampler,
+            tokenizer,
         )

@@ -14,7 +14,8 @@ from rlvr.envs.agent.gateway import AgentGateway, GatewayError
 from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.chat_template import template_ids
 from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, TurnResult
-from rlvr.envs.rollout import TURN_SEED_STRIDE, rollout
+from rlvr.envs.rollout import RolloutRequest, rollout
+from rlvr.envs.rollout.sampler_calls import TURN_SEED_STRIDE
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFCopySampler, HFSampler
@@ -93,13 +94,16 @@ def test_a_two_call_agent_is_token_exact_and_equals_the_hand_built_episode(gatew
     # one segment, equal to the episode the rollout builds for the same conversation, same seeds
     (seg,) = segments(calls)
     (group,) = rollout(
-        "rlvr-test/PlanThenAnswer-v0",
-        {},
+        RolloutRequest(
+            "rlvr-test/PlanThenAnswer-v0",
+            {},
+            seeds=(),
+            task_ids=[task_id],
+            group_size=1,
+            sampling=SamplingSettings(temperature=1.0, max_tokens=MAX_TOKENS, seed=SEED),
+        ),
         hf_sampler,
         tokenizer,
-        task_ids=[task_id],
-        group_size=1,
-        sampling=SamplingSettings(temperature=1.0, max_tokens=MAX_TOKENS, seed=SEED),
         progress=False,
     )
     (ep,) = group.episodes

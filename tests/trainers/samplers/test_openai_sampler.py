@@ -153,7 +153,7 @@ def test_eval_of_a_served_model_through_the_chat_api(server, tmp_path, capsys):
 def test_chat_sampler_multi_turn_with_and_without_a_local_tokenizer(server, tokenizer):
     """Messages go to /v1/chat/completions; ids are the text as the local chat template renders it
     (or UTF-8 bytes without a tokenizer); logprobs only where the server's tokens are those ids."""
-    from rlvr.envs.rollout import rollout
+    from rlvr.envs.rollout import RolloutRequest, rollout
     from rlvr.trainers.samplers import ChatSampler, TextTokenizer
 
     url, name = server
@@ -161,13 +161,9 @@ def test_chat_sampler_multi_turn_with_and_without_a_local_tokenizer(server, toke
     for local in (tokenizer, None):
         sampler = ChatSampler(url, name, tokenizer=local, timeout=60)
         groups = rollout(
-            "rlvr/GuessNumber-v0",
-            {"n": 8},
+            RolloutRequest("rlvr/GuessNumber-v0", {"n": 8}, seeds=[0, 1], group_size=2, sampling=settings),
             sampler,
             sampler.tokenizer,
-            seeds=[0, 1],
-            group_size=2,
-            sampling=settings,
             progress=False,
         )
         assert [len(g.episodes) for g in groups] == [2, 2] and sampler._memo == {}  # nothing left behind

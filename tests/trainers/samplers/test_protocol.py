@@ -13,13 +13,14 @@ import inspect
 import pytest
 import torch
 
+from rlvr.envs.rollout import RolloutRequest
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.samplers import registry
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.hf_sampler import HFCopySampler, HFSampler
 from rlvr.trainers.samplers.local import LocalSampler, local_sampler
-from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerBackend, SamplerSpec, TrainerSampler
+from rlvr.trainers.samplers.protocol import SamplerBackend, SamplerSpec, TrainerSampler
 from tests.conftest import train_device
 
 TRAINER_SIDE = [name for name, member in inspect.getmembers(TrainerSampler) if not name.startswith("_")]

@@ -17,10 +17,11 @@ import threading
 
 import pytest
 
+from rlvr.envs.rollout import RolloutRequest
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.samplers.factory import build_sampler
-from rlvr.trainers.samplers.protocol import RolloutRequest, SamplerSpec
+from rlvr.trainers.samplers.protocol import SamplerSpec
 from rlvr.trainers.samplers.ray_pool import RayRolloutPool, RolloutWorkerError, chunks_of
 from tests.conftest import require
 
@@ -106,17 +107,19 @@ def test_workers_sample_what_one_process_samples(pool, spec, tokenizer):
     local = build_sampler(spec)
     try:
         want = rollout(
-            "rlvr/Arithmetic-v0",
-            {},
+            RolloutRequest(
+                "rlvr/Arithmetic-v0",
+                {},
+                seeds=seeds,
+                group_size=4,
+                sampling=sampling(),
+                model_info=MODEL_INFO,
+                max_length=1024,
+                group_id_start=7,
+            ),
             local,
             tokenizer,
-            seeds=seeds,
-            group_size=4,
-            sampling=sampling(),
-            model_info=MODEL_INFO,
             progress=False,
-            max_length=1024,
-            group_id_start=7,
         )
     finally:
         local.close()

@@ -196,7 +196,7 @@ FORM_CHECKS = {"expand": (is_expanded, "not expanded"), "factor": (is_factored, 
 def check_form(kind: str, response: str) -> str:
     """Why the final answer of `response` is not in the form `kind` asks for ("" if it is).
     Called only after `verifiers.math` judged the answer equivalent to the (small) reference."""
-    from rlvr.verifiers.math.extract import extract
+    from rlvr.verifiers.math.final_answer import extract
     from rlvr.verifiers.math.nodes import Expr, Relation
     from rlvr.verifiers.math.parse import parse_answer
 

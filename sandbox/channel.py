@@ -16,6 +16,7 @@ DOCKER_FRAME = struct.Struct(">BxxxL")  # stream id (1 stdout, 2 stderr), payloa
 DIAG_CAP = 8192
 
 
+# These two stay plain: the pool and DockerSandbox.run catch them and answer `unavailable` (they never escape).
 class RunnerGone(ConnectionError):
     """The runner or its container went away (the connection closed or broke)."""
 

@@ -13,13 +13,14 @@ import docker.errors
 
 from .channel import RunnerGone, RunnerTimeout
 from .container import NO_CAP_ERRORS, Settings, Shape, WarmContainer
+from .errors import SandboxError
 from .image import ImageBuildError, ensure_image
 from .owner import reap_stale
 
 RETRY_AFTER_S = 1.0  # after a failure to reach Docker, answer `unavailable` at once for this long
 
 
-class Unavailable(Exception):
+class Unavailable(SandboxError):
     """The sandbox cannot run programs now; the message says why."""
 
 

@@ -21,10 +21,11 @@ import torch
 
 from rlvr.envs.episode import Episode, TruncationReason
 from rlvr.envs.sampler import FinishReason
+from rlvr.errors import RlvrError
 from rlvr.verifiers.verdict import Outcome
 
 
-class BatchError(ValueError):
+class BatchError(RlvrError, ValueError):
     """Episodes that cannot form a batch (empty, or token lists of different lengths)."""
 
 

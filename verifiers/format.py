@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rlvr.verifiers.math.extract import find_boxes
+from rlvr.verifiers.math.markers import find_boxes
 from rlvr.verifiers.math.options import VerifierTypeError
 from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 

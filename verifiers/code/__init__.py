@@ -28,7 +28,7 @@ from rlvr.verifiers.code.check import SCORINGS, VERSION, run_tests, score_outcom
 from rlvr.verifiers.code.compare import TestOutcome, TestStatus, Trust, values_equal
 from rlvr.verifiers.code.extract import code_blocks, extract_program
 from rlvr.verifiers.code.harness import HarnessError, RunSettings
-from rlvr.verifiers.code.harness_program import normalize_stdout
+from rlvr.verifiers.code.harness_run import normalize_stdout
 
 __all__ = [
     "AssertTest",

@@ -1,7 +1,7 @@
 """Test cases for programs, as typed dataclasses, and a loader from plain dicts (the JSONL shapes).
 
 - `IOTest(stdin, expected_stdout)`: run the program as a script; its stdout must match after
-  whitespace normalisation (see `harness_program.normalize_stdout`) and it must exit with 0.
+  whitespace normalisation (see `harness_run.normalize_stdout`) and it must exit with 0.
 - `CallTest(fn, args, expected)`: import the program (its `__name__` is "solution", so a
   `if __name__ == "__main__":` block does not run), call `fn(*args, **kwargs)`; the return value
   must equal `expected` after a JSON round trip of both (tuples become lists, dict keys strings;

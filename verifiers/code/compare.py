@@ -40,7 +40,7 @@ from typing import Any
 from rlvr.sandbox.types import valid_text
 from rlvr.verifiers.code import judged_asserts, values
 from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test
-from rlvr.verifiers.code.harness_program import stdout_digest
+from rlvr.verifiers.code.harness_run import stdout_digest
 
 SHOW_CHARS = 200  # how much of inputs and outputs a detail line quotes
 

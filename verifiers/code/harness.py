@@ -1,5 +1,6 @@
 """The host side of a sandbox round: build the harness's spec, make one sandbox call for many
-tests, read back the nonce-marked report. The harness itself is `harness_program.py`.
+tests, read back the nonce-marked report. The harness itself is `harness_program.py` and the
+modules shipped next to it (`HARNESS_FILES`).
 
 What goes where: the spec file holds the program and what its test children need (stdin, the
 calls' arguments), never an expected output. The code of judged tests (assert tests that
@@ -23,12 +24,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from rlvr.errors import RlvrError
 from rlvr.sandbox.types import MAX_OUTPUT_BYTES, Limits, Status
-from rlvr.verifiers.code import harness_program, judged_asserts, values
+from rlvr.verifiers.code import harness_run, judged_asserts, values
 from rlvr.verifiers.code.cases import AssertTest, CallTest, IOTest, Test
 
 HARNESS_FILES = (  # shipped as named here
     "harness_program.py",
+    "harness_run.py",
     "harness_child.py",
     "harness_judge.py",
     "harness_expect.py",
@@ -41,13 +44,14 @@ STARTUP_S = 3.0  # the harness's own start, on a busy machine
 PER_TEST_OVERHEAD_S = 0.5  # spawn, kill and reap around each test's own limit
 # A report line holds at most HEAD_CHARS + TAIL_CHARS of program text (up to 12 bytes a char in
 # ASCII JSON: a surrogate pair), a message of up to MESSAGE_CHARS and a few short fields ...
-FIXED_LINE_BYTES = 12 * (harness_program.HEAD_CHARS + harness_program.TAIL_CHARS + harness_program.MESSAGE_CHARS) + 4096
+FIXED_LINE_BYTES = 12 * (harness_run.HEAD_CHARS + harness_run.TAIL_CHARS + harness_run.MESSAGE_CHARS) + 4096
 # ... plus return values (printable ASCII, 2x when escaped in JSON): one test's up to `output_cap`,
 # all of a call's together up to VALUE_BUDGET (beyond it the harness reports `output_limit`).
 VALUE_BUDGET = 6 << 20
 
 
-class HarnessError(Exception):
+# Not a VerifierError: that is misuse, which `compose` re-raises; this is the grader's failure (an `error` verdict).
+class HarnessError(RlvrError):
     """The sandbox or the harness failed (not the program): the verdict is `error`."""
 
 
@@ -162,7 +166,7 @@ def expectation(test: Test) -> dict[str, str] | None:
     """What the harness's outer process may check a test's report against, to stop at a value
     that is surely wrong (`harness_expect`); None where only the host can tell."""
     if isinstance(test, IOTest):
-        return {"stdout": harness_program.stdout_digest(test.expected_stdout)}
+        return {"stdout": harness_run.stdout_digest(test.expected_stdout)}
     if isinstance(test, CallTest):
         exact = test.rel_tol is None and test.abs_tol is None and _exact_json(test.expected)
         return {"json": values.encode(test.expected)} if exact else None

@@ -97,6 +97,7 @@ MODULES = frozenset(
 _NOT_PROXIED = frozenset(vars(builtins))
 
 
+# Not an RlvrError: raised into the test code inside the sandbox's judge (standard library only, no rlvr).
 class ProgramError(Exception):
     """An exception the program raised whose type is not a builtin's (or must not act as one)."""
 

@@ -21,146 +21,32 @@ forge the verdict (frames, gc, patched builtins, objects whose `__eq__` always s
 Semantics are Python's: the checks compare exact plain values with Python's operators. All the
 program's calls run, in the order they appear, before any check (no short-circuit between calls).
 
-`evaluate` is bounded in time by the size of the values, whatever the program returned; where
-Python itself would take quadratic or unbounded time it refuses instead, and why:
-- `set(...)`, `frozenset(...)`, `dict(...)` and set or dict displays check their members first
-  (`values.check_hash_spread`, equal members counted once): more than a few distinct members
-  sharing one hash value (100,000 multiples of 2**61 - 1 in a returned list) raise
-  `values.HashFlood`, an `invalid_value` of the program, instead of minutes of probing;
-- `sum(lists, [])` concatenates in linear time (Python's sum copies the partial list each step);
-- an int `*` or `**` may build at most MAX_INT_BITS bits, a sequence `*` or `range` at most
-  MAX_BUILT items, and `round(n, -k)` with k beyond n's digits is 0 without building 10**k;
-- any other failure is the exception Python would raise (its message made printable), which the
-  verdict turns into a runtime error: nothing raised here escapes as a crash of the judge.
+How the host evaluates the checks, and within what bounds, is `judged_eval`'s.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
-import math
-import operator
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.verifiers.code import values
+from rlvr.verifiers.code.judged_eval import (
+    BINOPS,
+    BUILTINS,
+    CMPOPS,
+    KEYWORDS,
+    MATH,
+    PYTHON_NAMES,
+    TYPES,
+    UNARY,
+    Unsupported,
+    assign,
+    eval_expr,
+    printable,
+)
 
-MAX_BUILT = 10_000_000  # elements a sequence `*` or a `range` in test code may build
-MAX_INT_BITS = 1 << 18  # bits an int `*` or `**` may build (returned ints have at most about 14,000)
-# Helper functions test code may call (on the host), and type names it may name (for isinstance).
-_BUILTINS: dict[str, Any] = {
-    f.__name__: f
-    for f in (
-        abs,
-        all,
-        any,
-        bool,
-        float,
-        frozenset,
-        int,
-        isinstance,
-        len,
-        list,
-        max,
-        min,
-        round,
-        set,
-        sorted,
-        str,
-        sum,
-        tuple,
-        dict,
-    )
-}
-
-
-def _range(*args: int) -> range:
-    r = range(*args)
-    if len(r) > MAX_BUILT:
-        raise MemoryError("the test builds a range that is too large")
-    return r
-
-
-def _sum(items: Any, start: Any = 0, /) -> Any:
-    """Python's sum; a list or tuple start concatenates in linear time, not quadratic."""
-    if type(start) not in (list, tuple):
-        return sum(items, start)
-    out = list(start)
-    for item in items:
-        if type(item) is not type(start):
-            name = type(start).__name__
-            raise TypeError(f'can only concatenate {name} (not "{type(item).__name__}") to {name}')
-        out.extend(item)
-        if len(out) > MAX_BUILT:
-            raise MemoryError("the test builds a sequence that is too large")
-    return type(start)(out)
-
-
-def _round(number: Any, ndigits: Any = None) -> Any:
-    """Python's round; an int rounded at more digits than it has is 0 (Python would first build
-    10**-ndigits: `round(5, -10**400)` never returns)."""
-    if isinstance(number, int) and isinstance(ndigits, int) and -ndigits > number.bit_length() + 1:
-        return 0  # |number| < 2**bits, and 10**-ndigits > 2**(bits + 1): rounds to 0
-    return round(number, ndigits)
-
-
-def _pow(base: Any, exp: Any, mod: Any = None, /) -> Any:
-    """Python's pow, refusing what would build a huge number (as `**` does here)."""
-    return pow(base, exp, mod) if mod is not None else _binop(ast.Pow, base, exp)
-
-
-_BUILTINS.update(range=_range, sum=_sum, round=_round, pow=_pow)
-_BUILTINS.update({f.__name__: f for f in (ord, chr, divmod, hex, bin, oct)})  # linear in their input's size
-# Every name Python's builtins define is Python's, never the program's: in `assert power(2, 10) ==
-# pow(2, 10)` the program must not supply `pow`. Those outside _BUILTINS leave the test unconverted,
-# for the judge, where they are Python's own (harness_judge proxies no builtin's name).
-_PYTHON_NAMES = frozenset(vars(builtins))
-_TYPES = {
-    "int": int,
-    "float": float,
-    "str": str,
-    "list": list,
-    "tuple": tuple,
-    "dict": dict,
-    "set": set,
-    "bool": bool,
-    "frozenset": frozenset,
-    "bytes": bytes,
-    "complex": complex,
-}
-_MATH = {
-    name: getattr(math, name)
-    for name in ("isclose", "sqrt", "fabs", "floor", "ceil", "isnan", "isinf", "isfinite", "pi", "e", "inf")
-}
-_KEYWORDS = {"isclose": {"rel_tol", "abs_tol"}, "sorted": {"reverse"}, "round": {"ndigits"}}
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_CMPOPS = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
-_UNARY = {ast.Not: operator.not_, ast.USub: operator.neg, ast.UAdd: operator.pos}
 CALL_PREFIX = "__call"
-
-
-class Unsupported(Exception):
-    """The test code is outside the convertible subset (it then runs in-process)."""
 
 
 @dataclass(frozen=True)
@@ -205,12 +91,12 @@ def evaluate(judged: JudgedAssert, results: list[Any]) -> None:
     for statement in judged.body:
         try:
             if isinstance(statement, ast.Assert):
-                holds = bool(_eval(statement.test, env))
+                holds = bool(eval_expr(statement.test, env))
             else:
-                _assign(statement.targets[0], _eval(statement.value, env), env)
+                assign(statement.targets[0], eval_expr(statement.value, env), env)
                 holds = True
         except Exception as exc:  # noqa: BLE001 - Python's own exception, with a message that prints
-            raise _printable(exc) from None
+            raise printable(exc) from None
         if not holds:
             raise AssertionError(f"line {statement.lineno}: {statement.msg.value}")
 
@@ -230,7 +116,7 @@ def expected_constant(judged: JudgedAssert) -> tuple[bool, Any]:
             if any(isinstance(n, ast.Name) and n.id.startswith(CALL_PREFIX) for n in ast.walk(other)):
                 return False, None
             try:
-                return True, _eval(other, {})
+                return True, eval_expr(other, {})
             except Exception:  # noqa: BLE001 - no expectation: the test runs to its end
                 return False, None
     return False, None
@@ -302,7 +188,7 @@ class _Converter:
         if isinstance(node, ast.Call) and self._is_program_call(node):
             return self._lift(node)
         if isinstance(node, ast.Name):
-            if node.id in self.assigned or node.id in _TYPES:
+            if node.id in self.assigned or node.id in TYPES:
                 return node
             raise Unsupported(f"name {node.id}")  # e.g. the program's function passed as a value
         if isinstance(node, ast.Call):
@@ -313,7 +199,7 @@ class _Converter:
                 [ast.keyword(k.arg, self.expr(k.value)) for k in node.keywords],
             )
         if isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in _MATH:
+            if isinstance(node.value, ast.Name) and node.value.id == "math" and node.attr in MATH:
                 return node
             raise Unsupported("attribute access")
         if isinstance(node, ast.Constant):
@@ -328,13 +214,13 @@ class _Converter:
             if any(k is None for k in node.keys):
                 raise Unsupported("dict unpacking")
             return ast.Dict([self.expr(k) for k in node.keys], [self.expr(v) for v in node.values])
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        if isinstance(node, ast.BinOp) and type(node.op) in BINOPS:
             return ast.BinOp(self.expr(node.left), node.op, self.expr(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY:
             return ast.UnaryOp(node.op, self.expr(node.operand))
         if isinstance(node, ast.BoolOp):
             return ast.BoolOp(node.op, [self.expr(v) for v in node.values])
-        if isinstance(node, ast.Compare) and all(type(op) in _CMPOPS for op in node.ops):
+        if isinstance(node, ast.Compare) and all(type(op) in CMPOPS for op in node.ops):
             return ast.Compare(self.expr(node.left), node.ops, [self.expr(c) for c in node.comparators])
         if isinstance(node, ast.IfExp):
             return ast.IfExp(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
@@ -348,9 +234,9 @@ class _Converter:
         f = node.func
         return (
             isinstance(f, ast.Name)
-            and f.id not in _BUILTINS
-            and f.id not in _PYTHON_NAMES
-            and f.id not in _TYPES
+            and f.id not in BUILTINS
+            and f.id not in PYTHON_NAMES
+            and f.id not in TYPES
             and f.id not in self.assigned
             and not f.id.startswith(CALL_PREFIX)
         )
@@ -358,15 +244,15 @@ class _Converter:
     def _check_helper_call(self, node: ast.Call) -> None:
         f = node.func
         name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
-        if isinstance(f, ast.Name) and f.id not in _BUILTINS:
+        if isinstance(f, ast.Name) and f.id not in BUILTINS:
             raise Unsupported(f"call of {f.id}")
         if name is None or any(isinstance(a, ast.Starred) for a in node.args):
             raise Unsupported("call")
         if isinstance(f, ast.Attribute) and not (
-            isinstance(f.value, ast.Name) and f.value.id == "math" and callable(_MATH.get(f.attr))
+            isinstance(f.value, ast.Name) and f.value.id == "math" and callable(MATH.get(f.attr))
         ):
             raise Unsupported("method call")
-        if any(k.arg not in _KEYWORDS.get(name, ()) for k in node.keywords):
+        if any(k.arg not in KEYWORDS.get(name, ()) for k in node.keywords):
             raise Unsupported(f"keywords of {name}")
 
     def _lift(self, node: ast.Call) -> ast.Name:
@@ -388,127 +274,3 @@ def _target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
         return [e.id for e in target.elts]
     raise Unsupported("assignment target")
-
-
-# ---- evaluation (host side) ---------------------------------------------------------------------
-def _assign(target: ast.expr, value: Any, env: dict[str, Any]) -> None:
-    if isinstance(target, ast.Name):
-        env[target.id] = value
-        return
-    items = list(value)
-    if len(items) != len(target.elts):
-        raise ValueError(f"cannot unpack {len(items)} values into {len(target.elts)} names")
-    for name, item in zip(target.elts, items):
-        env[name.id] = item
-
-
-def _eval(node: ast.expr, env: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id in env:
-            return env[node.id]
-        return _TYPES.get(node.id) or _BUILTINS[node.id]
-    if isinstance(node, ast.Attribute):
-        return _MATH[node.attr]
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items = [_eval(e, env) for e in node.elts]
-        return {ast.List: list, ast.Tuple: tuple, ast.Set: _set}[type(node)](items)
-    if isinstance(node, ast.Dict):
-        return _dict([(_eval(k, env), _eval(v, env)) for k, v in zip(node.keys, node.values)])
-    if isinstance(node, ast.BinOp):
-        return _binop(type(node.op), _eval(node.left, env), _eval(node.right, env))
-    if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, env))
-    if isinstance(node, ast.BoolOp):
-        result = None
-        for v in node.values:
-            result = _eval(v, env)
-            if (not result) if isinstance(node.op, ast.And) else result:
-                return result
-        return result
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, env)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = _eval(comparator, env)
-            if not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.IfExp):
-        return _eval(node.body, env) if _eval(node.test, env) else _eval(node.orelse, env)
-    if isinstance(node, ast.Subscript):
-        return _eval(node.value, env)[_eval(node.slice, env)]
-    if isinstance(node, ast.Slice):
-        return slice(*(None if p is None else _eval(p, env) for p in (node.lower, node.upper, node.step)))
-    if isinstance(node, ast.Call):
-        fn = _eval(node.func, env)
-        if isinstance(fn, type):  # set(...), frozenset(...), dict(...): checked first
-            fn = _CHECKED.get(fn, fn)
-        return fn(*(_eval(a, env) for a in node.args), **{k.arg: _eval(k.value, env) for k in node.keywords})
-    raise Unsupported(type(node).__name__)  # unreachable after conversion
-
-
-def _binop(op: type, a: Any, b: Any) -> Any:
-    """Python's operator, refusing what would build a huge value (`'a' * 10**12`, `9 ** 10**9`)."""
-    if op is ast.Mult:
-        for seq, n in ((a, b), (b, a)):
-            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_BUILT:
-                raise MemoryError("the test builds a sequence that is too large")
-        if isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > MAX_INT_BITS:
-            raise MemoryError("the test builds a number that is too large")
-    if op is ast.Mod and isinstance(a, (str, bytes)):
-        raise TypeError("%-formatting is not supported in judged test code")
-    if op is ast.Pow and isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 0:
-        if b > MAX_INT_BITS or b * math.log2(abs(a)) > MAX_INT_BITS:
-            raise MemoryError("the test builds a number that is too large")
-    return _BINOPS[op](a, b)
-
-
-def _set(items: list) -> set:
-    values.check_hash_spread(items, distinct=True)
-    return set(items)
-
-
-def _dict(pairs: list[tuple[Any, Any]]) -> dict:
-    values.check_hash_spread([k for k, _ in pairs], distinct=True)
-    return dict(pairs)
-
-
-def _checked(kind: type) -> Any:
-    """`kind(...)` as Python calls it, with the members checked before they are hashed in."""
-
-    def build(*args: Any) -> Any:
-        if len(args) != 1:
-            return kind(*args)  # kind() is empty; more arguments: Python's TypeError
-        if kind is not dict:
-            members = list(args[0])
-            values.check_hash_spread(members, distinct=True)
-            return kind(members)
-        source = args[0]
-        return _dict(list(source.items()) if type(source) is dict else [_pair(p, i) for i, p in enumerate(source)])
-
-    return build
-
-
-def _pair(item: Any, index: int) -> tuple[Any, Any]:
-    try:
-        pair = tuple(item)
-    except TypeError:
-        raise TypeError(f"cannot convert dictionary update sequence element #{index} to a sequence") from None
-    if len(pair) != 2:
-        raise ValueError(f"dictionary update sequence element #{index} has length {len(pair)}; 2 is required")
-    return pair
-
-
-_CHECKED = {kind: _checked(kind) for kind in (set, frozenset, dict)}
-
-
-def _printable(exc: Exception) -> Exception:
-    """`exc`, or a RuntimeError naming it when its message cannot be printed (a KeyError of an int
-    beyond Python's 4,300-digit str limit): the verdict quotes the message."""
-    try:
-        str(exc)
-        return exc
-    except Exception:  # noqa: BLE001
-        return RuntimeError(f"{type(exc).__name__} (its message cannot be printed)")

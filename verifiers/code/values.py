@@ -42,6 +42,7 @@ MAX_SAME_HASH = 8  # members of one set (keys of one dict) that may share a hash
 _TAGS = {"t": tuple, "s": set, "fs": frozenset}
 
 
+# Not an RlvrError: shipped into the sandbox (standard library only); the host catches it where it decodes.
 class NotPlainData(ValueError):
     """The value is not plain data (a foreign type), or exceeds the size or depth limits."""
 

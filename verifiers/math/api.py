@@ -34,15 +34,16 @@ import threading
 import time
 
 from rlvr.verifiers.math.bounded import JobTimeout, PoolError, PoolTimeout, WorkerPool
-from rlvr.verifiers.math.extract import extract, extract_gold
+from rlvr.verifiers.math.final_answer import extract
 from rlvr.verifiers.math.grade import judge_job
+from rlvr.verifiers.math.markers import extract_gold
 from rlvr.verifiers.math.normalize import squash
 from rlvr.verifiers.math.options import MathOptions, VerifierTypeError
 from rlvr.verifiers.verdict import Outcome, Verdict, VerifierError
 
 VERSION = "2.0"  # 1.1: no numeric tolerance (see decimals), more answer forms; 1.2: denials,
 # retractions, hedges and false statements are wrong, labelled answers, a slow answer is incorrect;
-# 2.0: the final-answer grammar (`extract`): a marker is required, the region parses completely,
+# 2.0: the final-answer grammar (`final_answer`): a marker is required, the region parses completely,
 # a later marked answer supersedes, no text of a model's makes an `error`
 # Digits with an optional sign: an integer however written (-0, 007, +5). At most 30 digits, so
 # int() is cheap; longer ones go to the judge with everything else.

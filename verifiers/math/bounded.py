@@ -32,8 +32,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from rlvr.errors import RlvrError
 
-class PoolError(RuntimeError):
+
+# Under the root: `warm_up()` (the public facade's) raises it; not a VerifierError (misuse, which `compose` re-raises).
+class PoolError(RlvrError, RuntimeError):
     """The pool could not run the job (deadline missed, worker died, workers cannot start)."""
 
 

@@ -1,4 +1,4 @@
-"""Where an answer stands denied: the clause rules of the final-answer grammar (issue #27; `extract`
+"""Where an answer stands denied: the clause rules of the final-answer grammar (issue #27; `final_answer`
 finds the answers, these say which of them the text takes away where they stand).
 
 - A candidate in a clause with "not", "n't", "never", "cannot", "impossible", "rule out", "no

@@ -1,7 +1,7 @@
 """The unmarked value: the last number or math span of a text, read whole (`pi/2`, `√3`, `2π`,
 `3 sqrt(2)`, `5 km`), or a hedge of two (`2 or 3`), or what the text denies there. Grammar 2 reads
 it only in the lenient mode (`MathOptions(require_marker=False)`) and after a retraction that names
-no new marked answer (`extract`); `only_number` is the lenient fallback inside an unreadable phrase.
+no new marked answer (`final_answer`); `only_number` is the lenient fallback inside an unreadable phrase.
 
 A number glued to letters is part of a word (`AZYUK2A`, `x2`, `5x`), not a number; units and
 ordinals after it (`5cm`, `3rd`) are allowed. Of thousands of numbers only the last few are looked

@@ -8,6 +8,7 @@ from rlvr.verifiers.math.text import is_digit
 from rlvr.verifiers.math.units import SYMBOLS as UNIT_SYMBOLS
 
 
+# Not an RlvrError: a reading failure the grader turns into a verdict (`grade`); it never leaves `verify`.
 class ParseError(ValueError):
     """The answer is not in the language this verifier reads."""
 

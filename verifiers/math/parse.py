@@ -3,7 +3,7 @@ a base, a multiple-choice letter, words, a ratio), and parse the rest with `gram
 
 Rules (issue #27):
 - `strict` (a model's answer): every word must be in a closed class of `words` (grammar 2.0,
-  `extract`); so a value after "not", "except", "at least", "a multiple of" (`\\text{not } 5`,
+  `final_answer`); so a value after "not", "except", "at least", "a multiple of" (`\\text{not } 5`,
   `anything except 9`) is no answer, with no list of such phrases. A leading `\\ne` is a `Denied`.
 - A ratio `a:b` of two constants is the number a/b (`11:21` is `\\frac{11}{21}`; `2:4` is `1:2`,
   the same ratio); a ratio of two names (`A:B`, `V_1:V_2`) is their quotient, so a label

@@ -1,4 +1,4 @@
-"""The closed word classes of the final-answer grammar (see `extract` for the grammar itself).
+"""The closed word classes of the final-answer grammar (see `final_answer` for the grammar itself).
 
 A word inside an answer's region is read only if it belongs to one of these classes; any other
 word makes the region no answer (`\\boxed{5 \\text{ is the wrong answer}}`, `\\text{half of } 10`).
@@ -155,7 +155,7 @@ def spelled_number(words: list[str]) -> tuple[int, int] | None:
 # Around the region. A retraction says the answer is wrong: between two boxes it leaves the later
 # one; after the final answer it takes it back (a later marked answer is then the final one). A
 # doubt after it takes it back too; a hedge offers another value beside it. (Weaker words, "wait",
-# "actually", "no,", take an answer back only when a new value follows them: see `extract`.)
+# "actually", "no,", take an answer back only when a new value follows them: WEAK_RETRACTION_RE.)
 RETRACTIONS = (
     "scratch that",
     "on second thought",
@@ -218,3 +218,28 @@ def _phrases(phrases: tuple[str, ...]) -> re.Pattern:
 RETRACTION_RE = _phrases(RETRACTIONS)
 DOUBT_RE = _phrases(DOUBTS)
 HEDGE_RE = _phrases(HEDGES)
+
+# Words that retract an earlier boxed answer (a self-correction), searched between two boxes; with
+# RETRACTION_RE, the later box is then the answer.
+CORRECTION_RE = re.compile(
+    r"\b(?:wait|actually|oops|mistakes?|mistaken|errors?|wrong|incorrect|correct(?:ion|ing|ed)|re-?check\w*|"
+    r"recalculat\w*|recomput\w*|re-?do|re-?evaluat\w*|reconsider\w*|revis\w*|scratch that|no[,.;!]|second thought|"
+    r"miscount\w*|miscalculat\w*|not (?:right|correct)|instead|should (?:be|have))",
+    re.IGNORECASE,
+)
+# Words after an answer phrase that take it back when a value follows ("The answer is 2. ... no, it is
+# 3."): stronger than CORRECTION_RE, since checking work after an answer ("let me recheck: 2*3 = 6") is common.
+WEAK_RETRACTION_RE = re.compile(
+    r"\b(?:wait|actually|oops|mistakes?|mistaken|wrong|incorrect|correction|scratch that|on second thought|"
+    r"on reflection|misread\w*|mis-\w+|miscount\w*|miscalculat\w*|corrected|not (?:right|correct)|instead)\b"
+    r"|\bno[,.;!]",
+    re.IGNORECASE,
+)
+# Words that take back the final answer even when no new one follows ("... was 20, but that was wrong").
+TAKEN_BACK_RE = re.compile(
+    r"\b(?:(?:was|is|that's|that is|it's|it is|this is)\s(?:wrong|incorrect|not (?:right|correct)|a mistake|an error)|"
+    r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error)|(?:wrong|incorrect) answer|not the answer|"
+    r"which is (?:a typo|wrong|incorrect|false|a mistake|an error)|typo|"
+    r"(?:is|are|was|were) (?:mistaken|false|rejected))\b",
+    re.IGNORECASE,
+)

@@ -368,7 +368,7 @@ def test_grade_reads_harness_reports():
     assert grade(1, looped, {**done, "result": {"tag": "invalid", "body": "f(...)"}}).status == "invalid_value"
     assert grade(1, looped, {**done, "result": {"tag": "values", "body": "[0, 1, 2]"}}).status == "runtime_error"
     io = code.IOTest("1 2", "3\n")
-    digest = code.harness_program.stdout_digest
+    digest = code.harness_run.stdout_digest
     assert grade(0, io, {**done, "stdout_sha256": digest(" 3 \n\n")}).passed
     assert grade(0, io, {**done, "exit_code": 1, "stdout_sha256": digest("3")}).status == "runtime_error"
 

@@ -8,7 +8,7 @@ import pytest
 
 import rlvr.verifiers.math as vm
 from rlvr.verifiers.math import MathOptions
-from rlvr.verifiers.math.extract import extract
+from rlvr.verifiers.math.final_answer import extract
 from rlvr.verifiers.verdict import Outcome
 
 pytestmark = pytest.mark.usefixtures("math_pool")  # conftest: one worker pool per module

@@ -174,7 +174,7 @@ def test_extraction_is_linear_on_200k_degenerate_runs(trigger):
     the answer search in the calling thread takes well under a second of CPU (about 0.1 s on an
     idle machine; it was 246 s for "Final answer" and 1,000 spaces), and the whole call stays
     within the deadline."""
-    from rlvr.verifiers.math.extract import extract
+    from rlvr.verifiers.math.final_answer import extract
 
     slow = []
     for run in RUNS:

@@ -11,7 +11,7 @@ import pytest
 
 import rlvr.verifiers.math as vm
 from rlvr.verifiers.math import MathOptions, VerifierTypeError
-from rlvr.verifiers.math.extract import extract
+from rlvr.verifiers.math.final_answer import extract
 from rlvr.verifiers.verdict import Outcome, VerifierError
 from tests.verifiers.math.corpora import expected
 

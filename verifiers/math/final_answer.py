@@ -52,7 +52,8 @@ hundred characters; of thousands of numbers or boxes only the last few are exami
 
 Where an answer stands denied is decided by the clause rules of issue #27 (`denials`: "the answer
 is not 5", "7, not 5" is 7, counterfactuals, suppositions, claims judged wrong); the unmarked value
-the lenient mode reads is `last_number`'s.
+the lenient mode reads is `last_number`'s. The markers and what stands at them are read by `markers`
+(the extraction proper); the words the grammar acts on are the classes of `words`.
 """
 
 from __future__ import annotations
@@ -60,54 +61,37 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rlvr.verifiers.math.denials import counterfactual, denied_after, denied_before, negations, supposed
+from rlvr.verifiers.math.denials import counterfactual, denied_after, denied_before, negations
 from rlvr.verifiers.math.last_number import last_number, only_number
+from rlvr.verifiers.math.markers import (
+    after_think,
+    answer_tag,
+    box_spans,
+    configured,
+    distinct,
+    fenced,
+    find_boxes,
+    phrase_answer,
+)
 from rlvr.verifiers.math.text import has_value, plain
-from rlvr.verifiers.math.words import DOUBT_RE, HEDGE_RE, RETRACTION_RE
+from rlvr.verifiers.math.words import (
+    CORRECTION_RE,
+    DOUBT_RE,
+    HEDGE_RE,
+    RETRACTION_RE,
+    TAKEN_BACK_RE,
+    WEAK_RETRACTION_RE,
+)
 
 _MARKS_AGAINST = "?\u2717\u2718\u274c\u2716"  # ? ✗ ✘ ❌ ✖ right after an answer: asked or marked wrong
 _MAX_HEDGED = 4
 _TAIL_WINDOW = 600  # how far after the final answer a doubt, retraction or hedge is looked for
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n")
 _SPAN_OR_NUMBER = re.compile(r"\$[^$\n]{1,80}\$|\\frac\{[^{}]{1,20}\}\{[^{}]{1,20}\}|-?\d+(?:\.\d+)?(?:/\d+)?")
-_BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
-_BRACE = re.compile(r"[{}\\]")
 _STRUCK = re.compile(r"~~[^~\n]{1,200}~~|\\(?:sout|st|cancel|xcancel|bcancel)\{[^{}]{0,200}\}")
-# The words that open an answer phrase; what must follow them ("is", ":", a heading's newline)
-# is checked by a plain scan (`_phrase_end`), never by nested whitespace quantifiers.
-_TRIGGER = re.compile(r"answers?|option|choice", re.IGNORECASE)
-_SKIP_BLANK = re.compile(r"[\s*]*")  # one run of whitespace and bold marks: a single quantifier
-_SKIP_HEADING = re.compile(r"[\s*:]*")
-_SENTENCE_END = re.compile(r"\.(?:\s|$)|\s(?:because|since|which|where|so that|as)\s|;|\bI hope\b", re.IGNORECASE)
-
-# Words that retract an earlier boxed answer (a self-correction), searched between two boxes.
-_RETRACT = re.compile(
-    r"\b(?:wait|actually|oops|mistakes?|mistaken|errors?|wrong|incorrect|correct(?:ion|ing|ed)|re-?check\w*|"
-    r"recalculat\w*|recomput\w*|re-?do|re-?evaluat\w*|reconsider\w*|revis\w*|scratch that|no[,.;!]|second thought|"
-    r"miscount\w*|miscalculat\w*|not (?:right|correct)|instead|should (?:be|have))",
-    re.IGNORECASE,
-)
-_JOINED_SPAN = re.compile(r"\s*(?:,\s*)?(?:(?:or|and)\s*)?(?=\$|\\\()", re.IGNORECASE)
 _ALTERNATIVE = re.compile(
     r"(?:\bor\s+(?:maybe\s+|perhaps\s+|possibly\s+)?|could\s+also\s+be\s+|might\s+(?:also\s+)?be\s+|alternatively,?\s+)"
     r"(\$[^$\n]{1,80}\$|-?\d+(?:\.\d+)?(?:/\d+)?)(?![\w^])",
-    re.IGNORECASE,
-)
-
-# Words after an answer phrase that take it back ("The answer is 2. ... no, it is 3."): stronger
-# than `_RETRACT`, since checking work after an answer ("let me recheck: 2*3 = 6") is common.
-_RETRACT_PHRASE = re.compile(
-    r"\b(?:wait|actually|oops|mistakes?|mistaken|wrong|incorrect|correction|scratch that|on second thought|"
-    r"on reflection|misread\w*|mis-\w+|miscount\w*|miscalculat\w*|corrected|not (?:right|correct)|instead)\b"
-    r"|\bno[,.;!]",
-    re.IGNORECASE,
-)
-# Words that take back the final answer even when no new one follows ("... was 20, but that was wrong").
-_RETRACTED = re.compile(
-    r"\b(?:(?:was|is|that's|that is|it's|it is|this is)\s(?:wrong|incorrect|not (?:right|correct)|a mistake|an error)|"
-    r"scratch that|I was wrong|misread\w*|I made an? (?:mistake|error)|(?:wrong|incorrect) answer|not the answer|"
-    r"which is (?:a typo|wrong|incorrect|false|a mistake|an error)|typo|"
-    r"(?:is|are|was|were) (?:mistaken|false|rejected))\b",
     re.IGNORECASE,
 )
 
@@ -130,242 +114,17 @@ class Extraction:
     denied: str | None = None
 
 
-def _match_braces(text: str, start: int) -> int:
-    """Index just past the `}` closing the `{` at `start`, or -1 if it never closes."""
-    close = text.find("}", start + 1)
-    if close > 0 and text.find("{", start + 1, close) < 0 and text.find("\\", start + 1, close) < 0:
-        return close + 1  # the common flat case, found in C
-    depth = 0
-    skip = -1
-    for m in _BRACE.finditer(text, start):  # only braces and backslashes: a scan in C between them
-        i = m.start()
-        if i == skip:
-            continue
-        ch = text[i]
-        if ch == "\\":
-            skip = i + 1  # the escaped character (`\\{`, `\\}`, `\\\\`) does not count
-        elif ch == "{":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return -1
-
-
-def _box_spans(text: str, max_distinct: int) -> tuple[list[tuple[str, int, int]], bool, bool]:
-    """Top-level boxes in order as (content, start, end), repeats included: (spans, unclosed, too_many)."""
-    spans: list[tuple[str, int, int]] = []
-    seen: set[str] = set()
-    end = 0
-    for m in _BOX.finditer(text):
-        if m.start() < end:  # a box nested inside the previous one
-            continue
-        i = m.end()
-        while i < len(text) and text[i] == " ":
-            i += 1
-        if i < len(text) and text[i] == "{":
-            close = _match_braces(text, i)
-            if close < 0:
-                return spans, True, False
-            content, end = text[i + 1 : close - 1], close
-        else:  # `\boxed 5`: the box holds the next word
-            j = i
-            while j < len(text) and not text[j].isspace() and text[j] not in "$":
-                j += 1
-            content, end = text[i:j], j
-        content = _unwrap(content.strip())
-        key = "".join(content.split())
-        if not key:
-            continue
-        if key not in seen:
-            if len(seen) >= max_distinct:
-                return spans, False, True
-            seen.add(key)
-        spans.append((content, m.start(), end))
-    return spans, False, False
-
-
-def _unwrap(content: str) -> str:
-    """`\\boxed{\\boxed{5}}` holds 5: a box that is the whole content of another is dropped.
-    A few levels only (each is a scan): deeper ones are left to the parser, which drops `\\boxed`."""
-    for _ in range(4):
-        m = _BOX.match(content)
-        if m is None:
-            return content
-        i = m.end()
-        while i < len(content) and content[i] == " ":
-            i += 1
-        if i >= len(content) or content[i] != "{" or _match_braces(content, i) != len(content):
-            return content
-        content = content[i + 1 : -1].strip()
-    return content
-
-
-def _distinct(contents) -> list[str]:
-    out, seen = [], set()
-    for c in contents:
-        key = "".join(c.split())
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
-    return out
-
-
-def find_boxes(text: str, max_distinct: int) -> tuple[list[str], bool, bool]:
-    """All distinct top-level `\\boxed{...}`/`\\fbox{...}` contents: (contents, unclosed, too_many)."""
-    spans, unclosed, too_many = _box_spans(text, max_distinct)
-    return _distinct(c for c, _, _ in spans), unclosed, too_many
-
-
-def _after_retraction(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """The boxes after the last retraction written between two boxes (`\\boxed{3}`. Wait, that is
-    wrong ... `\\boxed{4}`): a self-correction, so only the later boxes are the answer. A policy
-    gains nothing by writing one: it is judged on the last box(es) alone."""
-    for k in range(len(spans) - 1, 0, -1):
-        if _RETRACT.search(text, spans[k - 1][2], spans[k][1]) or RETRACTION_RE.search(
-            text, spans[k - 1][2], spans[k][1]
-        ):
-            return spans[k:]
-    return spans
-
-
-_FENCE = re.compile(r"```[A-Za-z0-9_+-]{0,20}[ \t]*\n?([^`]{0,4000}?)```")
-_MARKER_BEFORE = re.compile(r"answer\W{0,12}(?:is\W{0,6})?$", re.IGNORECASE)
-
-
-def _fenced(text: str) -> str:
-    """Code fences: a fenced block right after an answer marker ("Answer:\\n```\\n42\\n```") is that
-    answer, its fences dropped; any other block is code, blanked out, so that nothing in it (an
-    `answer = 6 * 7`, a printed 42) is taken for a marked answer."""
-    if "```" not in text:
-        return text
-
-    def block(m: re.Match) -> str:
-        if _MARKER_BEFORE.search(text, max(0, m.start() - 40), m.start()):
-            return m.group(1)
-        return " " * (m.end() - m.start())
-
-    return _FENCE.sub(block, text)
-
-
-def _configured(text: str, patterns: tuple[str, ...]) -> Extraction | None:
-    """The last match of a configured marker (`MathOptions.answer_patterns`), its group 1 the answer."""
-    last: tuple[int, str] | None = None
-    for pattern in patterns:
-        for m in re.finditer(pattern, text):
-            if m.group(1) and (last is None or m.start() >= last[0]):
-                last = (m.start(), m.group(1).strip())
-    return None if last is None or not last[1] else Extraction((last[1],), "pattern")
-
-
-def _after_think(text: str) -> str:
-    cut = text.rfind("</think>")
-    if cut >= 0 and text[cut + 8 :].strip():
-        return text[cut + 8 :]
-    return text
-
-
-def _answer_tag(text: str) -> tuple[str, str] | None:
-    """The content of the last `<answer>` tag and the text after it."""
-    lower = text.lower()
-    start = lower.rfind("<answer>")
-    if start < 0:
-        return None
-    stop = lower.find("</answer>", start)
-    if stop < 0:
-        return text[start + 8 :], ""
-    return text[start + 8 : stop], text[stop + 9 :]
-
-
-def _math_span_at(text: str, start: int) -> tuple[str, int] | None:
-    """The `$...$`, `\\(...\\)` or `\\[...\\]` span beginning at `start` and the index after it."""
-    for open_, close in (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]")):
-        if text.startswith(open_, start):
-            stop = text.find(close, start + len(open_))
-            while close == "$" and stop > 0 and text[stop - 1] == "\\":  # `$\$0.20$`: an escaped dollar
-                stop = text.find(close, stop + 1)
-            if stop > start + len(open_):
-                return text[start + len(open_) : stop], stop + len(close)
-    return None
-
-
-def _after_final(text: str, start: int) -> bool:
-    """Whether "final" and whitespace come right before `start` (a bounded look back)."""
-    window = text[max(0, start - 64) : start]
-    stripped = window.rstrip()
-    return len(stripped) < len(window) and stripped[-5:].lower() == "final"
-
-
-def _phrase_end(text: str, m: re.Match) -> int | None:
-    """Where the answer after the trigger word `m` begins: after "is"/"are", ":" or "=", or after a
-    "Final Answer" heading's line break; None when the word opens no answer phrase."""
-    j = _SKIP_BLANK.match(text, m.end()).end()
-    head = text[j : j + 3].lower()
-    for verb in ("is", "are"):
-        k = j + len(verb)
-        if head.startswith(verb) and not (k < len(text) and (text[k].isalnum() or text[k] == "_")):
-            return k
-    if j < len(text) and text[j] in ":=":
-        return j + 1
-    if m.group(0).lower() == "answer" and _after_final(text, m.start()):
-        k = _SKIP_HEADING.match(text, m.end()).end()
-        if text.find("\n", m.end(), k) >= 0:
-            return k
-    return None
-
-
-def _phrase_answer(text: str) -> tuple[str, int, int] | None:
-    """The answer after the last "the answer is"/"Answer:", where it starts and where it ends;
-    None if there is none. A phrase in a negating clause ("there is no way the answer is 6") is
-    denied: its answer is the empty string."""
-    last = trigger = None
-    for m in _TRIGGER.finditer(text):
-        end = _phrase_end(text, m)
-        if end is not None:
-            last, trigger = end, m.start()
-    if last is None:
-        return None
-    if denied_before(text, trigger) or counterfactual(text, trigger, last) or supposed(text, trigger):
-        return "", last, last
-    i = _SKIP_HEADING.match(text, last).end()
-    span = _math_span_at(text, i)
-    if span is not None:  # "$2$ or $-2$": every span joined by or/and/commas is part of the answer
-        parts = [span[0].strip()]
-        joined = _JOINED_SPAN.match(text, span[1])
-        while joined and len(parts) < 8:
-            nxt = _math_span_at(text, joined.end())
-            if nxt is None:
-                break
-            parts.append(nxt[0].strip())
-            span = nxt
-            joined = _JOINED_SPAN.match(text, nxt[1])
-        return " \\text{ or } ".join(parts), i, span[1]
-    line = text[i : i + 4000].split("\n", 1)[0]
-    cut = _SENTENCE_END.search(line)
-    answer = (line[: cut.start()] if cut else line).strip().strip("*").strip().rstrip(".,;!")
-    return (answer, i, i + (cut.start() if cut else len(line))) if answer else None
-
-
-def _alternative(text: str, start: int) -> str | None:
-    """A second answer offered right after the first ("... or maybe 6", "it could also be $7$")."""
-    m = _ALTERNATIVE.search(text, start, start + 200)
-    if m is None:
-        return None
-    alt = m.group(1)
-    return alt[1:-1] if alt.startswith("$") else alt
-
-
 def extract(
     response: str, max_boxes: int = 16, require_marker: bool = True, patterns: tuple[str, ...] = ()
 ) -> Extraction:
     """The final answer(s) of `response`; an empty `answers` means no answer was found."""
-    text = _STRUCK.sub(" ", _after_think(plain(response)))  # struck-out text (`~~5~~ 6`, `\\sout{5}`) is retracted
-    text = _fenced(text)
-    tag = _answer_tag(text)
+    text = _STRUCK.sub(" ", after_think(plain(response)))  # struck-out text (`~~5~~ 6`, `\\sout{5}`) is retracted
+    text = fenced(text)
+    tag = answer_tag(text)
     found = _extract_from(text if tag is None else tag[0], tag is not None, max_boxes, require_marker)
     if not found.answers and found.denied is None and patterns:
-        found = _configured(text, patterns) or found
+        pattern = configured(text, patterns)
+        found = found if pattern is None else Extraction((pattern,), "pattern")
     if tag is not None and found.answers and not found.too_many:
         # "<answer>5</answer> Actually, no, the answer is 7"
         later = _after_answer(tag[1], boxed=False, require_marker=require_marker)
@@ -374,21 +133,21 @@ def extract(
         # `<answer>1</answer> \\boxed{2}`: a box after the tags is a second final answer (boxes
         # before them are working that the tags supersede)
         outside, _, many = find_boxes(tag[1], max_boxes)
-        merged = _distinct(list(found.answers) + outside)
+        merged = distinct(list(found.answers) + outside)
         if len(merged) > len(found.answers):
             return Extraction(tuple(merged[: max_boxes + 1]), found.method, too_many=many or len(merged) > max_boxes)
     return found
 
 
 def _extract_from(region: str, tagged: bool, max_boxes: int, require_marker: bool = True) -> Extraction:
-    spans, unclosed, too_many = _box_spans(region, max_boxes)
+    spans, unclosed, too_many = box_spans(region, max_boxes)
     if spans or too_many:
         if too_many:
-            return Extraction(tuple(_distinct(c for c, _, _ in spans)), "boxed", unclosed, too_many)
+            return Extraction(tuple(distinct(c for c, _, _ in spans)), "boxed", unclosed, too_many)
         spans = _after_retraction(region, spans)
         stated = _stated(region, spans)
         if not stated:  # "we can rule out \boxed{6}": no box stands; a marked answer after them may
-            phrase = _phrase_answer(region[spans[-1][2] :])
+            phrase = phrase_answer(region[spans[-1][2] :])
             if phrase is not None and has_value(phrase[0]):
                 return _from_phrase(region[spans[-1][2] :], phrase, require_marker)
             return Extraction((), "boxed", denied=spans[-1][0])
@@ -396,18 +155,18 @@ def _extract_from(region: str, tagged: bool, max_boxes: int, require_marker: boo
         later = _after_answer(tail, boxed=True)
         if later is not None:
             return later
-        phrase = _phrase_answer(tail)
+        phrase = phrase_answer(tail)
         if phrase is not None and has_value(phrase[0]):  # "\boxed{6} ... The final answer is 5.": 5 supersedes
             return _from_phrase(tail, phrase, require_marker)
-        answers = _distinct(c for c, _, _ in stated)
+        answers = distinct(c for c, _, _ in stated)
         taken_back = _taken_back(tail)
         if taken_back is not None:
             return Extraction((), "boxed", denied=taken_back)
-        answers = _distinct(answers + _hedged(tail))  # "\boxed{3}, though 5 is also possible": a hedge
+        answers = distinct(answers + _hedged(tail))  # "\boxed{3}, though 5 is also possible": a hedge
         return Extraction(tuple(answers), "boxed", unclosed)
     if unclosed:
         return Extraction((), "boxed", unclosed=True)
-    phrase = _phrase_answer(region)
+    phrase = phrase_answer(region)
     if phrase is not None and not phrase[0]:
         return Extraction((), "phrase", denied=region[max(0, phrase[1] - 60) : phrase[1]].strip())
     if phrase:
@@ -438,9 +197,30 @@ def _from_phrase(region: str, phrase: tuple[str, int, int], require_marker: bool
     if taken_back is not None:
         return Extraction((), "phrase", denied=taken_back)
     alternative = _alternative(region, phrase[2])  # judged like two boxes: a hedge unless equal
-    answers = tuple(_distinct([answer] + ([alternative] if alternative else []) + _hedged(tail)))
+    answers = tuple(distinct([answer] + ([alternative] if alternative else []) + _hedged(tail)))
     fallback = None if denied or require_marker else only_number(answer)
     return Extraction(answers, "phrase", fallback=fallback)
+
+
+def _alternative(text: str, start: int) -> str | None:
+    """A second answer offered right after the first ("... or maybe 6", "it could also be $7$")."""
+    m = _ALTERNATIVE.search(text, start, start + 200)
+    if m is None:
+        return None
+    alt = m.group(1)
+    return alt[1:-1] if alt.startswith("$") else alt
+
+
+def _after_retraction(text: str, spans: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """The boxes after the last retraction written between two boxes (`\\boxed{3}`. Wait, that is
+    wrong ... `\\boxed{4}`): a self-correction, so only the later boxes are the answer. A policy
+    gains nothing by writing one: it is judged on the last box(es) alone."""
+    for k in range(len(spans) - 1, 0, -1):
+        if CORRECTION_RE.search(text, spans[k - 1][2], spans[k][1]) or RETRACTION_RE.search(
+            text, spans[k - 1][2], spans[k][1]
+        ):
+            return spans[k:]
+    return spans
 
 
 def _taken_back(tail: str) -> str | None:
@@ -493,10 +273,10 @@ def _after_answer(tail: str, boxed: bool, retract_only: bool = False, require_ma
     a box: a check of the work after a box is common); a retraction with nothing after it ("but
     that was wrong") leaves no answer; None when the answer stands."""
     if not retract_only:
-        r = _RETRACT_PHRASE.search(tail)
+        r = WEAK_RETRACTION_RE.search(tail)
         if r is not None:
             rest = tail[r.end() :]
-            phrase = _phrase_answer(rest)
+            phrase = phrase_answer(rest)
             if phrase is not None and has_value(phrase[0]):
                 answer, _ = negations(phrase[0])
                 return Extraction((answer,) if answer else (), "retracted", denied=None if answer else phrase[0])
@@ -506,20 +286,7 @@ def _after_answer(tail: str, boxed: bool, retract_only: bool = False, require_ma
                     return Extraction((), "retracted", denied=tail[r.start() : r.end()])
                 if number or negated:
                     return Extraction((number,) if number else (), "retracted", denied=negated)
-    r = _RETRACTED.search(tail)
+    r = TAKEN_BACK_RE.search(tail)
     if r is not None:
         return Extraction((), "retracted", denied=tail[r.start() : r.end()])
     return None
-
-
-def extract_gold(gold: str) -> str:
-    """The reference answer itself: the content of a `\\boxed{}` if it has one, without `$`s."""
-    gold = plain(gold)
-    boxes, _, _ = find_boxes(gold, 1_000)
-    if boxes:  # a worked reference solution: its boxed answer (several boxes: all of them)
-        return boxes[0] if len(boxes) == 1 else ", ".join(boxes)
-    text = gold.strip()
-    span = _math_span_at(text, 0)
-    if span is not None and span[1] >= len(text):
-        return span[0].strip()
-    return text

@@ -103,7 +103,7 @@ def step_seeds(settings: Settings, step: int) -> list[int]:
     """The environment reset seeds rlvr's loop trains on at `step` (never a held-out one), so
     that TRL, fed the same tasks in order, trains on exactly rlvr's tasks."""
     from rlvr.trainers.config import TrainConfig
-    from rlvr.trainers.loop import training_seeds
+    from rlvr.trainers.step_rollout import training_seeds
 
     return training_seeds(
         TrainConfig(seed=settings.seed, tasks_per_step=settings.tasks_per_step, eval_tasks=settings.held_out_tasks),

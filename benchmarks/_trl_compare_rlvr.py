@@ -63,8 +63,10 @@ def train_config(settings: Settings, out_dir: Path):
 
 
 def run(settings: Settings, out_dir: Path) -> dict:
+    from rlvr.trainers.device import use_threads
     from rlvr.trainers.loop import Trainer
 
+    use_threads(settings.threads)
     trainer = Trainer(train_config(settings, out_dir))
     seconds, cpu_seconds, wait_seconds, rewards, lrs, phases = [], [], [], [], [], []
     started = time.perf_counter()

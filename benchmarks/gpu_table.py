@@ -85,6 +85,7 @@ def run_row(settings: dict) -> dict:
     import torch
 
     from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.device import use_threads
     from rlvr.trainers.loop import Trainer
 
     settings = dict(settings)
@@ -95,6 +96,7 @@ def run_row(settings: dict) -> dict:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()  # in-process: what earlier rows left (none in a row's own process)
+    use_threads(settings.get("threads"))
     trainer = Trainer(TrainConfig.from_dict(settings))
     try:
         per_step = []

@@ -90,10 +90,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 # ---- the child: one configuration ------------------------------------------------------------------
 def run_child(settings_path: str, result_path: str) -> int:
     from rlvr.trainers.config import TrainConfig
+    from rlvr.trainers.device import use_threads
     from rlvr.trainers.loop import Trainer
 
     settings = json.loads(Path(settings_path).read_text())
     steps = settings.pop("steps")
+    use_threads(settings.get("threads"))
     trainer = Trainer(TrainConfig.from_dict({**settings, "steps": steps}))
     seconds, phases, gaps = [], [], []
     while trainer.step < steps:

@@ -18,6 +18,7 @@ import copy
 import tempfile
 
 from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.device import use_threads
 from rlvr.trainers.loop import Trainer
 
 
@@ -48,6 +49,7 @@ def main() -> None:
             out=tempfile.mkdtemp(prefix="rlvr-sync-gap-"),
         )
     )
+    use_threads(config.threads)
     trainer = Trainer(config)
     sync = trainer.sampler.update_weights
 

@@ -29,10 +29,10 @@ from rlvr.envs.eval_sampling import temperature_for
 from rlvr.envs.eval_tasks import default_chunk, plan
 from rlvr.envs.evaluate import format_table, summarize
 from rlvr.envs.registry import make
-from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers import checkpoint, loop, quiet
 from rlvr.trainers.config import CommonSettings
+from rlvr.trainers.evaluation import rollout_chunk
 from rlvr.trainers.models import resolve_model
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.protocol import SamplerSpec
@@ -130,21 +130,8 @@ def evaluate(
         chunk = default_chunk(todo.count)  # as rlvr eval's default: a task's samples depend on its chunk
         for start in range(0, todo.count, chunk):
             stop = min(start + chunk, todo.count)
-            # as rlvr eval: the i-th task of a call gets seed + i * G, so task t's seed is seed + t * G
-            seeded = dataclasses.replace(sampling, seed=seed + start * group_size)
-            groups = rollout(
-                RolloutRequest(
-                    env,
-                    env_args,
-                    group_size=group_size,
-                    sampling=seeded,
-                    model_info={"model": path, "model_step": None},
-                    group_id_start=start,
-                    **todo.rollout_tasks(start, stop),
-                ),
-                engine,
-                engine.tokenizer,
-                progress=False,
+            groups = rollout_chunk(
+                env, env_args, engine, engine.tokenizer, todo, (start, stop), group_size, sampling, path
             )
             episodes += [ep for g in groups for ep in g.episodes]
     finally:

@@ -61,6 +61,13 @@ def remove_partial(out_dir: str | Path) -> list[Path]:
     return stale
 
 
+def resume_point(out_dir: str | Path) -> Path | None:
+    """The checkpoint a resumed run continues from, once the partial ones a crash left are gone;
+    None: nothing saved yet (the run starts fresh)."""
+    remove_partial(out_dir)
+    return latest_checkpoint(out_dir)
+
+
 def rng_state() -> dict[str, Any]:
     """Python, NumPy and torch generator states, as plain types that `torch.load(weights_only=True)` accepts."""
     kind, keys, pos, has_gauss, gauss = np.random.get_state()

@@ -46,3 +46,10 @@ def model_device(model: nn.Module) -> torch.device:
     for p in model.parameters():
         return p.device
     return torch.device("cpu")
+
+
+def use_threads(threads: int | None) -> None:
+    """torch's intra-op threads for this process (None: torch's default). Process-wide, so an entry
+    point's to call (`rlvr train`, a script's main), never the library's."""
+    if threads:
+        torch.set_num_threads(threads)

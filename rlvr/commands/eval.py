@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -183,7 +182,7 @@ def run(args: EvalConfig) -> int:
     with collector_paused():  # the imports (rlvr.startup); _run_locked uses the envs modules loaded here
         import rlvr.envs.episode_log  # noqa: F401 - loaded now, while the collector is paused
         import rlvr.envs.evaluate  # noqa: F401
-        import rlvr.envs.rollout  # noqa: F401
+        import rlvr.trainers.evaluation  # noqa: F401 - the chunks rlvr eval samples (its rollout)
         from rlvr.envs.sampler import SamplingSettings
         from rlvr.trainers.models import resolve_model
 
@@ -228,7 +227,7 @@ def _run_locked(
 
     from rlvr.envs.episode_log import append_records, chunk_bounds, load_whole_chunks, sort_by_group
     from rlvr.envs.evaluate import format_table
-    from rlvr.envs.rollout import rollout
+    from rlvr.trainers.evaluation import rollout_chunk
 
     print(f"results go to {out}/ (episodes.jsonl as it goes, summary.json at the end)", flush=True)
     if tasks.note:
@@ -274,8 +273,8 @@ def _run_locked(
         ) as bar:
             for chunk in todo:
                 t0 = time.perf_counter()
-                groups = _rollout_chunk(
-                    rollout, args, env_args, sampler, tokenizer, chunk, group_size, sampling, model, tasks
+                groups = rollout_chunk(
+                    args.env, env_args, sampler, tokenizer, tasks, chunk, group_size, sampling, model
                 )
                 seconds += time.perf_counter() - t0
                 new = [ep for g in groups for ep in g.episodes]
@@ -394,33 +393,6 @@ def _stop_if_only_errors(episodes: list, log: Path) -> None:
             f"to score. The first: {error_message(episodes[0])} (episodes in {log}; run again "
             "with the same --out once fixed: error tasks are sampled again)"
         )
-
-
-def _rollout_chunk(
-    rollout, args, env_args, sampler, tokenizer, chunk: tuple[int, int], group_size, sampling, model, tasks
-):
-    """Tasks [start, stop) of the run (`tasks`: by id from the env's list, or by reset seed) as groups
-    whose ids are their indices: ONE rollout call, the chunk's whole batch, as in every run that
-    samples this chunk."""
-    from rlvr.envs.rollout import RolloutRequest
-
-    start, stop = chunk
-    # The rollout adds i * G to the seed for the i-th task of a call: task t's seed is seed + t * G in any run.
-    seeded = dataclasses.replace(sampling, seed=sampling.seed + start * group_size)
-    return rollout(
-        RolloutRequest(
-            args.env,
-            env_args,
-            group_size=group_size,
-            sampling=seeded,
-            model_info={"model": model, "model_step": None},
-            group_id_start=start,
-            **tasks.rollout_tasks(start, stop),
-        ),
-        sampler,
-        tokenizer,
-        progress=False,
-    )
 
 
 def _record(ep, tokenizer, chunk: tuple[int, int]) -> dict[str, Any]:

@@ -134,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
                 print(tasks.note, file=sys.stderr)
         if warmup_warning(config) is not None:  # once this run holds its --out: a refused run warns of nothing
             print(warmup_warning(config), file=sys.stderr)
+        from rlvr.trainers.device import use_threads
+
+        use_threads(config.threads)  # process-wide: the command's to set, not the library's (trainers.loop)
         with collector_paused():  # the models and the engine, apart: the engine's own collections skip the imports
             trainer = Trainer(config, algo, tasks=tasks)
         try:

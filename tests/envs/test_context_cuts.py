@@ -132,7 +132,7 @@ def test_eval_summary_counts_reasons_and_warns():
 
 
 def test_train_metrics_have_rates_per_reason():
-    from rlvr.trainers.loop import Rollout, Trainer
+    from rlvr.trainers.step_rollout import Rollout, rollout_metrics
 
     eps = [
         episode(truncation=TruncationReason.TURNS),
@@ -149,5 +149,5 @@ def test_train_metrics_have_rates_per_reason():
         seconds_sampling=0.0,
         seconds_scoring=0.0,
     )
-    m = Trainer.rollout_metrics(None, r)
+    m = rollout_metrics(r)
     assert (m["truncated_turns_rate"], m["truncated_context_rate"], m["truncated_length_rate"]) == (0.25, 0.25, 0.0)

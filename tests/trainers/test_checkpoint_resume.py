@@ -18,9 +18,12 @@ from transformers import AutoModelForCausalLM
 
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.device import use_threads
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.preflight import check_run
 from tests.conftest import train_device
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 SMALL = dict(
     device=train_device(),  # the device the suite follows; checkpoints compared on the CPU

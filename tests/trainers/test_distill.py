@@ -14,13 +14,17 @@ import pytest
 import torch
 
 from rlvr.cli import main
-from rlvr.trainers.algorithms import check_settings, compute_policy_loss, get_algorithm, teacher_advantages
+from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.device import use_threads
+from rlvr.trainers.dispatch import compute_policy_loss, teacher_advantages
 from rlvr.trainers.kernels.advantages import distill_advantages
 from rlvr.trainers.kernels.aggregation import aggregate_loss
 from rlvr.trainers.phases import update_is_on_policy
-from rlvr.trainers.preflight import check_run
+from rlvr.trainers.preflight import check_run, check_settings
 from tests.conftest import train_device
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 STUDENT_HEAD_SCALE = 0.5
 

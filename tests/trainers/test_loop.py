@@ -10,9 +10,12 @@ import pytest
 
 from rlvr.envs.core import ProceduralTasks, SingleTurnEnv, Task
 from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.device import use_threads
 from rlvr.trainers.loop import Trainer
 from rlvr.verifiers.verdict import Outcome, Verdict
 from tests.conftest import train_device
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 ENV_ID = "rlvrtest/FlakyGrader-v0"
 

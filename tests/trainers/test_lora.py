@@ -20,7 +20,7 @@ from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.batch import collate
 from rlvr.trainers.config import ConfigError, TrainConfig
-from rlvr.trainers.device import model_device
+from rlvr.trainers.device import model_device, use_threads
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.models import TINY_DIR, load_causal_lm, resolve_model
 from rlvr.trainers.phases import reference_logprobs
@@ -28,6 +28,8 @@ from rlvr.trainers.policy import forward
 from rlvr.trainers.preflight import check_model_dir, check_run
 from tests.conftest import require, train_device
 from tests.tolerances import forward_bound
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 GAP = 1e-4
 MARGIN = 0.1  # reward (first 5 steps' mean -> last 5 steps'); measured rises at 25 steps: 0.20 and 0.31

@@ -15,7 +15,7 @@ from rlvr.envs.episode import Episode
 from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.batch import collate
 from rlvr.trainers.config import ConfigError, TrainConfig
-from rlvr.trainers.device import model_device
+from rlvr.trainers.device import model_device, use_threads
 from rlvr.trainers.loop import Trainer
 from rlvr.trainers.model_set import Models
 from rlvr.trainers.packing import PackingError, micro_batch, pack, packed_layout, split_rows
@@ -30,6 +30,8 @@ from rlvr.trainers.policy import Critic, ValueHead, forward
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import train_device
 from tests.tolerances import forward_bound, gradient_bound
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 BUDGET = 64  # tokens per packed forward: many bins for the episodes below, and rows longer than it
 

@@ -14,7 +14,6 @@ from rlvr.envs.episode import Episode
 from rlvr.trainers.algorithms import get_algorithm
 from rlvr.trainers.batch import collate
 from rlvr.trainers.config import TrainConfig
-from rlvr.trainers.loop import collect_groups, training_seeds
 from rlvr.trainers.model_set import Models
 from rlvr.trainers.phases import (
     StepTensors,
@@ -25,6 +24,7 @@ from rlvr.trainers.phases import (
     update_is_on_policy,
 )
 from rlvr.trainers.policy import ValueHead
+from rlvr.trainers.step_rollout import collect_groups, training_seeds
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import random_qwen2
 from tests.tolerances import gradient_bound

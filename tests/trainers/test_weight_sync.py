@@ -37,8 +37,11 @@ import torch
 from rlvr.errors import RlvrError
 from rlvr.trainers import checkpoint as ckpt
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.device import use_threads
 from rlvr.trainers.weight_sync import GAP_BOUNDS, SyncCheck, SyncGap, WeightSyncError, sync_gap
 from tests.conftest import require
+
+use_threads(1)  # as `rlvr train --threads 1` does: the Trainer leaves torch's threads to its caller
 
 DROPPED = 2  # the version whose sync is lost: step 3 samples with version 1's weights
 

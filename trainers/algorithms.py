@@ -1,18 +1,20 @@
-"""Named algorithms: the one page that turns a preset into calls of the config-free kernels.
+"""Named algorithms: the one page of what each algorithm is.
 
     cfg = get_algorithm("dapo", kl_coef=0.01)   # a preset with overrides, validated
     cfg = resolve(cfg, max_tokens=512)          # lengths that default to the generation budget
-    check_settings(cfg, train_config)           # combinations with the run's settings
 
-Here live the presets (`AlgoConfig`, `PRESETS`), and the dispatch the loop calls: advantages
-(`sequence_advantages`, `token_advantages`), the policy objective (`compute_policy_loss`), the
-group and sample filters (`keep_groups`, `filter_loss_mask`: DAPO's dynamic sampling and
-overlong filtering), reward shaping (`shape_rewards`: DAPO's soft overlong penalty), and
-`constant_length` resolution. Adding an algorithm touches this file and its test only.
+Here live the advantage estimators and what each one is (`ESTIMATORS`: group-relative or not, which
+the pre-flight group-size check and the zero-signal rule read), the presets (`AlgoConfig`,
+`PRESETS`), `constant_length` resolution, and `--algo`'s description generated from the presets
+(`preset_help`). The calls a preset makes of the config-free kernels (advantages, the policy
+objective, DAPO's filters and reward shaping) are `trainers.dispatch`; the checks of a preset against
+a run's settings are `trainers.preflight.check_settings`. This page imports neither torch nor the
+settings (`trainers.config` reads it for `--algo`'s description). Adding an algorithm is a preset
+here, and a branch in `trainers.dispatch` when it calls a kernel no preset called before.
 
 On-policy distillation (`distill`) is a preset too: its advantage `teacher_kl` is per token,
-the teacher's logprob minus the student's (`teacher_advantages`), and the reference model slot
-holds the teacher (`TrainConfig.teacher`).
+the teacher's logprob minus the student's (`trainers.dispatch.teacher_advantages`), and the
+reference model slot holds the teacher (`TrainConfig.teacher`).
 """
 
 from __future__ import annotations
@@ -23,39 +25,30 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-import torch
-from torch import Tensor
+from rlvr.trainers.kernels.names import AGGREGATIONS, KL_ESTIMATORS, LOSS_TYPES, RATIO_LEVELS
 
-from rlvr.trainers.config import ConfigError
-from rlvr.trainers.kernels.advantages import (
-    distill_advantages,
-    dynamic_sampling_keep,
-    episode_rows,
-    gae,
-    grpo_advantages,
-    overlong_filter,
-    overlong_penalty,
-    reinforce_advantages,
-    rloo_advantages,
-    whiten,
+
+@dataclass(frozen=True)
+class Estimator:
+    """What an advantage estimator is, as the run's checks need to know it (the estimator's maths:
+    `trainers.kernels.advantages`, called by `trainers.dispatch`)."""
+
+    # Compares the samples of each task's group with each other: a run needs group_size >= 2
+    # (`trainers.preflight`), and a group whose rewards are all equal carries no signal
+    # (`trainers.zero_signal`).
+    group_relative: bool
+
+
+ESTIMATORS: Mapping[str, Estimator] = MappingProxyType(
+    {
+        "reinforce": Estimator(group_relative=False),  # the reward, less the batch mean (batch_baseline) or nothing
+        "rloo": Estimator(group_relative=True),  # less the mean of the group's other samples
+        "grpo": Estimator(group_relative=True),  # less the group's mean (and over its std)
+        "gae": Estimator(group_relative=False),  # per token, from the value head's or critic's values
+        "teacher_kl": Estimator(group_relative=False),  # per token, the teacher's logprob less the student's
+    }
 )
-from rlvr.trainers.kernels.aggregation import AGGREGATIONS, as_bool_mask, check_bt, masked_zero, turn_ends
-from rlvr.trainers.kernels.kl import KL_ESTIMATORS, kl_estimate
-from rlvr.trainers.kernels.policy_loss import (
-    LOSS_TYPES,
-    RATIO_LEVELS,
-    PolicyLossOutput,
-    cispo_loss,
-    clipped_policy_loss,
-    pg_loss,
-)
-
-if TYPE_CHECKING:
-    from rlvr.trainers.config import TrainConfig
-
-ADVANTAGES = ("reinforce", "rloo", "grpo", "gae", "teacher_kl")
 KL_PLACEMENTS = ("reward", "loss")
 
 
@@ -63,7 +56,7 @@ KL_PLACEMENTS = ("reward", "loss")
 class AlgoConfig:
     name: str = "custom"
     # advantages
-    advantage: str = "grpo"  # one of ADVANTAGES
+    advantage: str = "grpo"  # a key of ESTIMATORS
     batch_baseline: bool = False  # reinforce: subtract the batch-mean reward
     scale_by_std: bool = True  # grpo: divide by the group std (False = Dr. GRPO)
     std_unbiased: bool = True  # grpo: sample std (n-1) rather than population std (n)
@@ -101,7 +94,7 @@ class AlgoConfig:
             raise ValueError(f"algorithm {self.name!r}: {msg}")
 
         for fname, allowed in (
-            ("advantage", ADVANTAGES),
+            ("advantage", tuple(ESTIMATORS)),
             ("loss_type", LOSS_TYPES),
             ("ratio_level", RATIO_LEVELS),
             ("aggregation", AGGREGATIONS),
@@ -176,6 +169,11 @@ class AlgoConfig:
                 "reference; use 'k3' or 'k2' in the loss, or put k1 in the reward",
                 stacklevel=3,
             )
+
+    @property
+    def group_relative(self) -> bool:
+        """Its advantages compare the samples of each task's group (`Estimator.group_relative`)."""
+        return ESTIMATORS[self.advantage].group_relative
 
     @property
     def needs_value_head(self) -> bool:
@@ -329,9 +327,6 @@ def get_algorithm(name: str, **overrides) -> AlgoConfig:
     return dataclasses.replace(PRESETS[key], **overrides)
 
 
-# --- what the loop calls ---------------------------------------------------------------------
-
-
 def resolve(algo: AlgoConfig, max_tokens: int) -> AlgoConfig:
     """Lengths left to the run: Dr. GRPO's `constant_length` and the overlong penalty's
     `overlong_max_length` default to the generation budget `max_tokens`."""
@@ -343,151 +338,8 @@ def resolve(algo: AlgoConfig, max_tokens: int) -> AlgoConfig:
     return dataclasses.replace(algo, **changes) if changes else algo
 
 
-def check_settings(algo: AlgoConfig, cfg: TrainConfig) -> None:
-    """Combinations of the preset with the run's settings that cannot work; `ConfigError`."""
-    epochs = cfg.epochs or algo.ppo_epochs
-    if algo.loss_type == "pg" and (epochs > 1 or cfg.num_minibatches > 1):
-        raise ConfigError(
-            f"algorithm {algo.name!r} uses loss_type 'pg' (REINFORCE: no importance ratio, no clip), "
-            f"which is only correct on fresh samples: it needs epochs 1 and minibatch_size equal to the "
-            f"batch ({cfg.batch_size} episodes), got epochs {epochs} and minibatch_size "
-            f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped"
-        )
-    if algo.needs_teacher and not cfg.teacher:
-        raise ConfigError(
-            f"algorithm {algo.name!r} distills from a teacher: set teacher (--teacher DIR), the model "
-            f"directory whose logprobs of the student's tokens are the reward"
-        )
-    if cfg.teacher and not algo.needs_teacher:
-        raise ConfigError(
-            f"teacher {cfg.teacher!r} is set, but algorithm {algo.name!r} does not use one: use "
-            f"--algo distill (or algo_args advantage: teacher_kl), or leave teacher unset"
-        )
-    if cfg.decoupled and cfg.top_p < 1:
-        raise ConfigError(
-            f"old_logprobs 'sampler' (or max_staleness > 0) weights each token by pi_old / pi_sampler, which is "
-            f"biased when the sampler draws from a top_p-truncated distribution: use top_p 1 (got {cfg.top_p}) "
-            f"or old_logprobs 'recompute' with max_staleness 0"
-        )
-
-
-def keep_groups(algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor) -> Tensor:
-    """Per episode, whether its group trains: all do, or (dynamic sampling) those whose rewards
-    differ. Run on the verifier's rewards, before any shaping (DAPO filters on accuracy)."""
-    if not algo.dynamic_sampling or rewards_B.numel() == 0:
-        return torch.ones(rewards_B.shape, dtype=torch.bool)
-    return dynamic_sampling_keep(rewards_B, group_ids_B)
-
-
-def filter_loss_mask(algo: AlgoConfig, loss_mask_BT: Tensor, truncated_B: Tensor) -> Tensor:
-    """Overlong filtering: truncated episodes take no part in the loss."""
-    return overlong_filter(loss_mask_BT, truncated_B) if algo.overlong_filtering else loss_mask_BT
-
-
-def shape_rewards(
-    algo: AlgoConfig, rewards_B: Tensor, turn_rewards_BT: Tensor, loss_mask_BT: Tensor
-) -> tuple[Tensor, Tensor]:
-    """DAPO's soft overlong penalty, per model turn (each turn has its own `max_tokens` budget;
-    a single-turn episode is DAPO's case exactly): added to the turn's reward on its last model
-    token, and to the episode's total. Needs `resolve`d `overlong_max_length`. Pass the mask
-    before overlong filtering: lengths are what the model generated."""
-    if algo.overlong_buffer_frac == 0:
-        return rewards_B, turn_rewards_BT
-    if algo.overlong_max_length is None:
-        raise ValueError(f"{algo.name}: the overlong penalty needs overlong_max_length (call resolve)")
-    check_bt("turn_rewards", turn_rewards_BT, loss_mask_BT)
-    ends_BT, lengths_BT = turn_ends(loss_mask_BT)
-    L = algo.overlong_max_length
-    penalty_BT = overlong_penalty(lengths_BT, L, algo.overlong_buffer_frac * L, algo.overlong_penalty_factor)
-    penalty_BT = torch.where(ends_BT, penalty_BT.to(turn_rewards_BT.dtype), torch.zeros_like(turn_rewards_BT))
-    return rewards_B + penalty_BT.sum(dim=1).to(rewards_B.dtype), turn_rewards_BT + penalty_BT
-
-
-def sequence_advantages(
-    algo: AlgoConfig, rewards_B: Tensor, group_ids_B: Tensor | None = None, episode_ids_B: Tensor | None = None
-) -> Tensor:
-    """The preset's sequence-level estimator, then whitening if asked. Returns `(B,)`.
-    Rewards may also be `(num_groups, G)` without ids. For ``gae`` use `token_advantages`.
-    `episode_ids_B`: rows with one id are segments of one agent episode, counted once
-    (`trainers.kernels.advantages.episode_rows`: each gets its first row's advantage)."""
-    if episode_ids_B is not None and group_ids_B is not None:
-        first_B, index_B = episode_rows(episode_ids_B)
-        if not bool(first_B.all()):
-            return sequence_advantages(algo, rewards_B[first_B], group_ids_B[first_B])[index_B]
-    if algo.advantage == "reinforce":
-        advantages_B = reinforce_advantages(rewards_B, baseline=algo.batch_baseline)
-    elif algo.advantage == "rloo":
-        advantages_B = rloo_advantages(rewards_B, group_ids_B)
-    elif algo.advantage == "grpo":
-        advantages_B = grpo_advantages(rewards_B, group_ids_B, algo.scale_by_std, algo.std_unbiased, algo.std_eps)
-    else:
-        raise ValueError(f"advantage {algo.advantage!r} is token-level: use token_advantages or teacher_advantages")
-    return whiten(advantages_B) if algo.whiten_advantages else advantages_B
-
-
-def token_advantages(algo: AlgoConfig, rewards_BT: Tensor, values_BT: Tensor, mask_BT: Tensor) -> tuple[Tensor, Tensor]:
-    """PPO's advantages: `gae` with the preset's gamma/lambda over per-token rewards (each turn's
-    on its last model token), whitened over the masked tokens if asked (the returns, the value
-    targets, never are). Returns `(advantages_BT, returns_BT)`."""
-    advantages_BT, returns_BT = gae(rewards_BT, values_BT, mask_BT, algo.gamma, algo.lam)
-    return (whiten(advantages_BT, mask_BT) if algo.whiten_advantages else advantages_BT), returns_BT
-
-
-def teacher_advantages(
-    algo: AlgoConfig, student_logprobs_BT: Tensor, teacher_logprobs_BT: Tensor, mask_BT: Tensor
-) -> Tensor:
-    """On-policy distillation's advantages (`teacher_kl`): per token, the teacher's logprob minus
-    the student's, summed over later model tokens with the preset's `gamma` (0: the token's own;
-    formulas in `trainers.kernels.advantages.distill_advantages`), whitened over the masked tokens if
-    asked. The student's logprobs are those of the weights that sampled (before the update).
-    Returns `(B, T)`."""
-    advantages_BT = distill_advantages(student_logprobs_BT, teacher_logprobs_BT, mask_BT, algo.gamma)
-    return whiten(advantages_BT, mask_BT) if algo.whiten_advantages else advantages_BT
-
-
-def compute_policy_loss(
-    algo: AlgoConfig,
-    logprobs_BT: Tensor,
-    old_logprobs_BT: Tensor | None,
-    advantages: Tensor,
-    mask_BT: Tensor,
-    ref_logprobs_BT: Tensor | None = None,
-    entropy_BT: Tensor | None = None,
-    is_weights_BT: Tensor | None = None,
-) -> PolicyLossOutput:
-    """The preset's whole per-token policy objective: its policy loss (times `is_weights_BT`,
-    the rollout correction's, when given), plus `kl_coef * KL` when the KL goes in the loss (needs
-    `ref_logprobs_BT`), minus `entropy_coef * entropy` (needs `entropy_BT` when the coef is set).
-    `advantages` is `(B,)` or `(B, T)`. Reduce the result's `loss` with
-    `aggregate_loss(..., algo.aggregation, ..., algo.constant_length)`."""
-    if algo.loss_type == "clipped":
-        out = clipped_policy_loss(
-            logprobs_BT,
-            old_logprobs_BT,
-            advantages,
-            mask_BT,
-            algo.clip_eps_low,
-            algo.clip_eps_high,
-            algo.dual_clip,
-            algo.ratio_level,
-        )
-    elif algo.loss_type == "cispo":
-        out = cispo_loss(logprobs_BT, old_logprobs_BT, advantages, mask_BT, algo.clip_eps_low, algo.clip_eps_high)
-    else:
-        out = pg_loss(logprobs_BT, advantages, mask_BT)
-    loss_BT, m = out.loss, as_bool_mask(mask_BT)
-    if is_weights_BT is not None:
-        check_bt("is_weights", is_weights_BT, logprobs_BT)
-        loss_BT = loss_BT * is_weights_BT.detach().to(loss_BT.dtype)
-    if algo.kl_in_loss:
-        if ref_logprobs_BT is None:
-            raise ValueError(f"{algo.name}: kl_placement='loss' with kl_coef > 0 needs ref_logprobs")
-        kl_BT = kl_estimate(logprobs_BT.to(loss_BT.dtype), ref_logprobs_BT.to(loss_BT.dtype), m, algo.kl_estimator)
-        loss_BT = loss_BT + algo.kl_coef * kl_BT
-    if algo.entropy_coef > 0:
-        if entropy_BT is None:
-            raise ValueError(f"{algo.name}: entropy_coef > 0 needs the per-token entropy")
-        check_bt("entropy", entropy_BT, logprobs_BT)
-        loss_BT = loss_BT - algo.entropy_coef * entropy_BT.to(loss_BT.dtype)
-    out.loss = masked_zero(loss_BT, m)
-    return out
+def preset_help() -> str:
+    """`--algo`'s description (`TrainConfig.algo`), generated from `PRESETS`: every preset by name,
+    one that distills saying that it needs --teacher."""
+    names = [f"{n} (on-policy distillation from --teacher)" if p.needs_teacher else n for n, p in PRESETS.items()]
+    return f"algorithm preset: {', '.join(names[:-1])} or {names[-1]}"

@@ -4,7 +4,8 @@ checks that look up the algorithm, the environment, the model and the device liv
 `trainers.preflight`, so that this module imports no other module of rlvr's but leaves (each of those
 imports `ConfigError` from here: the arrows go one way). The sampler backends' names come from their
 registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once;
-the trackers' names likewise (`trainers.trackers.names`)."""
+the trackers' names likewise (`trainers.trackers.names`), and `--algo`'s description from the presets
+(`trainers.algorithms`, which imports neither torch nor this module)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import yaml
 
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.errors import RlvrError
+from rlvr.trainers.algorithms import preset_help
 from rlvr.trainers.samplers.registry import OVERLAPPING_BACKENDS, TRAINING_BACKENDS
 from rlvr.trainers.trackers import names as tracker_names
 
@@ -77,11 +79,7 @@ class CommonSettings:
 class TrainConfig(CommonSettings):
     # model, env, env_args, sampling (temperature, top_p, max_tokens), seed, progress, verbose: CommonSettings
     # what to train, how
-    algo: str = setting(
-        "grpo",
-        "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo, ppo or "
-        "distill (on-policy distillation from --teacher)",
-    )
+    algo: str = setting("grpo", preset_help())  # every preset by name (trainers.algorithms)
     algo_args: dict[str, Any] = setting(
         {}, "override a field of the algorithm preset, KEY=VALUE (e.g. kl_coef=0); repeatable"
     )

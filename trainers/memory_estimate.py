@@ -51,8 +51,9 @@ h hidden size, kv = kv heads x head dim, i intermediate size, V vocabulary.
   ~30M `small` model (128 x 110 tokens: 3.47 GiB); without LoRA glibc kept 0.08 GiB. Without it the
   135M model's LoRA run peaked at 1.42x the estimate (issue 43). On CUDA the caching allocator's
   fragmentation is `CUDA_MARGIN`'s.
-- sampler: vLLM on CUDA takes its share of the device (`vllm_gpu_memory` x total); vLLM on the
-  CPU its copy of the weights and its KV cache (`kv_cache_bytes`); the HF sampler shares the
+- sampler: what its backend declares in the sampler registry (`trainers.samplers.registry`,
+  `SamplerMemory`). vLLM on CUDA takes its share of the device (`vllm_gpu_memory` x total); vLLM on
+  the CPU its copy of the weights and its KV cache (`kv_cache_bytes`); the HF sampler shares the
   policy and needs its KV cache, episodes x (P + C) x L x 2kv x c, and is not alive together
   with the training activations: the total counts the larger of the two.
 
@@ -70,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.errors import RlvrError
+from rlvr.trainers.samplers.registry import backend
 
 GIB = 2**30
 LORA_LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")  # all-linear: not lm_head
@@ -205,10 +207,10 @@ class MemoryInputs:
     prompt_tokens: int = 64
     completion_tokens: int = 32
     entropy: bool = True  # the entropy in the update's graph (a one-pass on-policy update computes it)
-    sampler: str = "hf"  # hf or vllm
+    sampler: str = "hf"  # a backend of the sampler registry, whose `SamplerMemory` is counted
     vllm_gpu_memory: float = 0.3
     device_bytes: int | None = None  # the device's total memory (CUDA: vLLM's share is of this)
-    vllm_kv_bytes: int | None = None  # vLLM-CPU's KV cache (`kv_cache_bytes`); None: the HF formula's
+    sampler_kv_bytes: int | None = None  # the cache a sampler sizes itself off a GPU (`kv_cache`); None: formula
 
 
 @dataclass(frozen=True)
@@ -356,15 +358,22 @@ def estimate(inputs: MemoryInputs) -> MemoryEstimate:
 
 
 def _sampler(inputs: MemoryInputs, n: int, cb: int) -> tuple[int, bool]:
+    """The sampler's bytes as its backend declares them (`SamplerMemory`), and whether they are held
+    during the update."""
+    memory = backend(inputs.sampler).memory
     shape, seq = inputs.shape, inputs.prompt_tokens + inputs.completion_tokens
     kv = inputs.episodes * seq * shape.layers * 2 * shape.kv_dim * cb
-    if inputs.sampler == "vllm" and inputs.device != "cpu":
+    if memory.gpu_share and inputs.device != "cpu":
         if inputs.device_bytes is None:
-            raise MemoryEstimateError("vLLM on CUDA takes a share of the device's memory: device_bytes is needed")
-        return int(inputs.vllm_gpu_memory * inputs.device_bytes), True
-    if inputs.sampler == "vllm":
-        return n * cb + (inputs.vllm_kv_bytes if inputs.vllm_kv_bytes is not None else kv), True
-    return kv + inputs.episodes * shape.vocab * 4 * 3, False  # + a step's logits, probabilities, sampling
+            raise MemoryEstimateError(
+                f"the {inputs.sampler} sampler on CUDA takes a share of the device's memory: device_bytes is needed"
+            )
+        return int(inputs.vllm_gpu_memory * inputs.device_bytes), memory.held_in_update
+    if memory.kv_cache:  # an engine that sizes its own cache (`trainers.memory_plan` asks it)
+        cache = inputs.sampler_kv_bytes if inputs.sampler_kv_bytes is not None else kv
+    else:
+        cache = kv + inputs.episodes * shape.vocab * 4 * 3  # + a step's logits, probabilities, sampling
+    return (n * cb if memory.own_weights else 0) + cache, memory.held_in_update
 
 
 def cuda_micro_batch_tokens(inputs: MemoryInputs, free_bytes: int, margin: float = CUDA_MARGIN) -> int:

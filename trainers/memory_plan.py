@@ -21,6 +21,7 @@ from rlvr.trainers.memory_estimate import (
     fits,
     inputs_for,
 )
+from rlvr.trainers.samplers.registry import backend, load
 
 
 def episode_tokens(config: Any, tokenizer: Any, context: int) -> tuple[int, int]:
@@ -61,15 +62,14 @@ def run_inputs(config: Any, algo: Any) -> tuple[MemoryInputs, int | None]:
     prompt, completion = episode_tokens(config, load_tokenizer(path), context)
     device = resolve_device(config.device)
     free = total = None
-    vllm_kv = None
+    kv = None  # the cache the sampler sizes itself, as its backend declares
+    kv_cache = backend(config.sampler).memory.kv_cache
     if device.type == "cuda":
         import torch
 
         free, total = torch.cuda.mem_get_info(device)
-    elif config.sampler == "vllm":
+    elif kv_cache:
         from types import SimpleNamespace
-
-        from rlvr.trainers.samplers.vllm_sampler import kv_cache_bytes
 
         hf = SimpleNamespace(
             num_attention_heads=shape.heads,
@@ -78,11 +78,9 @@ def run_inputs(config: Any, algo: Any) -> tuple[MemoryInputs, int | None]:
             num_key_value_heads=shape.kv_heads,
             num_hidden_layers=shape.layers,
         )
-        vllm_kv = kv_cache_bytes(
-            hf, context, config.batch_size, config.dtype, seq_tokens=2 * prompt + config.max_tokens
-        )
+        kv = load(kv_cache)(hf, context, config.batch_size, config.dtype, seq_tokens=2 * prompt + config.max_tokens)
     inputs = inputs_for(
-        config, algo, shape, prompt, teacher=teacher, device=device.type, device_bytes=total, vllm_kv_bytes=vllm_kv
+        config, algo, shape, prompt, teacher=teacher, device=device.type, device_bytes=total, sampler_kv_bytes=kv
     )
     return replace(inputs, completion_tokens=completion), free
 

@@ -24,15 +24,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from rlvr.trainers.algorithms import (
-    AlgoConfig,
-    compute_policy_loss,
-    sequence_advantages,
-    teacher_advantages,
-    token_advantages,
-)
+from rlvr.trainers.algorithms import AlgoConfig
 from rlvr.trainers.batch import Batch
 from rlvr.trainers.config import TrainConfig
+from rlvr.trainers.dispatch import compute_policy_loss, sequence_advantages, teacher_advantages, token_advantages
 from rlvr.trainers.kernels.aggregation import aggregate_loss, loss_denominator, masked_mean
 from rlvr.trainers.kernels.kl import kl_estimate, kl_penalized_rewards
 from rlvr.trainers.kernels.rollout_correction import correction_weights

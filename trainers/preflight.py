@@ -3,9 +3,10 @@ about a second instead of after minutes of loading. `check_run(config)` for `rlv
 directory checks (`check_out_dir`, `check_model_dir`, `check_tokenizer_dir`) for `rlvr eval` too.
 
 A module of its own, apart from the settings (`trainers.config`): these checks look up the
-algorithm, the environment, model directories, tokenizers, the device and LoRA targets, and each of
-those modules imports `ConfigError` from `trainers.config`; were the checks in `config.py`, the two
-would import each other. Here the arrows go one way: preflight -> (algorithms, models, device,
+algorithm (and the preset's combinations with the run's settings, `check_settings`), the
+environment, model directories, tokenizers, the device and LoRA targets, and each of those modules
+imports `ConfigError` from `trainers.config`; were the checks in `config.py`, the two would import
+each other. Here the arrows go one way: preflight -> (algorithms, models, device,
 lora, envs) -> config. The heavy ones (torch) are imported inside `check_run`, after the cheap
 checks, so that a bad --out fails in a blink."""
 
@@ -22,8 +23,6 @@ from rlvr.trainers.config import ConfigError, TrainConfig
 if TYPE_CHECKING:
     from rlvr.trainers.algorithms import AlgoConfig
 
-GROUP_ESTIMATORS = ("rloo", "grpo")  # advantage estimators that compare samples within a group
-
 
 def check_run(config: TrainConfig) -> AlgoConfig:
     """All checks of a training run, including those that look up the algorithm, the environment and
@@ -35,7 +34,7 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     check_installed(config.report_to)  # --report-to wandb without wandb: one line now, not after loading
 
     from rlvr.envs import make  # the registry's typed errors: UnknownEnvError, EnvArgumentError
-    from rlvr.trainers.algorithms import check_settings, get_algorithm
+    from rlvr.trainers.algorithms import get_algorithm
     from rlvr.trainers.checkpoint import latest_checkpoint
     from rlvr.trainers.models import resolve_model
 
@@ -48,7 +47,7 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"algorithm {config.algo!r}: {_message(exc)}") from None
     check_settings(algo, config)  # the preset with this run's epochs, minibatches, sampling
-    if algo.advantage in GROUP_ESTIMATORS and config.group_size < 2:
+    if algo.group_relative and config.group_size < 2:
         raise ConfigError(
             f"{config.algo} compares samples within a group: group_size must be >= 2, got {config.group_size}"
         )
@@ -74,6 +73,34 @@ def check_run(config: TrainConfig) -> AlgoConfig:
     if config.teacher:  # check_settings above: set exactly when the algorithm distills
         check_teacher(config.teacher, path)
     return algo
+
+
+def check_settings(algo: AlgoConfig, cfg: TrainConfig) -> None:
+    """Combinations of the preset with the run's settings that cannot work; `ConfigError`."""
+    epochs = cfg.epochs or algo.ppo_epochs
+    if algo.loss_type == "pg" and (epochs > 1 or cfg.num_minibatches > 1):
+        raise ConfigError(
+            f"algorithm {algo.name!r} uses loss_type 'pg' (REINFORCE: no importance ratio, no clip), "
+            f"which is only correct on fresh samples: it needs epochs 1 and minibatch_size equal to the "
+            f"batch ({cfg.batch_size} episodes), got epochs {epochs} and minibatch_size "
+            f"{cfg.minibatch_size or cfg.batch_size}; to reuse samples, set algo_args loss_type: clipped"
+        )
+    if algo.needs_teacher and not cfg.teacher:
+        raise ConfigError(
+            f"algorithm {algo.name!r} distills from a teacher: set teacher (--teacher DIR), the model "
+            f"directory whose logprobs of the student's tokens are the reward"
+        )
+    if cfg.teacher and not algo.needs_teacher:
+        raise ConfigError(
+            f"teacher {cfg.teacher!r} is set, but algorithm {algo.name!r} does not use one: use "
+            f"--algo distill (or algo_args advantage: teacher_kl), or leave teacher unset"
+        )
+    if cfg.decoupled and cfg.top_p < 1:
+        raise ConfigError(
+            f"old_logprobs 'sampler' (or max_staleness > 0) weights each token by pi_old / pi_sampler, which is "
+            f"biased when the sampler draws from a top_p-truncated distribution: use top_p 1 (got {cfg.top_p}) "
+            f"or old_logprobs 'recompute' with max_staleness 0"
+        )
 
 
 def task_split(config: TrainConfig):

@@ -8,8 +8,9 @@ skipped, counted as the steps that sampled only errors are (`skipped`, no policy
 learning-rate schedule not advanced), and the step's metrics record `zero_signal`.
 
 The rule, per estimator, from what the advantages were computed from:
-- group-relative estimators without the KL penalty in the reward: every group's rewards (the whole
-  batch's for REINFORCE's batch baseline) are exactly equal. Compared on the rewards, the
+- an estimator marked group-relative (`Estimator.group_relative` in `trainers.algorithms`: RLOO,
+  GRPO), or REINFORCE with the batch baseline, without the KL penalty in the reward: every group's
+  rewards (the whole batch's for the batch baseline) are exactly equal. Compared on the rewards, the
   advantages' own source, so that no threshold on float values is needed (GRPO's advantages of
   equal rewards are exactly 0 too, `trainers.kernels.advantages`);
 - any other (REINFORCE without baseline, GAE with its critic, distillation, the KL in the reward):
@@ -32,8 +33,6 @@ import torch
 from rlvr.trainers.algorithms import AlgoConfig
 
 EPS = 1e-6  # an advantage below this (in reward units) moves nothing
-
-GROUP_RELATIVE = ("rloo", "grpo")
 
 
 def equal_within_groups(rewards_B: torch.Tensor, group_ids_B: torch.Tensor) -> bool:
@@ -58,7 +57,7 @@ def no_signal(
     if not bool(mask_BT.any()):
         return True
     if not algo.needs_teacher and not algo.kl_in_reward:
-        if algo.advantage in GROUP_RELATIVE:
+        if algo.group_relative:
             return equal_within_groups(rewards_B, group_ids_B)
         if algo.advantage == "reinforce" and algo.batch_baseline:
             return bool((rewards_B == rewards_B[0]).all())

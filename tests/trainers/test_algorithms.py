@@ -2,26 +2,26 @@
 
 import dataclasses
 import warnings
+from types import MappingProxyType
 
 import pytest
 import torch
 
-from rlvr.trainers.algorithms import (
-    PRESETS,
-    AlgoConfig,
-    check_settings,
+from rlvr.trainers import algorithms
+from rlvr.trainers.algorithms import PRESETS, AlgoConfig, Estimator, get_algorithm, preset_help, resolve
+from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.dispatch import (
     compute_policy_loss,
     filter_loss_mask,
-    get_algorithm,
     keep_groups,
-    resolve,
     sequence_advantages,
     shape_rewards,
     teacher_advantages,
 )
-from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.kernels.advantages import gae
 from rlvr.trainers.kernels.aggregation import aggregate_loss
+from rlvr.trainers.preflight import check_run, check_settings
+from rlvr.trainers.zero_signal import no_signal
 
 NAMES = ["reinforce", "rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo", "ppo", "distill"]
 
@@ -200,3 +200,35 @@ def test_group_filters_dispatch_by_preset():
     truncated = torch.tensor([True, False])
     assert filter_loss_mask(get_algorithm("dapo"), mask, truncated).tolist() == [[0, 0], [1, 1]]
     assert filter_loss_mask(get_algorithm("grpo"), mask, truncated) is mask
+
+
+def test_group_relative_is_the_estimators_own_field():
+    assert {name for name, e in algorithms.ESTIMATORS.items() if e.group_relative} == {"rloo", "grpo"}
+    relative = ["rloo", "grpo", "dr_grpo", "dapo", "gspo", "cispo"]
+    assert [name for name, p in PRESETS.items() if p.group_relative] == relative
+
+
+def test_a_new_estimator_marked_group_relative_is_treated_so_by_preflight_and_zero_signal(monkeypatch, tmp_path):
+    """Whether an estimator compares a group's samples is its `Estimator` entry, which both the
+    pre-flight group-size check and the zero-signal rule read: a new one marked so is refused with
+    group_size 1, and its step carries no signal when every group's rewards are equal."""
+    estimators = {**algorithms.ESTIMATORS, "pairwise": Estimator(True), "absolute": Estimator(False)}
+    monkeypatch.setattr(algorithms, "ESTIMATORS", MappingProxyType(estimators))
+    pairwise, absolute = get_algorithm("grpo", advantage="pairwise"), get_algorithm("grpo", advantage="absolute")
+    assert pairwise.group_relative and not absolute.group_relative
+    config = TrainConfig(algo="grpo", algo_args={"advantage": "pairwise"}, group_size=1, out=str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match="compares samples within a group: group_size must be >= 2, got 1"):
+        check_run(config)
+    rewards_B, group_ids_B = torch.tensor([1.0, 1.0, 0.0, 0.0]), torch.tensor([0, 0, 1, 1])
+    advantages_B, mask_BT = torch.ones(4), torch.ones(4, 3)  # not zero: the rule reads the rewards
+    assert no_signal(pairwise, rewards_B, group_ids_B, advantages_B, mask_BT)
+    assert not no_signal(absolute, rewards_B, group_ids_B, advantages_B, mask_BT)
+
+
+def test_algo_help_is_generated_from_the_presets(monkeypatch):
+    assert preset_help() == (
+        "algorithm preset: reinforce, rloo, grpo, dr_grpo, dapo, gspo, cispo, ppo or distill "
+        "(on-policy distillation from --teacher)"
+    )
+    monkeypatch.setattr(algorithms, "PRESETS", MappingProxyType({**PRESETS, "mine": AlgoConfig(name="mine")}))
+    assert preset_help().endswith(", distill (on-policy distillation from --teacher) or mine")

@@ -28,8 +28,9 @@ from rlvr.trainers.memory_estimate import (
     fits,
     inputs_for,
 )
-from rlvr.trainers.memory_plan import memory_safe
+from rlvr.trainers.memory_plan import memory_safe, run_inputs
 from rlvr.trainers.model_names import TINY_DIR
+from rlvr.trainers.samplers import registry
 from rlvr.trainers.tiny.small_model import SmallSpec, parameter_count
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -208,6 +209,41 @@ def test_cpu_keeps_its_defaults():
     assert memory_safe(config, algo) is config
     sized = TrainConfig(device="auto", sampler="hf", micro_batch_size=8)
     assert memory_safe(sized, algo) is sized
+
+
+def test_the_sampler_term_is_what_the_registry_declares(monkeypatch):
+    """The estimate counts a sampler by the `SamplerMemory` its backend declares in the registry, not
+    by its name: a new backend declared as vLLM is counted as vLLM is, one with the defaults as the
+    HF sampler is, and one that declares a share of the GPU only is that share, not held in the update."""
+    monkeypatch.setitem(registry.BACKENDS, "like-vllm", replace(registry.BACKENDS["vllm"], builder="x:build"))
+    monkeypatch.setitem(registry.BACKENDS, "plain", registry.Backend("x:build", trains=True))
+    share = registry.SamplerMemory(gpu_share=True)
+    monkeypatch.setitem(registry.BACKENDS, "share", registry.Backend("x:build", trains=True, memory=share))
+    cuda = dict(device="cuda", device_bytes=10 * GIB, vllm_gpu_memory=0.3)
+    for run in (replace(RUN, **cuda), replace(RUN, sampler_kv_bytes=12345), RUN):
+        for name, like in (("like-vllm", "vllm"), ("plain", "hf")):
+            new, old = estimate(replace(run, sampler=name)), estimate(replace(run, sampler=like))
+            assert (new.sampler, new.sampler_overlaps) == (old.sampler, old.sampler_overlaps), (name, run)
+    # off a GPU: its own weights (87104 parameters x 4 bytes) and the cache it sized itself
+    assert estimate(replace(RUN, sampler="like-vllm", sampler_kv_bytes=12345)).sampler == 348416 + 12345
+    shared = estimate(replace(RUN, sampler="share", **cuda))
+    assert (shared.sampler, shared.sampler_overlaps) == (3 * GIB, False)
+
+
+def fake_kv_cache(hf, context: int, episodes: int, dtype: str, seq_tokens: int) -> int:
+    """A backend's declared KV-cache sizing (`kv_cache_bytes`'s arguments), for the test below."""
+    return 1000 * hf.num_hidden_layers + episodes
+
+
+def test_the_plan_sizes_the_cache_with_the_declared_function(monkeypatch):
+    """Off a GPU, `run_inputs` asks the function a backend declares (`SamplerMemory.kv_cache`) for
+    the cache it allocates; a backend that declares none (hf) leaves the estimate's formula."""
+    memory = registry.SamplerMemory(own_weights=True, kv_cache=f"{__name__}:fake_kv_cache", held_in_update=True)
+    monkeypatch.setitem(registry.BACKENDS, "own-cache", registry.Backend("x:build", trains=True, memory=memory))
+    algo = get_algorithm("grpo")
+    inputs, free = run_inputs(TrainConfig(device="cpu", sampler="own-cache"), algo)
+    assert free is None and inputs.sampler_kv_bytes == 1000 * ModelShape.read(TINY_DIR).layers + 128
+    assert run_inputs(TrainConfig(device="cpu", sampler="hf"), algo)[0].sampler_kv_bytes is None
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

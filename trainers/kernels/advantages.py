@@ -1,5 +1,6 @@
 """Advantage estimators and DAPO's sample filters and length penalty: pure functions of
-tensors and scalars, no gradients, no configuration (`trainers.algorithms` picks and calls them).
+tensors and scalars, no gradients, no configuration (`trainers.dispatch` calls them as a preset of
+`trainers.algorithms` asks).
 
 Names carry their shape where it varies: B = episodes in the batch, T = token positions,
 G = samples in a group, N = groups (`rewards_B`, `mask_BT`, `std_N`).

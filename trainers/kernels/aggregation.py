@@ -1,6 +1,6 @@
 """Masks and loss aggregation: reduce a per-token loss `(B, T)` to a scalar.
 
-Four modes (`AGGREGATIONS`):
+Four modes (`AGGREGATIONS`, named in `kernels.names`):
 - ``token_mean``: sum of all masked token losses / number of masked tokens (DAPO).
 - ``seq_mean_token_mean``: each sequence's token-mean, averaged over sequences (GRPO, GSPO).
 - ``seq_mean_token_sum``: each sequence's token-sum, averaged over sequences (RLOO: the whole
@@ -29,7 +29,7 @@ from numbers import Real
 import torch
 from torch import Tensor
 
-AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "seq_mean_token_sum_norm")
+from rlvr.trainers.kernels.names import AGGREGATIONS
 
 
 def check_bt(name: str, x_BT: Tensor, like_BT: Tensor) -> None:

@@ -29,8 +29,8 @@ from torch import Tensor
 
 from rlvr.trainers.kernels.aggregation import as_bool_mask, check_bt, masked_sum
 from rlvr.trainers.kernels.log_ratio import clamp_log_ratio
+from rlvr.trainers.kernels.names import KL_ESTIMATORS
 
-KL_ESTIMATORS = ("k1", "k2", "k3")
 _MAX_K3 = 10.0  # verl / OpenRLHF clamp k3 to [-10, 10] on output
 
 

@@ -19,9 +19,7 @@ from torch import Tensor
 
 from rlvr.trainers.kernels.aggregation import as_bool_mask, check_bt, masked_mean, masked_zero
 from rlvr.trainers.kernels.log_ratio import clamp_log_ratio
-
-RATIO_LEVELS = ("token", "sequence")
-LOSS_TYPES = ("clipped", "cispo", "pg")
+from rlvr.trainers.kernels.names import RATIO_LEVELS
 
 
 @dataclass

@@ -3,12 +3,11 @@ rollout worker's) and by `rlvr eval`. It looks the backend up in the registry an
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from rlvr.trainers.config import ConfigError
 from rlvr.trainers.samplers.protocol import SamplerBackend, SamplerSpec
-from rlvr.trainers.samplers.registry import backend
+from rlvr.trainers.samplers.registry import backend, load
 
 
 def build_sampler(spec: SamplerSpec, version: int = 0, policy: Any = None) -> SamplerBackend:
@@ -18,10 +17,8 @@ def build_sampler(spec: SamplerSpec, version: int = 0, policy: Any = None) -> Sa
         entry = backend(spec.backend)
     except KeyError as exc:
         raise ConfigError(str(exc.args[0])) from None
-    module, _, name = entry.builder.partition(":")
     try:
-        build = getattr(importlib.import_module(module), name)
-        return build(spec, version, policy)
+        return load(entry.builder)(spec, version, policy)
     except ImportError as exc:
         # The engine's own package missing (vllm, ...): say what to install, in one line.
         if entry.needs and _missing_package(exc):

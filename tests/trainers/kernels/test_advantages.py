@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from rlvr.trainers.algorithms import get_algorithm, sequence_advantages, token_advantages
+from rlvr.trainers.algorithms import get_algorithm
+from rlvr.trainers.dispatch import sequence_advantages, token_advantages
 from rlvr.trainers.kernels.advantages import (
     dynamic_sampling_keep,
     episode_rows,

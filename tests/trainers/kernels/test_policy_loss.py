@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from rlvr.trainers.algorithms import compute_policy_loss, get_algorithm
+from rlvr.trainers.algorithms import get_algorithm
+from rlvr.trainers.dispatch import compute_policy_loss
 from rlvr.trainers.kernels.aggregation import aggregate_loss
 from rlvr.trainers.kernels.policy_loss import (
     cispo_loss,

@@ -5,14 +5,14 @@ checks that look up the algorithm, the environment, the model and the device liv
 imports `ConfigError` from here: the arrows go one way). The sampler backends' names come from their
 registry (`trainers.samplers.registry`, which imports nothing), so a new backend is registered once;
 the trackers' names likewise (`trainers.trackers.names`), and `--algo`'s description from the presets
-(`trainers.algorithms`, which imports neither torch nor this module)."""
+(`trainers.algorithms`, which imports neither torch nor this module). The fixed values a setting may
+take are `trainers.setting_choices`; a settings file's YAML, `trainers.settings_yaml`."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,22 +23,23 @@ import yaml
 from rlvr.envs.seeds import HELD_OUT_SEED_START
 from rlvr.errors import RlvrError
 from rlvr.trainers.algorithms import preset_help
-from rlvr.trainers.samplers.registry import OVERLAPPING_BACKENDS, TRAINING_BACKENDS
+from rlvr.trainers.samplers.registry import OVERLAPPING_BACKENDS
+from rlvr.trainers.setting_choices import (
+    CORRECTIONS,
+    DEVICE,
+    DEVICE_CHOICES,
+    DTYPES,
+    OLD_LOGPROBS,
+    SAMPLERS,
+    SCHEDULES,
+    VALUE_MODELS,
+)
+from rlvr.trainers.settings_yaml import RepeatedKey, read_yaml
 from rlvr.trainers.trackers import names as tracker_names
 
 
 class ConfigError(RlvrError, ValueError):
     """A training setting that cannot work; the message says which and why."""
-
-
-SAMPLERS = TRAINING_BACKENDS  # vllm, hf
-OLD_LOGPROBS = ("auto", "recompute", "sampler")
-CORRECTIONS = ("token_tis", "sequence_tis", "token_mask", "sequence_mask")  # trainers.kernels.rollout_correction
-VALUE_MODELS = ("auto", "none", "head", "critic")
-SCHEDULES = ("constant", "linear", "cosine")
-DTYPES = ("float32", "bfloat16")
-DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")  # `device` (trainers.device), checked here without importing torch
-DEVICE_CHOICES = "auto, cpu, cuda or cuda:N"
 
 
 def setting(default: Any, help: str, *, choices: tuple[str, ...] | None = None) -> Any:
@@ -274,8 +275,8 @@ class TrainConfig(CommonSettings):
             if not path.is_file():
                 raise ConfigError(f"config file {path} does not exist")
             try:
-                loaded = yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
-            except _RepeatedKey as exc:
+                loaded = read_yaml(path.read_text()) or {}
+            except RepeatedKey as exc:
                 raise ConfigError(f"config file {path}: {exc}") from None
             except yaml.YAMLError as exc:
                 raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
@@ -418,28 +419,6 @@ def _flat_ray(values: Mapping[str, Any]) -> Mapping[str, Any]:
     if twice:
         raise ConfigError(f"{', '.join(twice)} given both in the ray section and on its own")
     return {**values, "ray": True, **{RAY_SECTION[k]: v for k, v in section.items()}}
-
-
-class _RepeatedKey(yaml.YAMLError):
-    """A mapping of a YAML file names one key twice."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML's safe loader, refusing a key given twice in one mapping: YAML itself keeps the last
-    silently, and a setting written twice in a config file is a mistake, not an override."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if key in seen:
-                line = key_node.start_mark.line + 1
-                raise _RepeatedKey(f"{key!r} is given twice (lines {seen[key] + 1} and {line}); keep one")
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _UniqueKeyLoader.construct_mapping)
 
 
 def _coerce(f: dataclasses.Field, value: Any) -> Any:

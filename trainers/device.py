@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rlvr.trainers.config import DEVICE, DEVICE_CHOICES, ConfigError
+from rlvr.trainers.config import ConfigError
+from rlvr.trainers.setting_choices import DEVICE, DEVICE_CHOICES
 
 
 class DeviceError(ConfigError):

@@ -5,8 +5,9 @@ import math
 import pytest
 import torch
 
-from rlvr.trainers.config import CORRECTIONS, ConfigError, TrainConfig
+from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.kernels.rollout_correction import Correction, correction_weights, effective_sample_size
+from rlvr.trainers.setting_choices import CORRECTIONS
 
 E = math.e
 

@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from rlvr import sandbox
-from rlvr.envs.code import CodeEnv
+from rlvr.envs.tasks.code import CodeEnv
 from rlvr.verifiers import code
 from rlvr.verifiers.verdict import Outcome
 

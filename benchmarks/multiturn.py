@@ -19,7 +19,7 @@ import zlib
 
 import gymnasium as gym
 
-from rlvr.envs.guess_number import GuessNumberEnv
+from rlvr.envs.tasks.guess_number import GuessNumberEnv
 
 TARGET = 1.5
 ENV_ID = "rlvr-bench/SlowGuessNumber-v0"

@@ -52,7 +52,7 @@ def rlvr_eval(
 
 
 def humaneval(out: Path, samples: int) -> dict:
-    from rlvr.envs.humaneval import records
+    from rlvr.envs.tasks.humaneval import records
     from rlvr.verifiers.code import extract_program
 
     problems = {p["task_id"]: p for p in records()}

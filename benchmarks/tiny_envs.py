@@ -57,7 +57,7 @@ def cases(data_dir: Path) -> list[EnvCase]:
 
 def write_math_file(path: Path, n: int) -> None:
     """MathDataset-v0's input: held-out arithmetic questions as {"question", "answer"} rows."""
-    from rlvr.envs.arithmetic import ArithmeticEnv
+    from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 
     env = ArithmeticEnv(difficulty=2)
     with path.open("w") as f:

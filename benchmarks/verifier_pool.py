@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rlvr.envs.code import CodeEnv
+from rlvr.envs.tasks.code import CodeEnv
 from rlvr.sandbox import DockerSandbox, RaySandbox, Sandbox
 from rlvr.verifiers.verdict import Outcome
 

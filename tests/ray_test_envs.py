@@ -8,7 +8,7 @@ from pathlib import Path
 
 import gymnasium
 
-from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 
 
 class DiesOnce(ArithmeticEnv):

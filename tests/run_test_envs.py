@@ -11,8 +11,8 @@ from collections import Counter
 
 import gymnasium
 
-from rlvr.envs.arithmetic import ArithmeticEnv
-from rlvr.envs.guess_number import GuessNumberEnv
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
+from rlvr.envs.tasks.guess_number import GuessNumberEnv
 from rlvr.verifiers.verdict import Outcome, Verdict
 
 _LOCK = threading.Lock()

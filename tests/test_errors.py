@@ -11,9 +11,9 @@ from rlvr.errors import RlvrError
 
 def test_every_package_s_errors_derive_from_the_root():
     from rlvr.cli import UsageError
-    from rlvr.envs.code import TaskRecordError
     from rlvr.envs.core import EnvError
     from rlvr.envs.episode_log import EpisodeLogError
+    from rlvr.envs.tasks.code import TaskRecordError
     from rlvr.sandbox import ImageBuildError, SandboxError
     from rlvr.trainers.checkpoint import CheckpointError
     from rlvr.trainers.config import ConfigError

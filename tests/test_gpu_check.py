@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.envs import math500
+from rlvr.envs.tasks import math500
 from rlvr.trainers import smollm2_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -40,7 +40,7 @@ COVERAGE: dict[str, str] = {
     # as written, offline, from a folder holding openai/gsm8k in the hub's layout (load_dataset takes a local folder of
     # that name before the hub; the download itself is not run)
     ".venv/bin/rlvr check-env rlvr/MathDataset-v0 --env-arg dataset=openai/gsm8k --env-arg config=main "
-    "--env-arg split=test --env-arg answer_format=gsm8k": "tests/envs/test_dataset_sources.py::"
+    "--env-arg split=test --env-arg answer_format=gsm8k": "tests/envs/tasks/test_dataset_sources.py::"
     "test_readme_check_env_with_a_dataset_name",
     ".venv/bin/rlvr eval --env rlvr/Arithmetic-v0 --tasks 200 --k 1,8 "
     "--out runs/eval/arithmetic": f"{HERE}::test_rlvr_eval",

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from rlvr.envs import code_completion
 from rlvr.envs.core import EnvError, Message, SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.envs.tasks import code_completion
 from rlvr.verifiers import code as code_verifier
 from rlvr.verifiers.verdict import Verdict
 
@@ -55,9 +55,9 @@ def code_prompt(statement: str, entry_point: str | None) -> list[Message]:
 def task_from_record(record: Mapping[str, Any]) -> Task:
     """A `Task` from a record in rlvr's own shape: `id`, `prompt` (the statement), `tests`
     (dicts `verifiers.code.load_tests` reads), optional `heldout_tests` (more such dicts: tests
-    no feedback may quote, see `envs.code_feedback`), `entry_point`, `reference`, `wrong`,
+    no feedback may quote, see `envs.tasks.code_feedback`), `entry_point`, `reference`, `wrong`,
     `difficulty`, `title`, `stub` (a function stub the response completes, HumanEval's shape:
-    `envs.code_completion`). `answer` is the tuple of typed tests, `tests` then `heldout_tests`;
+    `envs.tasks.code_completion`). `answer` is the tuple of typed tests, `tests` then `heldout_tests`;
     `metadata["n_heldout"]` says how many of the last ones are held out (0: none declared)."""
     missing = [k for k in ("id", "prompt", "tests") if k not in record]
     if missing:
@@ -178,7 +178,7 @@ class CodeTaskSource(SandboxUser):
         wall_s: float | None = None,
     ) -> Verdict:
         """Run `tests` (default: all of `task.answer`) against the response's program (for a task
-        with a function stub, the response's code completed by it: `envs.code_completion`)."""
+        with a function stub, the response's code completed by it: `envs.tasks.code_completion`)."""
         if task.metadata.get("stub") and task.metadata.get("entry_point"):
             response = code_completion.as_program(response, task.metadata["stub"], task.metadata["entry_point"])
         settings = code_verifier.RunSettings(

@@ -10,7 +10,7 @@ Each line is one task; its shape is recognised by its keys:
   calls (HumanEval/32's `poly`, /38's `encode_cyclic`) are put in front of the test code, with
   the prompt's imports: the test then uses the prompt's own helpers, never the program's
   (which could lie). A response is read as HumanEval's harness reads it: a whole function keeps
-  the prompt's imports and helpers, a body is joined to the prompt (`envs.code_completion`);
+  the prompt's imports and helpers, a body is joined to the prompt (`envs.tasks.code_completion`);
 - APPS-like: `question`, `input_output` ({"inputs", "outputs", optional "fn_name"}; a JSON string
   or an object), optional `solutions` (a JSON list; the first is the reference). With `fn_name`
   each test is a plain call, `fn(a, b)`, and a check that `judged_asserts` converts (so it is
@@ -24,7 +24,7 @@ known-bad solution use a program that fails every test as the checker's wrong an
 
 Instead of `path`, `dataset` takes a Hugging Face `datasets` name (with `config` and `split`, e.g.
 `dataset="google-research-datasets/mbpp", config="full", split="test"`) or a `datasets.Dataset`
-object; its rows are records in the shapes above (see `envs.dataset_sources` for its rules and errors).
+object; its rows are records in the shapes above (see `envs.tasks.dataset_sources` for its rules and errors).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.envs import dataset_sources
-from rlvr.envs.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
 from rlvr.envs.core import SingleTurnEnv, Task
+from rlvr.envs.tasks import dataset_sources
+from rlvr.envs.tasks.code import CodeTaskSource, TaskRecordError, read_jsonl, task_from_record
 from rlvr.verifiers.verdict import Verdict
 
 PYTHON3 = 3  # CodeContests' language code for Python 3
@@ -128,7 +128,7 @@ def _humaneval(record: Mapping[str, Any]) -> dict[str, Any]:
         "entry_point": entry,
         "reference": record["prompt"] + solution if solution else None,
         "tests": [{"assert": f"{helpers}{record['test']}\n\ncheck({entry})\n"}],
-        "stub": record["prompt"],  # a completion is read against it (envs.code_completion)
+        "stub": record["prompt"],  # a completion is read against it (envs.tasks.code_completion)
     }
 
 
@@ -206,7 +206,7 @@ def normalise_record(
     elif "description" in record and ("public_tests" in record or "private_tests" in record):
         out = _codecontests(record, generated_tests)
     else:
-        raise TaskRecordError(f"line {line}: unknown task shape, keys {sorted(record)} (see envs.code_dataset)")
+        raise TaskRecordError(f"line {line}: unknown task shape, keys {sorted(record)} (see envs.tasks.code_dataset)")
     out["id"] = _record_id(record, line)
     if max_tests is not None:
         out["tests"] = list(out["tests"])[:max_tests]

@@ -48,9 +48,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.envs.code import CodeTaskSource, builtin_tasks
-from rlvr.envs.code_dataset import load_dataset
 from rlvr.envs.core import MultiTurnEnv, Task, TurnResult
+from rlvr.envs.tasks.code import CodeTaskSource, builtin_tasks
+from rlvr.envs.tasks.code_dataset import load_dataset
 from rlvr.verifiers.code import AssertTest, CallTest, IOTest, Test
 from rlvr.verifiers.verdict import Outcome, Verdict
 

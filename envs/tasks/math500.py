@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rlvr.envs.core import EnvError, SingleTurnEnv, Task, TaskNotFoundError
-from rlvr.envs.math_dataset import wrong_answer
-from rlvr.envs.package_data import read_bytes
+from rlvr.envs.tasks.math_dataset import wrong_answer
+from rlvr.envs.tasks.package_data import read_bytes
 from rlvr.verifiers import math as math_verifier
 from rlvr.verifiers.verdict import Verdict
 

@@ -11,7 +11,7 @@ Every row is read and validated up front; errors name the file and the row.
 
 Instead of `path`, `dataset` takes a Hugging Face `datasets` name (with `config`, e.g.
 `dataset="openai/gsm8k", config="main", split="test"`) or a `datasets.Dataset` object, read the same
-way (same keys, formats, `limit`, row-index ids); see `envs.dataset_sources` for its rules and errors.
+way (same keys, formats, `limit`, row-index ids); see `envs.tasks.dataset_sources` for its rules and errors.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rlvr.envs import dataset_sources
 from rlvr.envs.core import EnvError, SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.envs.tasks import dataset_sources
 from rlvr.verifiers import math as math_verifier
 from rlvr.verifiers.verdict import Verdict
 
@@ -162,7 +162,7 @@ def load_source(
     answer_format: str,
     limit: int | None,
 ) -> tuple[list[tuple[str, str]], str]:
-    """(problems, origin) from a `datasets` name or object (see `envs.dataset_sources`)."""
+    """(problems, origin) from a `datasets` name or object (see `envs.tasks.dataset_sources`)."""
     ds, origin = dataset_sources.resolve(dataset, config, split)
     table = dataset_sources.rows(ds, origin, [question_key, answer_key], limit)
     return problems_from_rows(

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rlvr.envs.code import SandboxUser
 from rlvr.envs.core import ProceduralTasks, Task
+from rlvr.envs.tasks.code import SandboxUser
 from rlvr.envs.tool_env import ToolEnv
 from rlvr.envs.tools import Tool, ToolOutput, ToolUnavailableError
 from rlvr.sandbox.types import Limits, Status

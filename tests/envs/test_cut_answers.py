@@ -20,9 +20,9 @@ import uvicorn
 from fastapi import FastAPI
 
 from rlvr.envs.episode import TruncationReason
-from rlvr.envs.math_dataset import MathDatasetEnv
 from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import FinishReason, Sample, SamplingSettings
+from rlvr.envs.tasks.math_dataset import MathDatasetEnv
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import free_port, rlvr_here
 

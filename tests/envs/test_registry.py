@@ -105,7 +105,7 @@ def test_list_envs_kinds_descriptions_and_broken_entry_points():
     finally:
         del gym.registry["rlvr/Broken-v0"]
     g = rows["rlvr/GuessNumber-v0"]
-    assert (g.kind, g.entry_point, g.error) == ("multi-turn", "rlvr.envs.guess_number:GuessNumberEnv", None)
+    assert (g.kind, g.entry_point, g.error) == ("multi-turn", "rlvr.envs.tasks.guess_number:GuessNumberEnv", None)
     assert g.description.startswith("Multi-turn number guessing")
     broken = rows["rlvr/Broken-v0"]
     assert broken.kind == "unavailable" and "No module named 'rlvr.envs.no_such_module'" in broken.error
@@ -191,7 +191,7 @@ def test_cli_check_env_bad_input_exits_2(capsys):
 def test_module_prefix_imports_the_registering_module(tmp_path, monkeypatch):
     (tmp_path / "my_envs_mod.py").write_text(
         "import gymnasium as gym\n"
-        "gym.register(id='mine/Guess-v0', entry_point='rlvr.envs.guess_number:GuessNumberEnv', kwargs={'n': 4})\n"
+        "gym.register(id='mine/Guess-v0', entry_point='rlvr.envs.tasks.guess_number:GuessNumberEnv', kwargs={'n': 4})\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:

@@ -11,9 +11,9 @@ import gymnasium as gym
 import pytest
 
 from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, Task, TurnResult
-from rlvr.envs.guess_number import GuessNumberEnv
 from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import RequestSampler, SamplingSettings
+from rlvr.envs.tasks.guess_number import GuessNumberEnv
 from rlvr.verifiers.verdict import Outcome, Verdict
 from tests.envs.test_rollout import assert_token_exact
 

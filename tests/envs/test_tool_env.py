@@ -18,9 +18,9 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from rlvr import envs
 from rlvr.envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, reply_ids, template_ids
 from rlvr.envs.core import ProceduralTasks, Task
-from rlvr.envs.python_tool import PythonToolEnv
 from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
+from rlvr.envs.tasks.python_tool import PythonToolEnv
 from rlvr.envs.tool_env import ToolEnv
 from rlvr.envs.tools import (
     HermesParser,

@@ -184,7 +184,7 @@ PLUGINS = {  # module file -> (its code, the problem named)
 }
 OLD_API_MODULE = """
 import gymnasium
-from rlvr.envs.guess_number import GuessNumberEnv
+from rlvr.envs.tasks.guess_number import GuessNumberEnv
 
 
 class OldApi(GuessNumberEnv):

@@ -15,7 +15,7 @@ import gymnasium as gym
 import pytest
 
 from rlvr import envs  # noqa: F401 - registers rlvr/ environments
-from rlvr.envs.code import fenced
+from rlvr.envs.tasks.code import fenced
 from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
 from rlvr.sandbox.hostile import OOM_SCORE, SYSCALLS, _oom_floor, _syscalls_refused
 from rlvr.verifiers import code

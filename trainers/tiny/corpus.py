@@ -38,7 +38,7 @@ def _single(prompt: list[Message], reply: str) -> Conversation:
 
 
 def arithmetic_source(difficulties: tuple[int, ...]) -> Source:
-    from rlvr.envs.arithmetic import ArithmeticEnv
+    from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 
     envs = [ArithmeticEnv(difficulty=d) for d in difficulties]
 
@@ -50,7 +50,7 @@ def arithmetic_source(difficulties: tuple[int, ...]) -> Source:
 
 
 def symbolic_math_source() -> Source:
-    from rlvr.envs.symbolic_math import SymbolicMathEnv
+    from rlvr.envs.tasks.symbolic_math import SymbolicMathEnv
 
     env = SymbolicMathEnv(difficulty=1)
 
@@ -62,7 +62,7 @@ def symbolic_math_source() -> Source:
 
 
 def reasoning_gym_source(size: int) -> Source:
-    from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
+    from rlvr.envs.tasks.reasoning_gym_env import ReasoningGymEnv
 
     env = ReasoningGymEnv(seed=RG_TRAIN_SEED, size=size)  # the default dataset, other entries
 
@@ -75,7 +75,7 @@ def reasoning_gym_source(size: int) -> Source:
 
 def guess_number_source() -> Source:
     """Binary search played to the end: the prompt, each guess and the env's "higher"/"lower"."""
-    from rlvr.envs.guess_number import GuessNumberEnv
+    from rlvr.envs.tasks.guess_number import GuessNumberEnv
 
     env = GuessNumberEnv()
 
@@ -95,7 +95,7 @@ def guess_number_source() -> Source:
 
 def python_tool_source() -> Source:
     """The reference tool call, its output (every template prints just the answer), the answer."""
-    from rlvr.envs.python_tool import PythonToolEnv
+    from rlvr.envs.tasks.python_tool import PythonToolEnv
 
     env = PythonToolEnv()
 
@@ -112,7 +112,7 @@ def python_tool_source() -> Source:
 
 
 def code_source() -> Source:
-    from rlvr.envs.code import code_prompt, fenced
+    from rlvr.envs.tasks.code import code_prompt, fenced
     from rlvr.trainers.tiny.code_tasks import code_task
 
     def make(seed: int) -> Conversation:

@@ -159,7 +159,7 @@ def deterministic(threads: int, seed: int) -> Iterator[None]:
 
 
 def arithmetic_tasks(difficulty: int, seeds: Sequence[int]) -> list[Task]:
-    from rlvr.envs.arithmetic import ArithmeticEnv  # trainers -> envs, imported where used
+    from rlvr.envs.tasks.arithmetic import ArithmeticEnv  # trainers -> envs, imported where used
 
     env = ArithmeticEnv(difficulty=difficulty)
     return [env.make_task(seed) for seed in seeds]

@@ -8,10 +8,10 @@ import pytest
 
 from rlvr.envs import check_env, list_envs
 from rlvr.envs.agent.env import AgentEnv, load_agent, one_call
-from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.registry import EnvArgumentError
 from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
 from rlvr.verifiers.verdict import Outcome

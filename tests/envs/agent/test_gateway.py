@@ -11,12 +11,12 @@ import pytest
 
 from rlvr.envs.agent.calls import ENV_VERSION, segments
 from rlvr.envs.agent.gateway import AgentGateway, GatewayError
-from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.chat_template import template_ids
 from rlvr.envs.core import MultiTurnEnv, ProceduralTasks, TurnResult
 from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.rollout.sampler_calls import TURN_SEED_STRIDE
 from rlvr.envs.sampler import SamplingSettings
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFCopySampler, HFSampler
 from rlvr.verifiers.verdict import Outcome, Verdict

@@ -10,7 +10,7 @@ import pytest
 from rlvr.envs.agent.calls import segments
 from rlvr.envs.agent.gateway import AgentGateway
 from rlvr.envs.agent.play import AgentResult, agent_episodes, agent_rollout, judge, play_agent
-from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 from rlvr.trainers.models import load_causal_lm
 from rlvr.trainers.samplers import HFSampler
 from rlvr.verifiers.verdict import Outcome, Verdict

@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from rlvr import envs
-from rlvr.envs.arithmetic import ArithmeticEnv, _evaluate
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv, _evaluate
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs
-from rlvr.envs.code import CodeEnv, TaskRecordError, builtin_records, task_from_record
+from rlvr.envs.tasks.code import CodeEnv, TaskRecordError, builtin_records, task_from_record
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require
 

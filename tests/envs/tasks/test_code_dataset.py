@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs
-from rlvr.envs.code import TaskRecordError
-from rlvr.envs.code_dataset import CodeDatasetEnv, load_dataset
+from rlvr.envs.tasks.code import TaskRecordError
+from rlvr.envs.tasks.code_dataset import CodeDatasetEnv, load_dataset
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require
 

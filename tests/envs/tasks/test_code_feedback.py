@@ -8,9 +8,9 @@ import json
 import pytest
 
 from rlvr import envs
-from rlvr.envs.code import task_from_record
-from rlvr.envs.code_dataset import normalise_record
-from rlvr.envs.code_feedback import HIDDEN_FAILED, NOTHING_SHOWN, CodeFeedbackEnv, split_tests
+from rlvr.envs.tasks.code import task_from_record
+from rlvr.envs.tasks.code_dataset import normalise_record
+from rlvr.envs.tasks.code_feedback import HIDDEN_FAILED, NOTHING_SHOWN, CodeFeedbackEnv, split_tests
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require
 

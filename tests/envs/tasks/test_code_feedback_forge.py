@@ -17,7 +17,7 @@ from typing import Any
 import gymnasium as gym
 
 from rlvr import envs  # noqa: F401 - registers rlvr/ environments
-from rlvr.envs.code import builtin_tasks, fenced
+from rlvr.envs.tasks.code import builtin_tasks, fenced
 from rlvr.verifiers.code import CallTest, IOTest
 from rlvr.verifiers.verdict import Outcome
 

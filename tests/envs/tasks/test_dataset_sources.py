@@ -1,4 +1,4 @@
-"""`dataset=` for rlvr/MathDataset-v0 and rlvr/CodeDataset-v0 (envs/dataset_sources.py): real `datasets` loading
+"""`dataset=` for rlvr/MathDataset-v0 and rlvr/CodeDataset-v0 (envs/tasks/dataset_sources.py): real `datasets` loading
 of local data (a JSON file through the `json` builder, a local folder in the hub's layout, `Dataset.from_dict`),
 offline so that nothing reaches the network, and the one-line errors."""
 
@@ -16,14 +16,14 @@ import pytest
 
 from rlvr import envs
 from rlvr.cli import main
-from rlvr.envs.code_dataset import CodeDatasetEnv
-from rlvr.envs.dataset_sources import DatasetSourceError
-from rlvr.envs.math_dataset import DatasetError, MathDatasetEnv
+from rlvr.envs.tasks.code_dataset import CodeDatasetEnv
+from rlvr.envs.tasks.dataset_sources import DatasetSourceError
+from rlvr.envs.tasks.math_dataset import DatasetError, MathDatasetEnv
 from tests.conftest import require
-from tests.envs.test_code_dataset import MBPP
+from tests.envs.tasks.test_code_dataset import MBPP
 from tests.test_readme_commands import readme_command
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 try:
     import datasets
     import huggingface_hub.constants

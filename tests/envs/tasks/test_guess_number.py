@@ -8,7 +8,7 @@ import time
 import pytest
 
 from rlvr import envs
-from rlvr.envs.guess_number import GuessNumberEnv, parse_guess
+from rlvr.envs.tasks.guess_number import GuessNumberEnv, parse_guess
 from rlvr.verifiers.verdict import Outcome
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from rlvr import envs
-from rlvr.envs.code_completion import as_program
-from rlvr.envs.humaneval import INSTRUCTION
+from rlvr.envs.tasks.code_completion import as_program
+from rlvr.envs.tasks.humaneval import INSTRUCTION
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require
 
-RECORDED = Path(__file__).resolve().parents[1] / "data" / "humaneval_real_smollm2.jsonl"
+RECORDED = Path(__file__).resolve().parents[2] / "data" / "humaneval_real_smollm2.jsonl"
 CLOSE = "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1 :])\n"
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from rlvr import envs
 from rlvr.envs.core import TaskNotFoundError
-from rlvr.envs.math500 import INSTRUCTION, SOURCES, gold
-from rlvr.envs.package_data import BenchmarkDataError, read_bytes
+from rlvr.envs.tasks.math500 import INSTRUCTION, SOURCES, gold
+from rlvr.envs.tasks.package_data import BenchmarkDataError, read_bytes
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require
 

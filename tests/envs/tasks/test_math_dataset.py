@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rlvr import envs
-from rlvr.envs.math_dataset import DatasetError, MathDatasetEnv, extract_boxed
+from rlvr.envs.tasks.math_dataset import DatasetError, MathDatasetEnv, extract_boxed
 from rlvr.verifiers.verdict import Outcome
 
 GSM8K_ROWS = [

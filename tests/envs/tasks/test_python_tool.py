@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rlvr import envs
-from rlvr.envs.python_tool import TEMPLATES, PythonToolEnv, _collatz_steps, _fib_mod, _primes, format_tool_output
+from rlvr.envs.tasks.python_tool import TEMPLATES, PythonToolEnv, _collatz_steps, _fib_mod, _primes, format_tool_output
 from rlvr.sandbox.types import Limits, Status
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require

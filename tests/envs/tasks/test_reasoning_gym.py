@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlvr import envs
-from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
+from rlvr.envs.tasks.reasoning_gym_env import ReasoningGymEnv
 from rlvr.verifiers.verdict import Outcome
 
 DATASETS = ["chain_sum", "leg_counting", "spell_backward"]

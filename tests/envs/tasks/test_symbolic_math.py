@@ -9,7 +9,7 @@ import sympy as sp
 
 from rlvr import envs
 from rlvr.envs import Task
-from rlvr.envs.symbolic_math import KINDS, SymbolicMathEnv, X, is_expanded, is_factored, make_problem
+from rlvr.envs.tasks.symbolic_math import KINDS, SymbolicMathEnv, X, is_expanded, is_factored, make_problem
 from rlvr.verifiers.verdict import Outcome
 
 

@@ -10,13 +10,13 @@ from importlib.resources import files
 
 import pytest
 
-from rlvr.envs.arithmetic import ArithmeticEnv
 from rlvr.envs.chat_template import template_ids
-from rlvr.envs.code import code_prompt
-from rlvr.envs.guess_number import GuessNumberEnv
-from rlvr.envs.python_tool import PythonToolEnv
-from rlvr.envs.reasoning_gym_env import ReasoningGymEnv
-from rlvr.envs.symbolic_math import SymbolicMathEnv
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
+from rlvr.envs.tasks.code import code_prompt
+from rlvr.envs.tasks.guess_number import GuessNumberEnv
+from rlvr.envs.tasks.python_tool import PythonToolEnv
+from rlvr.envs.tasks.reasoning_gym_env import ReasoningGymEnv
+from rlvr.envs.tasks.symbolic_math import SymbolicMathEnv
 from rlvr.trainers.models import load_tokenizer
 from rlvr.trainers.tiny.code_tasks import code_task
 from rlvr.trainers.tiny.corpus import SOURCES, sft_conversation, sources

@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from rlvr.envs.arithmetic import ArithmeticEnv
+from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 from rlvr.trainers.models import (
     TINY_DIR,
     InvalidModelDirError,

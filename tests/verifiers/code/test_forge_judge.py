@@ -15,7 +15,7 @@ import gymnasium as gym
 import pytest
 
 from rlvr import envs  # noqa: F401 - registers rlvr/ environments
-from rlvr.envs.code import fenced
+from rlvr.envs.tasks.code import fenced
 from rlvr.sandbox.types import Limits, Status
 from rlvr.verifiers import code
 from rlvr.verifiers.code import judged_asserts
@@ -360,7 +360,7 @@ def env(box, tmp_path_factory):
 def test_records_take_the_path_they_are_meant_to():
     """HumanEval, MBPP and rlvr test code here is beyond the converter (the judge runs it); APPS
     call-based tests are plain calls the host judges."""
-    from rlvr.envs.code_dataset import load_dataset, normalise_record
+    from rlvr.envs.tasks.code_dataset import load_dataset, normalise_record
 
     tasks = {t.task_id: t for t in load_dataset_from(RECORDS, load_dataset)}
     for task_id in ("Judge/secret", "Judge/shift", "Judge/sort", "902", "Judge/root"):

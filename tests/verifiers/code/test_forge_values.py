@@ -17,7 +17,7 @@ import gymnasium as gym
 import pytest
 
 from rlvr import envs  # noqa: F401 - registers rlvr/ environments
-from rlvr.envs.code import fenced
+from rlvr.envs.tasks.code import fenced
 from rlvr.verifiers import code
 from rlvr.verifiers.verdict import Outcome
 

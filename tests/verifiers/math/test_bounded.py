@@ -208,7 +208,7 @@ def test_worker_memory_blowup_is_contained():
 
 
 def test_callable_off_the_main_thread_and_envs_stay_picklable():
-    from rlvr.envs.arithmetic import ArithmeticEnv
+    from rlvr.envs.tasks.arithmetic import ArithmeticEnv
 
     with ThreadPoolExecutor(4) as ex:
         outcomes = list(ex.map(lambda a: vm.verify(f"\\boxed{{{a}}}", "12").outcome, ["12", "12.0", "13", "1.2e1"]))

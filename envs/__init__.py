@@ -1,5 +1,10 @@
 """Gymnasium environments for text tasks, the rollout that runs a sampler in them, and evaluation.
 
+The contract an environment author reads is at this folder's top (`core`: `TextEnv`, `EnvKind`;
+`registry`, `sampler`, `episode`, `checker`, `tool_env`, `tools`, ...); the rollout engine is
+`envs.rollout`, agent programs as environments `envs.agent`, and the built-in environments
+`envs.tasks`.
+
 Importing `envs` registers the built-in `rlvr/` environments with Gymnasium's registry and loads the
 third-party ones declared under the `rlvr.envs` entry point (a plugin that fails to load is a
 warning, not an error), so that plain `gymnasium.make("ns/Name-v0")` finds both; `envs.make` also

@@ -20,6 +20,7 @@ import pytest
 from rlvr.envs.rollout import RolloutRequest
 from rlvr.envs.sampler import SamplingSettings
 from rlvr.trainers.config import ConfigError, TrainConfig
+from rlvr.trainers.device import use_threads
 from rlvr.trainers.samplers.factory import build_sampler
 from rlvr.trainers.samplers.protocol import SamplerSpec
 from rlvr.trainers.samplers.ray_pool import RayRolloutPool, RolloutWorkerError, chunks_of
@@ -281,6 +282,7 @@ def train(tmp_path, **settings):
         out=str(tmp_path),
     )
     cfg = TrainConfig.from_dict({**base, **settings})
+    use_threads(cfg.threads)  # as `rlvr train` does: the Trainer leaves torch's threads to its caller
     trainer = Trainer(cfg)
     try:
         summary = trainer.train()

@@ -221,7 +221,9 @@ class TrainConfig(CommonSettings):
     time_limit: float | None = setting(
         None, "seconds of training; stop (then save and evaluate) after the step that passes it; none: no limit"
     )
-    threads: int | None = setting(None, "torch intra-op threads; none: torch's default")
+    threads: int | None = setting(
+        None, "torch intra-op threads, set by rlvr train (the library leaves them to its caller); none: torch's default"
+    )
     log_every: int = setting(
         10, "without the progress line (--no-progress): a plain metrics line on stderr every N steps; 0: none"
     )

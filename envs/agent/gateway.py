@@ -82,6 +82,19 @@ class GatewayError(EnvError, RuntimeError):
     """The gateway could not start, or an episode id is unknown."""
 
 
+def _web() -> tuple[Any, Any]:
+    """fastapi and uvicorn: the `agent` extra, which only the gateway needs."""
+    try:
+        import fastapi
+        import fastapi.responses
+        import uvicorn
+    except ImportError as exc:
+        raise GatewayError(
+            f"rlvr/Agent-v0's gateway needs the `agent` extra ({exc.name} is missing): pip install 'rlvr[agent]'"
+        ) from None
+    return fastapi, uvicorn
+
+
 class _BadRequest(Exception):
     """A request the gateway answers with 400 (its message is the answer's error)."""
 
@@ -118,8 +131,7 @@ class AgentGateway:
     def start(self, engine_thread: bool = True) -> AgentGateway:
         """Serve. `engine_thread`: drive the sampler from a thread of the gateway's own; False: the
         caller drives it in its thread with `drive(until)` (a rollout does, `envs.agent.engine`)."""
-        import uvicorn
-
+        uvicorn = _web()[1]
         self._driver = EngineDriver(self.sampler, quiet=self._quiet)
         if engine_thread:
             self._driver.start()
@@ -210,8 +222,13 @@ class AgentGateway:
 
     # ---- serving -----------------------------------------------------------------------------
     def _app(self) -> Any:
-        from fastapi import Body, FastAPI
-        from fastapi.responses import JSONResponse, Response, StreamingResponse
+        fastapi = _web()[0]
+        Body, FastAPI = fastapi.Body, fastapi.FastAPI
+        JSONResponse, Response, StreamingResponse = (
+            fastapi.responses.JSONResponse,
+            fastapi.responses.Response,
+            fastapi.responses.StreamingResponse,
+        )
 
         app = FastAPI(title="rlvr agent gateway")
 

@@ -287,3 +287,14 @@ def test_each_call_records_the_policy_version_that_answered(model_dir, tokenizer
     n0, n1 = len(calls[0].completion_ids), len(calls[1].completion_ids)
     gap = len(seg.completion_ids) - n0 - n1
     assert seg.versions == (3,) * n0 + (ENV_VERSION,) * gap + (4,) * n1
+
+
+@pytest.mark.parametrize("missing", ["fastapi", "uvicorn"])
+def test_without_the_agent_extra_the_gateway_says_what_to_install(monkeypatch, missing):
+    from rlvr.envs.agent import gateway
+
+    monkeypatch.setitem(__import__("sys").modules, missing, None)  # what an import of an absent package meets
+    with pytest.raises(
+        GatewayError, match=rf"needs the `agent` extra \({missing} is missing\): pip install 'rlvr\[agent\]'"
+    ):
+        gateway._web()

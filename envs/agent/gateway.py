@@ -83,10 +83,12 @@ class GatewayError(EnvError, RuntimeError):
 
 
 def _web() -> tuple[Any, Any]:
-    """fastapi and uvicorn: the `agent` extra, which only the gateway needs."""
+    """fastapi and uvicorn, checked with the `openai` client the agents are given (envs.agent.play):
+    the `agent` extra, which only rlvr/Agent-v0 needs."""
     try:
         import fastapi
         import fastapi.responses
+        import openai  # noqa: F401 - imported by each episode; missing, said here, before any episode
         import uvicorn
     except ImportError as exc:
         raise GatewayError(

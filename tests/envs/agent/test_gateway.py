@@ -289,7 +289,7 @@ def test_each_call_records_the_policy_version_that_answered(model_dir, tokenizer
     assert seg.versions == (3,) * n0 + (ENV_VERSION,) * gap + (4,) * n1
 
 
-@pytest.mark.parametrize("missing", ["fastapi", "uvicorn"])
+@pytest.mark.parametrize("missing", ["fastapi", "uvicorn", "openai"])
 def test_without_the_agent_extra_the_gateway_says_what_to_install(monkeypatch, missing):
     from rlvr.envs.agent import gateway
 

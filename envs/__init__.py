@@ -2,8 +2,9 @@
 
 The contract an environment author reads is at this folder's top (`core`: `TextEnv`, `EnvKind`;
 `registry`, `sampler`, `episode`, `checker`, `tool_env`, `tools`, ...); the rollout engine is
-`envs.rollout`, agent programs as environments `envs.agent`, and the built-in environments
-`envs.tasks`.
+`envs.rollout`, agent programs as environments `envs.agent`, the built-in environments
+`envs.tasks`, and the adapters that serve environments to TRL and verl `envs.adapters` (imported
+only when used).
 
 Importing `envs` registers the built-in `rlvr/` environments with Gymnasium's registry and loads the
 third-party ones declared under the `rlvr.envs` entry point (a plugin that fails to load is a

@@ -86,6 +86,10 @@ COVERAGE: dict[str, str] = {
     "bash scripts/gpu_check.sh --plan": "tests/test_gpu_check.py::"
     "test_the_plan_lists_every_part_and_its_budget_without_running_it",
     ".venv/bin/rlvr sandbox check": f"{HERE}::test_rlvr_sandbox_check",
+    ".venv/bin/rlvr export --env rlvr/Arithmetic-v0 --tasks 10000 --format verl "
+    "--out data/arithmetic/train.parquet": f"{HERE}::test_rlvr_export_verl",
+    ".venv/bin/rlvr export --env rlvr/Arithmetic-v0 --tasks 500 --start 1000000 --format verl "
+    "--out data/arithmetic/test.parquet": f"{HERE}::test_rlvr_export_verl",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 "
     "--model tiny --tasks 50": f"{HERE}::test_count_letters_eval",
@@ -405,6 +409,26 @@ def test_rlvr_sandbox_check(root):
     reason = unavailable_reason()
     require(reason is None, reason or "")
     assert re.search(r"(\d+)/\1 cases passed, host unharmed", run(readme_command("rlvr sandbox check"), root).stdout)
+
+
+def test_rlvr_export_verl(root, capsys, monkeypatch):
+    """Both export commands as written: verl's columns, the counts asked for, and training tasks that the
+    held-out file does not share."""
+    import pyarrow.parquet as pq
+
+    task_ids = {}
+    for words, count in ((("rlvr export", "--tasks 10000"), 10000), (("rlvr export", "--start 1000000"), 500)):
+        command = readme_command(*words)
+        out = command.split("--out ")[1].split()[0]
+        stdout = run_here(command, root, capsys, monkeypatch).stdout
+        assert stdout.startswith(f"wrote {count} tasks of rlvr/Arithmetic-v0 to {out} (verl format)\n"), stdout
+        assert "custom_reward_function.name=compute_score" in stdout
+        table = pq.read_table(root / out)
+        assert table.column_names == ["data_source", "prompt", "ability", "reward_model", "extra_info"]
+        task_ids[out] = set(table.column("extra_info").combine_chunks().field("task_id").to_pylist())
+        assert len(task_ids[out]) == count
+    train, test = task_ids.values()
+    assert not train & test
 
 
 def count_letters(folder: Path) -> None:

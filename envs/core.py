@@ -28,7 +28,7 @@ import numpy as np
 from gymnasium.utils import seeding
 
 from rlvr.envs.seeds import SEED_SPACE
-from rlvr.errors import RlvrError
+from rlvr.errors import MissingExtraError, RlvrError
 from rlvr.verifiers.verdict import Outcome, Verdict
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant" | "tool", "content": str}
@@ -55,6 +55,11 @@ class EnvKind(StrEnum):
 
 class EnvError(RlvrError):
     """Base class of rlvr's environment errors."""
+
+
+class MissingEnvExtraError(EnvError, MissingExtraError):
+    """An environment needs a package of an rlvr extra that is not installed (reasoning-gym for
+    rlvr/ReasoningGym-v0, datasets for dataset=NAME): one line names the extra (`rlvr.errors.missing_extra`)."""
 
 
 class TaskNotFoundError(EnvError, KeyError):

@@ -6,3 +6,14 @@ without importing another package; each package derives its own bases from it.""
 
 class RlvrError(Exception):
     """Base class of every error rlvr raises on purpose (bad input, a missing component)."""
+
+
+class MissingExtraError(RlvrError):
+    """A command or an environment needs an optional extra of rlvr (pyproject's optional-dependencies) that is not
+    installed: `pip install rlvr` is the light core (environments, verifiers, sandbox), `rlvr[train]` adds training.
+    Its message is the one line `missing_extra` writes, naming the extra and the command that installs it."""
+
+
+def missing_extra(what: str, extra: str, package: str) -> str:
+    """The one line: `rlvr train needs the `train` extra (torch is not installed): pip install 'rlvr[train]'`."""
+    return f"{what} needs the `{extra}` extra ({package} is not installed): pip install 'rlvr[{extra}]'"

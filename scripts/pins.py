@@ -22,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = {"CPU": "vllm-cpu", "GPU": "vllm-gpu"}  # machine kind -> the pyproject extra holding its vLLM pin
+TORCH_EXTRA = "train"  # the extra holding the torch pin (the core, `dependencies`, has no torch)
 
 
 class PinError(Exception):
@@ -47,10 +48,11 @@ def read_pins(pyproject: Path, table: Path) -> dict[str, str]:
     project = tomllib.loads(pyproject.read_text())["project"]
     doc = tomllib.loads(table.read_text())
     rows, read_on = doc["release"], doc["read_on"]
-    torch = exact_pin(project["dependencies"], "torch", f"{pyproject.name} [project] dependencies")
+    extras = project.get("optional-dependencies", {})
+    torch = exact_pin(extras.get(TORCH_EXTRA, []), "torch", f"{pyproject.name} extra {TORCH_EXTRA}")
     out = {"TORCH_PIN": f"torch=={torch}"}
     for kind, extra in EXTRAS.items():
-        reqs = project.get("optional-dependencies", {}).get(extra, [])
+        reqs = extras.get(extra, [])
         name = reqs[0].partition("==")[0].strip().lower() if reqs else ""
         if name not in ("vllm", "vllm-cpu"):
             raise PinError(f"{pyproject.name}: extra {extra} must pin vllm or vllm-cpu, found {reqs}")

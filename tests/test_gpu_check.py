@@ -63,7 +63,8 @@ def test_the_carried_wheels_are_at_the_projects_pins():
     for pin in (smollm2_model.GGUF_PIN, math500.PIN):
         name, version = pin.split("==")
         assert wheels[name] == version, pin
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + sum(project["optional-dependencies"].values(), [])  # the core and its extras
     pins = dict(d.split("==") for d in deps if "==" in d)
     for name in set(wheels) & set(pins):
         assert wheels[name] == pins[name], name

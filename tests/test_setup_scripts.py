@@ -92,11 +92,11 @@ def test_two_clones_each_run_their_own_code(tmp_path):
 
 
 def project_pins(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, Requirement]:
-    """torch, transformers and each machine kind's vLLM, as pyproject.toml pins them (read here on its own, not
-    through scripts/pins.py, which is what is checked)."""
+    """torch, transformers (both in the extra `train`) and each machine kind's vLLM, as pyproject.toml pins them
+    (read here on its own, not through scripts/pins.py, which is what is checked)."""
     project = tomllib.loads(pyproject.read_text())["project"]
-    deps = {Requirement(d).name: Requirement(d) for d in project["dependencies"]}
-    pins = {"torch": deps["torch"], "transformers": deps["transformers"]}
+    train = {Requirement(d).name: Requirement(d) for d in project["optional-dependencies"]["train"]}
+    pins = {"torch": train["torch"], "transformers": train["transformers"]}  # the `train` extra: the core has no torch
     for kind, extra in EXTRAS.items():
         (pins[kind],) = [Requirement(r) for r in project["optional-dependencies"][extra]]
     return pins
@@ -191,6 +191,21 @@ def test_the_plan_shows_this_machines_install_and_the_other_kinds_and_installs_n
     assert "Docker: apt-get install" in here
     # it installed nothing: no new cached environment, and the planned one is still as it was
     assert sorted(p.name for p in (Path.home() / ".cache/rlvr").glob("venv-*")) == before
+
+
+def test_the_cached_environment_gets_the_core_and_every_extra_but_the_other_vllm_and_trackio():
+    """`pip install rlvr` is the light core (issue 42); setup installs everything as before: the core with every
+    extra, except the vLLM extras (their pins go in on their own, torch first), trackio (it would move pillow) and
+    wandb (dev holds it)."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(extras["wandb"]) <= set(extras["dev"])
+    done = setup("--plan", "--cpu", "--no-docker")
+    assert done.returncode == 0, done.stderr
+    installs = re.findall(r"pip install -q \.\[([^\]]*)\]$", done.stdout, flags=re.M)
+    assert len(installs) in (1, 2), done.stdout  # this machine's environment (unless built) and the other kind's
+    for line in installs:
+        assert set(line.split(",")) == set(extras) - {"vllm-cpu", "vllm-gpu", "trackio", "wandb"}, line
+    assert {"train", "reasoning-gym", "datasets", "dev", "ray", "agent"} <= set(installs[0].split(","))
 
 
 @pytest.mark.parametrize("kind", ["gpu", "cpu"])

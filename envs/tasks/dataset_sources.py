@@ -15,7 +15,8 @@ the hub, a bad config: the loader's own reason follows), a split that does not e
 do are named), a column that does not exist (the columns that do are named).
 
 `datasets` is imported only here, and only when one of these is used: importing it costs seconds, and
-most runs never need it. It never imports torch.
+most runs never need it. It never imports torch. It is the extra `datasets` (`pip install 'rlvr[datasets]'`), not
+in the light core: without it, a `dataset=` is one line saying so (`MissingEnvExtraError`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rlvr.envs.core import EnvError
+from rlvr.envs.core import EnvError, MissingEnvExtraError
+from rlvr.errors import missing_extra
 
 
 class DatasetSourceError(EnvError, ValueError):
@@ -33,10 +35,10 @@ class DatasetSourceError(EnvError, ValueError):
 def _datasets():
     try:
         import datasets
-    except ImportError:
-        raise DatasetSourceError(
-            "dataset= needs the `datasets` package (a dependency of rlvr): pip install datasets (or pass path=)"
-        ) from None
+    except ModuleNotFoundError as exc:  # its own extra, not in the light core (pyproject.toml)
+        if exc.name != "datasets":
+            raise  # installed, but one of its own imports is not
+        raise MissingEnvExtraError(missing_extra("dataset=", "datasets", "datasets") + " (or pass path=)") from None
     return datasets
 
 

@@ -19,6 +19,9 @@ The prompt is reasoning-gym's default system prompt plus the question; as reason
 the answer is the text inside the last `<answer>...</answer>` tags (none: a format error). Task
 ids are the dataset indices 0..size-1. Datasets whose entries carry no reference answer (their
 scorer checks solutions, e.g. "graph_color") are rejected: every rlvr task needs one.
+
+reasoning-gym is the extra `reasoning-gym` (`pip install 'rlvr[reasoning-gym]'`), not in the light core: without it,
+making the env is one line saying so (`MissingEnvExtraError`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rlvr.envs.core import SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.envs.core import MissingEnvExtraError, SingleTurnEnv, Task, TaskNotFoundError
+from rlvr.errors import missing_extra
 from rlvr.verifiers import math as math_verifier
 from rlvr.verifiers.math.bounded import PoolError, PoolTimeout, WorkerPool
 from rlvr.verifiers.verdict import Outcome, Verdict
@@ -46,8 +50,12 @@ _worker_datasets: dict[bytes, Any] = {}  # inside a worker: the datasets built s
 
 
 def _rg():
-    import reasoning_gym  # slow to import (about 3 s): only when the env is made
-
+    try:
+        import reasoning_gym  # slow to import (about 3 s): only when the env is made
+    except ModuleNotFoundError as exc:  # its own extra, not in the light core (pyproject.toml)
+        if exc.name != "reasoning_gym":
+            raise  # installed, but one of its own imports is not
+        raise MissingEnvExtraError(missing_extra("rlvr/ReasoningGym-v0", "reasoning-gym", "reasoning-gym")) from None
     return reasoning_gym
 
 

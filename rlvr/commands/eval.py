@@ -31,6 +31,7 @@ from rlvr.commands.eval_config import ALIASES, HELP_EXTRA, EvalConfig
 from rlvr.commands.eval_resume import default_chunk, interrupted_line, resuming_line
 from rlvr.config_flags import add_flags
 from rlvr.errors import RlvrError
+from rlvr.extras import require_train
 from rlvr.run_lock import run_lock
 from rlvr.startup import collector_paused
 from rlvr.usage import UsageError  # bad arguments, or an --out that holds another run
@@ -159,6 +160,7 @@ def _check_same_run(out: Path, identity: dict[str, Any]) -> None:
 
 # The command's errors (UsageError, ConfigError, EnvError, ModelError, ...) become one line in rlvr.cli.
 def run(args: EvalConfig) -> int:
+    require_train("rlvr eval")  # no torch (`pip install rlvr`, the light core): one line naming the extra
     from rlvr.env_loading import make_env
     from rlvr.envs.eval_tasks import EvalTasksError, plan
     from rlvr.trainers.preflight import check_model_dir, check_out_dir, check_tokenizer_dir

@@ -8,6 +8,7 @@ import json
 import sys
 
 from rlvr.config_flags import add_flags, given_values
+from rlvr.extras import require_train
 from rlvr.startup import collector_paused
 from rlvr.trainers.config import TrainConfig  # light (no torch): the flags are generated from its fields
 from rlvr.trainers.peak_memory import memory_line  # light: os and /proc only
@@ -88,6 +89,7 @@ def warmup_warning(config: TrainConfig) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_train("rlvr train")  # no torch (`pip install rlvr`, the light core): one line naming the extra
     # Every check before anything loads; their ConfigError / EnvError is one line from rlvr.cli.
     config = TrainConfig.load(args.config, overrides_from_args(args))
     from rlvr.trainers import quiet

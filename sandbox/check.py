@@ -6,24 +6,28 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import docker
+import docker.errors
 
 from .docker_sandbox import DockerSandbox
 from .hostile import CASES, Case
 from .owner import LABEL, POOL_LABEL
 from .types import Limits, Result, Status
 
-# Run after every case: what a fresh program sees. Prints the problems and the container identity
-# (the start time of its init process, unique per container).
-PROBE = """import json, os
-me, runner = os.getpid(), os.getppid()
+# Run after every case: what a fresh program sees. Prints the problems and the container identity:
+# its id, in the paths of the files Docker mounts (/etc/hostname), else its root file system. The
+# program sees only its own pid namespace (runner_pidns.py): the processes left anywhere else in the
+# container are counted from the host (`leftovers`).
+PROBE = """import json, os, re
+me, parent = os.getpid(), os.getppid()
 problems = []
-others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me, runner)]
+others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me, parent)]
 if others:
     problems.append(f"processes left: {others}")
 for path, allowed in (("/work", ["run"]), (".", ["probe.py"]), ("/tmp", []), ("/dev/shm", []),
@@ -39,9 +43,13 @@ if disk.f_bavail < disk.f_blocks * 0.9:
     problems.append("the disk is not empty")
 if os.getuid() == 0 or os.geteuid() == 0:
     problems.append("running as root")
-print(json.dumps({"problems": problems, "container": open("/proc/1/stat").read().split()[21]}))
+mounts = open("/proc/self/mountinfo").read()
+found = re.search(r"/containers/([0-9a-f]{64})/", mounts)
+root = [line.split(" - ")[1] for line in mounts.splitlines() if line.split()[4] == "/"]
+print(json.dumps({"problems": problems, "container": found.group(1) if found else root[0]}))
 """
 DISK_SLACK = 1 << 30  # other work on the machine moves the host's free space too
+CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,32 @@ def probe(box: DockerSandbox, limits: Limits) -> tuple[str | None, list[str]]:
     if not result.ok:
         return None, [f"next run failed: {result.status} {result.detail} {result.stderr[-300:]}"]
     report = json.loads(result.stdout)
-    return report["container"], [f"next run: {p}" for p in report["problems"]]
+    problems = [f"next run: {p}" for p in report["problems"]]
+    return report["container"], problems + leftovers(report["container"])
+
+
+def leftovers(container: str) -> list[str]:
+    """Live processes in an idle container beyond its init and its runner, as the engine lists them.
+    A zombie is left out: the last run's pid 1, killed at the run's end, which the runner reaps right
+    after its reply (runner_pidns.Run.end)."""
+    if not CONTAINER_ID.fullmatch(container):
+        return []  # not a Docker container id: nothing to ask
+    client = docker.from_env(timeout=30)
+    try:
+        found = client.api.top(container, ps_args="-o pid,ppid,stat,args")["Processes"] or []
+    except docker.errors.DockerException as exc:
+        return [f"could not list the container's processes: {exc}"]
+    finally:
+        client.close()
+    live = {int(pid): (int(ppid), args) for pid, ppid, stat, args in found if not stat.startswith("Z")}
+
+    def children(parent: int) -> list[int]:
+        return sorted(pid for pid, (ppid, _) in live.items() if ppid == parent)
+
+    expected = {pid for pid, (ppid, _) in live.items() if ppid not in live}  # init
+    expected.update(*(children(init)[:1] for init in list(expected)))  # its oldest child: the runner
+    left = [args for pid, (_, args) in live.items() if pid not in expected]
+    return [f"next run: processes left: {left}"] if left else []
 
 
 def run_case(box: DockerSandbox, case: Case) -> Outcome:

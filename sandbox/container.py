@@ -24,7 +24,13 @@ Rules, each because a program could otherwise turn its own verdict or a neighbou
   runner's score and an OOM may then take the runner; the sandbox then charges the run that killed
   its container to the program (docker_sandbox.py), so the verdict is still the program's.
 - The system calls allowed are the sandbox's own seccomp profile (seccomp.py), whatever the
-  engine's default."""
+  engine's default.
+- Each run gets a pid namespace of its own (runner_pidns.py), so no run learns from pids what an
+  earlier one forked: the runner holds CAP_SYS_ADMIN for it (programs still hold no capability, and
+  the seccomp profile lets through only the runner's exact namespace and mount calls), and the pids
+  limit counts the run's pid 1. An engine that refuses it (an AppArmor profile that refuses mount,
+  as Docker's default one does) gets runs that share the container's pid namespace, as before
+  (`WarmContainer.own_pids` False)."""
 
 from __future__ import annotations
 
@@ -93,12 +99,13 @@ class Settings:
         }
 
 
-def hardening(shape: Shape, settings: Settings, oom_floor: bool = False) -> dict:
+def hardening(shape: Shape, settings: Settings, oom_floor: bool = False, own_pids: bool = False) -> dict:
     """Options for docker's create/run: valid for both `client.containers.run` and
     `client.api.create_host_config`. `oom_floor`: grant CAP_SYS_RESOURCE, for the runner to set
-    OOM score floors (see above); a container that runs no runner needs none."""
+    OOM score floors; `own_pids`: CAP_SYS_ADMIN, for its pid namespace per run (see above). A
+    container that runs no runner needs neither."""
     memory = f"{settings.memory_mb(shape)}m"
-    caps = ["SETUID", "SETGID", "KILL"] + (["SYS_RESOURCE"] if oom_floor else [])
+    caps = ["SETUID", "SETGID", "KILL"] + (["SYS_RESOURCE"] if oom_floor else []) + (["SYS_ADMIN"] if own_pids else [])
     return dict(
         network_mode="none",
         read_only=True,
@@ -110,7 +117,7 @@ def hardening(shape: Shape, settings: Settings, oom_floor: bool = False) -> dict
         cap_drop=["ALL"],
         cap_add=caps,  # the runner's; programs get none
         security_opt=["no-new-privileges", "seccomp=" + profile_json()],
-        pids_limit=shape.pids + 2,  # the program's processes, plus init and the runner
+        pids_limit=shape.pids + 3,  # the program's processes, plus init, the runner and the run's pid 1
         mem_limit=memory,
         memswap_limit=memory,
         nano_cpus=int(settings.cpus * 1e9),
@@ -132,7 +139,7 @@ class WarmContainer:
     ):
         self.client, self.shape = client, shape
         api = client.api
-        host_config = api.create_host_config(auto_remove=True, **hardening(shape, settings, oom_floor))
+        host_config = api.create_host_config(auto_remove=True, **hardening(shape, settings, oom_floor, own_pids=True))
         # stdin_once: when this process dies its connection closes, the runner reads EOF and
         # exits, and Docker removes the container: no orphans even after a kill -9.
         created = api.create_container(
@@ -160,6 +167,7 @@ class WarmContainer:
         except BaseException:
             self.destroy()
             raise
+        self.own_pids = bool(hello.get("own_pids"))  # each run in a pid namespace of its own
         self.runs = 0
 
     def call(self, header: dict, blobs: list[bytes], timeout_s: float) -> tuple[dict, bytes]:

@@ -107,6 +107,15 @@ def _oom_floor(result: Result) -> str | None:
     return None
 
 
+def _fresh_pids(result: Result) -> str | None:
+    """The same pids whatever the run before forked (runner_pidns.py): its own namespace, its own
+    /proc, no cgroup counters."""
+    report = _stdout_json(result)
+    want = {"pid": 2, "self": "2", "last_pid": "2", "cgroup": [], "child": 3}
+    bad = {k: report.get(k) for k in want if report.get(k) != want[k]}
+    return f"pids tell what an earlier run forked: {bad} {result.stderr[-300:]!r}" if bad else None
+
+
 def _replaced(result: Result) -> str | None:
     return None if "container replaced" in result.detail else "container was not replaced"
 
@@ -232,7 +241,10 @@ def ptrace():
     if libc.ptrace(16, os.getppid(), 0, 0) != 0:  # PTRACE_ATTACH
         raise OSError(ctypes.get_errno(), "ptrace")
 attempt("ptrace_runner", ptrace)
-os.kill(-1, signal.SIGKILL)  # every process this user may signal: none but its own
+try:
+    os.kill(-1, signal.SIGKILL)  # every process this user may signal: none but its own
+except ProcessLookupError:  # alone in its pid namespace (runner_pidns.py), with no one else to signal
+    pass
 print(json.dumps(report))
 """
 DAEMON = """import os, signal, time
@@ -385,6 +397,23 @@ report["seccomp_mode"] = status.split("Seccomp:")[1].split()[0]
 print(json.dumps(report))
 """
 )
+FORK_MANY = """import os
+for _ in range(64):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+PIDS_SEEN = """import json, os
+report = {"pid": os.getpid(), "self": os.readlink("/proc/self"), "last_pid": open("/proc/loadavg").read().split()[-1],
+          "cgroup": os.listdir("/sys/fs/cgroup")}
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+report["child"] = child
+print(json.dumps(report))
+"""
 OOM_SCORE = """import json, os
 report = {"start": open("/proc/self/oom_score_adj").read().strip(),
           "runner": open(f"/proc/{os.getppid()}/oom_score_adj").read().strip()}
@@ -427,4 +456,5 @@ CASES: tuple[Case, ...] = (
     Case("a deep directory chain", DEEP_CHAIN, frozenset({S.OK}), _replaced, replaced=True),
     Case("forbidden system calls", SYSCALLS, frozenset({S.OK}), _syscalls_refused),
     Case("lowering its OOM score", OOM_SCORE, frozenset({S.OK}), _oom_floor),
+    Case("learning what an earlier run forked", PIDS_SEEN, frozenset({S.OK}), _fresh_pids, before=FORK_MANY),
 )

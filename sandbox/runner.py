@@ -1,19 +1,23 @@
 """rlvr sandbox runner: the long-lived process inside each warm sandbox container.
 
 It reads framed requests on its attached stdin and answers on its stdout. For each request it forks
-one fresh child (see runner_child.py) that becomes the program, then supervises it: feeds stdin,
+one fresh child (see runner_child.py) that becomes the program, in a pid namespace of the run's own
+where the engine allows it (runner_pidns.py: the program is pid 2 there, whatever earlier runs
+forked, under a pid 1 that relays its wait status), then supervises it: feeds stdin,
 caps the output, kills the whole process group at the time limit or on a fork bomb, classifies the
 end (ok, timeout, memory, output_limit, killed), kills every process left, removes the program's
 directory and reports what the program left behind, so the host replaces a contaminated container
 before reuse.
 
-The runner stays root with only SETUID, SETGID, KILL and SYS_RESOURCE; programs run as another user
-and cannot signal, trace or read it.
+The runner stays root with only SETUID, SETGID, KILL, SYS_RESOURCE and SYS_ADMIN (for the pid
+namespaces); programs run as another user and cannot signal, trace or read it (nor see it, in their
+own pid namespace).
 
 Rules against a program turning the next verdicts into `error`:
-- The runner sets its own OOM score to -1000: the kernel never picks it. Each program is at 1000
-  with a floor of 1000 it cannot lower (runner_child.py), so while any process of the program lives
-  the OOM killer takes one of those (both need CAP_SYS_RESOURCE; without it, see container.py).
+- The runner sets its own OOM score to -1000 (so is each run's pid 1, a fork of it): the kernel never
+  picks it. Each program is at 1000 with a floor of 1000 it cannot lower (runner_child.py), so while
+  any process of the program lives the OOM killer takes one of those (both need CAP_SYS_RESOURCE;
+  without it, see container.py).
   The container's init stays at 0, the last resort: if memory no process owns ever filled the
   container, init dies and the container with it (the host then sees the run kill its container),
   rather than the runner hanging in a fault it can never satisfy.
@@ -34,6 +38,7 @@ import struct
 import time
 import traceback
 
+import runner_pidns
 from runner_child import GID, PROGRAM_DIR, PROGRAM_GID, PROGRAM_UID, RUN_DIR, UID, TreeTooLarge, child, remove_tree
 
 WORK = "/work"
@@ -100,6 +105,7 @@ class Channel:
             data = data[os.write(self.fd_out, data) :]
 
 
+OWN_PIDS = runner_pidns.probe()  # a pid namespace per run (runner_pidns.py), where the engine allows it
 PIDS = Counter(PIDS_EVENTS, "max")  # forks refused at the container's pids limit
 OOMS = Counter(OOM_EVENTS, "oom_kill")  # processes the kernel killed at its memory limit
 
@@ -113,22 +119,31 @@ def handle(header, blob):
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     rep_r, rep_w = os.pipe()
+    pid_r, pid_w = os.pipe() if OWN_PIDS else (None, None)  # pid 1's reports (runner_pidns.Run)
     start = time.monotonic()
-    pid = os.fork()
+    pid = runner_pidns.fork() if OWN_PIDS else os.fork()
     if pid == 0:
         try:
-            child(cmd, files, blob, (in_r, out_w, err_w, rep_w), limits)
+            enter = None
+            if OWN_PIDS:  # here pid 1 of the run's namespace, and the program where this returns
+                proc = runner_pidns.start(pid_w, rep_w, blob)
+                enter = lambda: runner_pidns.enter(pid_w, proc)  # noqa: E731
+            child(cmd, files, blob, (in_r, out_w, err_w, rep_w), limits, enter)
         finally:
             os._exit(125)  # never return into the runner's loop as the program
-    for fd in (in_r, out_w, err_w, rep_w):
+    for fd in (in_r, out_w, err_w, rep_w) + ((pid_w,) if OWN_PIDS else ()):
         os.close(fd)
     blob[:files_len] = bytes(files_len)  # later programs are forked from this memory: wipe it
+    run = runner_pidns.Run(pid, pid_r)
     try:
-        run = supervise(pid, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:], limits, pids0)
+        try:
+            done = supervise(run, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:], limits, pids0)
+        finally:
+            blob[files_len:] = bytes(len(blob) - files_len)
+        code, out, err, reason, setup, started, end = done
+        left = sweep(run.program if reason else None, run)
     finally:
-        blob[files_len:] = bytes(len(blob) - files_len)
-    code, out, err, reason, setup, started, end = run
-    left = sweep(pid if reason else None)
+        run.close()
     dirty = [f"left {len(left)} process(es) running: {', '.join(left[:5])}"] if left else []
     dirty += clean() if not left else []  # a survivor: the container is replaced, nothing cleaned
     dirty += contamination()
@@ -168,18 +183,17 @@ def signal_name(number):
         return f"signal {number}"
 
 
-def supervise(pid, start, fds, stdin, limits, pids0):
+def supervise(run, start, fds, stdin, limits, pids0):
     """Feed stdin, collect capped output, and kill the process group on any limit."""
     in_w, out_r, err_r, rep_r = fds
     cap = limits["output_bytes"]
     deadline = start + limits["timeout_s"] + SETUP_GRACE  # until the program itself starts
     bufs = {out_r: bytearray(), err_r: bytearray()}
-    pidfd = os.pidfd_open(pid)
     poller = select.poll()
-    for fd in (out_r, err_r, rep_r):
+    for fd in (out_r, err_r, rep_r) + (() if run.report_fd is None else (run.report_fd,)):
         os.set_blocking(fd, False)
         poller.register(fd, select.POLLIN)
-    poller.register(pidfd, select.POLLIN)
+    poller.register(run.pidfd, select.POLLIN)
     if len(stdin):
         os.set_blocking(in_w, False)
         poller.register(in_w, select.POLLOUT)
@@ -193,8 +207,10 @@ def supervise(pid, start, fds, stdin, limits, pids0):
             break
         wait = min(left, TICK) if pids0 is not None else left
         for fd, _ in poller.poll(int(wait * 1000) + 1):
-            if fd == pidfd:
+            if fd == run.pidfd:
                 exited = True
+            elif fd == run.report_fd:
+                exited = run.read() or exited
             elif fd == in_w:
                 try:
                     fed += os.write(in_w, stdin[fed : fed + 65536])
@@ -217,16 +233,12 @@ def supervise(pid, start, fds, stdin, limits, pids0):
         if reason is None and pids0 is not None and (PIDS.read() or 0) > pids0:
             reason = "pids"
     if reason:
-        for kill in (os.killpg, os.kill):  # the group, and the child even before its setsid
-            try:
-                kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    _, status = os.waitpid(pid, 0)
+        run.kill()
+    status = run.wait()
     end = time.monotonic()
     if reason is None and drain((out_r, err_r), bufs, cap):
         reason = "output"  # what it wrote just before exiting went over the cap
-    for fd in (out_r, err_r, rep_r, pidfd) + ((in_w,) if fed < len(stdin) else ()):
+    for fd in (out_r, err_r, rep_r) + ((in_w,) if fed < len(stdin) else ()):
         try:
             os.close(fd)
         except OSError:
@@ -262,11 +274,11 @@ def drain(fds, bufs, cap):
     return False
 
 
-def processes():
-    """(pid, name, state, process group) of every process but init and the runner."""
+def processes(init=None):
+    """(pid, name, state, process group) of every process but init, the runner and the run's pid 1."""
     found, me = [], os.getpid()
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in (1, me):
+        if not name.isdigit() or int(name) in (1, me, init):
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as handle:
@@ -279,10 +291,11 @@ def processes():
     return found
 
 
-def sweep(killed_group):
+def sweep(killed_group, run):
     """Kill everything the program left. Returns the live leftovers that escaped a kill (daemons,
-    or any process at all after a normal exit)."""
-    procs = processes()
+    or any process at all after a normal exit). The run's pid 1 (runner_pidns) is no leftover: it
+    lives until this kills it, and takes what is left in its namespace with it."""
+    procs = processes(run.init)
     left = [f"{pid} {name}" for pid, name, state, group in procs if state != "Z" and group != killed_group]
     deadline = time.monotonic() + 2
     while procs and time.monotonic() < deadline:
@@ -291,7 +304,9 @@ def sweep(killed_group):
         except OSError:
             pass
         time.sleep(0.001)
-        procs = processes()  # zombies vanish as soon as init reaps them
+        procs = processes(run.init)  # zombies vanish as soon as init (or the run's pid 1) reaps them
+    if not procs:
+        run.end()  # nothing of the run left: its pid 1 can go, and its namespaces with it
     if procs:
         left.append(f"{len(procs)} unkillable")
     return left
@@ -371,7 +386,7 @@ def main():
     except OSError:  # an engine without it (container.py): the lost-container rule charges the program
         floor = False
     gc.freeze()  # keep the children's collector off the runner's objects: fewer copy-on-write faults
-    channel.send({"ready": PROTOCOL, "pid": os.getpid(), "oom_floor": floor})
+    channel.send({"ready": PROTOCOL, "pid": os.getpid(), "oom_floor": floor, "own_pids": OWN_PIDS})
     while True:
         try:
             header, blob = channel.recv()
@@ -382,6 +397,7 @@ def main():
         except Exception:
             reply, blobs = {"error": traceback.format_exc(limit=6), "dirty": ["runner error"]}, ()
         channel.send(reply, *blobs)
+        runner_pidns.reap_dying()  # the run's pid 1, killed at its end: not while the host waits
 
 
 if __name__ == "__main__":

@@ -167,13 +167,16 @@ def environment(supervise):
     }
 
 
-def child(cmd, files, blob, fds, limits):
-    """In the forked child: become the program. Setup failures go to the report pipe (fd 3)."""
+def child(cmd, files, blob, fds, limits, enter=None):
+    """In the forked child: become the program. Setup failures go to the report pipe (fd 3).
+    `enter`: called as root before anything else is closed (runner_pidns.enter)."""
     in_r, out_w, err_w, rep_w = fds
     try:
         os.setsid()
         for target, fd in enumerate((in_r, out_w, err_w, rep_w)):
             os.dup2(fd, target, inheritable=target < 3)
+        if enter is not None:
+            enter()
         os.closerange(4, 1 << 20)  # one close_range(2): the runner's channel and pipes
         # Still root, with CAP_SYS_RESOURCE where the engine grants it (container.py): the kernel
         # then makes 1000 this process's floor too (oom_score_adj_min), inherited by every process

@@ -26,6 +26,11 @@ Rules (an allowlist: a system call nobody listed, including any the kernel adds 
   host), `modify_ldt`, `name_to_handle_at`, `fanotify_mark`.
 - `clone3` answers ENOSYS, not EPERM: its flags cannot be inspected by seccomp, and ENOSYS makes
   glibc fall back to `clone`, whose flags are (namespace flags refused).
+- One exception, for the runner's pid namespace per run (runner_pidns.py): `unshare` with exactly
+  CLONE_NEWPID or exactly CLONE_NEWNS, `setns` into a pid namespace, and `mount` with exactly the
+  flags the runner uses. They need CAP_SYS_ADMIN, which only the runner holds (container.py): for a
+  program, which holds no capability, the kernel refuses them with EPERM all the same.
+  CLONE_NEWUSER, which needs no capability, is never let through, nor any other flag or mount.
 """
 
 from __future__ import annotations
@@ -35,6 +40,18 @@ import json
 
 # Namespace flags of clone(2): CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET.
 CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
+CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 0x1000, 0x4000, 0x40000
+# The runner's namespace calls (runner_pidns.py: its UNSHARE_FLAGS and MOUNT_FLAGS, checked equal by
+# the tests): making the mounts private, a /proc, a bind mount, an empty read-only tmpfs.
+RUNNER_UNSHARE = (CLONE_NEWPID, CLONE_NEWNS)
+RUNNER_SETNS = CLONE_NEWPID
+RUNNER_MOUNTS = (
+    MS_REC | MS_PRIVATE,
+    MS_NOSUID | MS_NODEV | MS_NOEXEC,
+    MS_BIND,
+    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+)
 AF_ALG, AF_VSOCK = 38, 40
 # personality(2) values a program may set: PER_LINUX, its UNAME26 and ADDR_NO_RANDOMIZE variants,
 # and the query 0xffffffff.
@@ -346,7 +363,8 @@ IPC = (  # bounded per container by the IPC sysctls in container.py
 )
 X86_64_ONLY = ("arch_prctl",)  # glibc sets up thread-local storage with it
 ALLOWED = FILES + MEMORY + PROCESSES + CREDENTIALS + SIGNALS_AND_TIME + POLLING + SOCKETS + IPC + X86_64_ONLY
-# Named here only so that tests and docs can say what is refused (the profile refuses all unlisted).
+# Named here only so that tests and docs can say what is refused (the profile refuses all unlisted;
+# unshare, setns and mount but for the runner's exact arguments above).
 REFUSED = (
     "io_uring_setup",
     "io_uring_enter",
@@ -435,6 +453,9 @@ def profile() -> dict:
         _rule(ALLOWED),
         _rule(["clone"], args=[_arg(0, "SCMP_CMP_MASKED_EQ", CLONE_NAMESPACES, 0)]),
         _rule(["clone3"], "SCMP_ACT_ERRNO", errno_ret=errno.ENOSYS),
+        *(_rule(["unshare"], args=[_arg(0, "SCMP_CMP_EQ", flags)]) for flags in RUNNER_UNSHARE),
+        _rule(["setns"], args=[_arg(1, "SCMP_CMP_EQ", RUNNER_SETNS)]),
+        *(_rule(["mount"], args=[_arg(3, "SCMP_CMP_EQ", flags)]) for flags in RUNNER_MOUNTS),
         _rule(["socket"], args=[_arg(0, "SCMP_CMP_LT", AF_ALG)]),
         _rule(["socket"], args=[_arg(0, "SCMP_CMP_EQ", AF_ALG + 1)]),
         _rule(["socket"], args=[_arg(0, "SCMP_CMP_GT", AF_VSOCK)]),

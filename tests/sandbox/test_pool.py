@@ -20,6 +20,7 @@ from rlvr import sandbox
 from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
 from rlvr.sandbox.owner import LABEL, OWNER_LABEL, POOL_LABEL, owner_token
 from tests.conftest import require
+from tests.sandbox.engine_view import PRINT_CONTAINER, idle
 
 pytestmark = pytest.mark.docker
 
@@ -72,11 +73,11 @@ def test_contaminated_container_is_replaced_before_reuse(client):
         assert daemon.ok and "container replaced" in daemon.detail and "process" in daemon.detail
         shared = box.run({"main.py": "open('/tmp/left', 'w').write('x')"}, ["python3", "main.py"])
         assert "container replaced" in shared.detail and "/tmp" in shared.detail
-        after = box.run(
-            {"main.py": "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]), os.listdir('/tmp'))"},
-            ["python3", "main.py"],
-        )
-        assert after.stdout == "3 []\n"
+        seeing = "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]), os.listdir('/tmp'))\n"
+        after = box.run({"main.py": seeing + PRINT_CONTAINER}, ["python3", "main.py"])
+        seen, container = after.stdout.splitlines()
+        assert seen == "2 []"  # its own pid namespace (the run's pid 1 and itself), an empty /tmp
+        assert idle(container)  # and from the host: only the container's init and runner
 
 
 def test_unreachable_engine_is_unavailable_not_a_failure():

@@ -9,6 +9,7 @@ import pytest
 
 from rlvr.sandbox import DockerSandbox, Limits, Status, unavailable_reason
 from tests.conftest import require
+from tests.sandbox.engine_view import PRINT_CONTAINER, idle
 
 pytestmark = pytest.mark.docker
 
@@ -129,8 +130,10 @@ def test_time_limit_kills_the_whole_group(box):
     assert result.status is Status.TIMEOUT and result.exit_code == -9
     assert 0.5 <= result.wall_time < 2.5
     assert "container replaced" not in result.detail  # the group died with the program
-    follow = py(box, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
-    assert len(json.loads(follow.stdout)) == 3  # init, the runner, this program
+    follow = py(box, "import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))\n" + PRINT_CONTAINER)
+    pids, container = follow.stdout.splitlines()
+    assert json.loads(pids) == [1, 2]  # its own pid namespace: the run's pid 1 and this program
+    assert idle(container)  # and from the host: nothing of the killed run in the container
 
 
 def test_memory_output_and_signal_statuses(box):

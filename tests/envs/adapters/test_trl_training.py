@@ -54,7 +54,7 @@ def test_trls_grpo_trainer_trains_two_steps_with_the_environments_reward(tmp_pat
     assert report["steps"] == 2 and report["columns"] == ["prompt", "rlvr_task"]
     # each step generates 8 completions (TRL's default: one prompt x 8), each scored by Arithmetic's verifier
     assert sum(report["outcomes"].values()) == 16, report
-    assert set(report["outcomes"]) <= {"correct", "incorrect", "format_error"}, report
+    assert set(report["outcomes"]) <= {"correct", "incorrect", "format_error", "truncated"}, report
     assert len(report["scores"]) == 8
     for value, outcome in report["scores"]:
         assert value == (1.0 if outcome == "correct" else 0.0), report

@@ -31,6 +31,18 @@ class ExitAtImport(Exception):
     """Raised in place of `os._exit` while an environment's module is imported."""
 
 
+def add_env_arg(parser: Any) -> None:
+    """The `--env-arg KEY=VALUE` flag of a command that makes an environment (parsed by
+    `rlvr.envs.parse_env_args`)."""
+    parser.add_argument(
+        "--env-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a keyword argument for the environment (value read as YAML: 2 is an int); repeatable",
+    )
+
+
 @contextlib.contextmanager
 def exits_refused(what: str) -> Iterator[None]:
     """Run the block (imports of user code) with `sys.exit` and `os._exit` made errors about `what`."""

@@ -5,19 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rlvr.env_loading import add_env_arg
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "check-env", help="check that an environment meets the rlvr contract", description=__doc__.splitlines()[0]
     )
     p.add_argument("env_id", metavar="ID", help="a registered id, e.g. rlvr/Arithmetic-v0")
-    p.add_argument(
-        "--env-arg",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a keyword argument for the environment (value read as YAML: 2 is an int); repeatable",
-    )
+    add_env_arg(p)
     p.add_argument("--seeds", type=int, default=3, help="how many seeds to play per check (default 3)")
     p.set_defaults(func=run)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 
+from rlvr.env_loading import add_env_arg
+
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
@@ -24,13 +26,7 @@ def add_parser(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--env", required=True, metavar="ID", help="a registered id, e.g. rlvr/Arithmetic-v0")
-    p.add_argument(
-        "--env-arg",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a keyword argument for the environment (value read as YAML: 2 is an int); repeatable",
-    )
+    add_env_arg(p)
     p.add_argument(
         "--tasks", type=int, default=None, help="how many tasks; none: every problem of an environment that lists them"
     )

@@ -55,6 +55,22 @@ def tmpfs(path, size: str, *options: str, skip: bool = True):
         subprocess.run(["umount", "-l", str(path)], check=False)
 
 
+@contextlib.contextmanager
+def read_only_dir(path):
+    """A directory at `path` that nobody may write: a tmpfs mounted read-only as root (whom permission
+    bits do not stop; EROFS for root too), else a directory without write bits."""
+    if os.geteuid() == 0:
+        with tmpfs(path, "64k", "ro"):
+            yield path
+        return
+    path.mkdir()
+    path.chmod(0o555)
+    try:
+        yield path
+    finally:
+        path.chmod(0o755)
+
+
 def rlvr_here(capsys, *argv) -> subprocess.CompletedProcess:
     """`rlvr ARGV` run by the console script's entry point (`rlvr.cli.main`) in this process: its exit
     code and what it printed, without a new interpreter's imports (5-10 s a run). For tests whose

@@ -8,7 +8,6 @@ needs root to mount) or a file-size rlimit (EFBIG; any user)."""
 
 from __future__ import annotations
 
-import os
 import resource
 import shutil
 import subprocess
@@ -19,7 +18,7 @@ import pytest
 
 from rlvr.cli import main
 from rlvr.trainers import checkpoint as ckpt
-from tests.conftest import rlvr_here, tmpfs
+from tests.conftest import read_only_dir, rlvr_here, tmpfs
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "trainers" / "assets" / "tiny"
@@ -73,15 +72,8 @@ def place(tmp_path_factory):
     text = (TINY / "tokenizer.json").read_text()
     (root / "cut_tokenizer" / "tokenizer.json").write_text(text[: len(text) // 2])
     shutil.copytree(TINY, root / "no_chat_template", ignore=shutil.ignore_patterns("chat_template.jinja"))
-    ro = root / "read_only"
-    if os.geteuid() == 0:
-        with tmpfs(ro, "64k", "ro"):
-            yield root
-    else:
-        ro.mkdir()
-        ro.chmod(0o555)
+    with read_only_dir(root / "read_only"):
         yield root
-        ro.chmod(0o755)
 
 
 OUT_CASES = {  # --out -> the problem named

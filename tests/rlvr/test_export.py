@@ -10,7 +10,7 @@ import resource
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import rlvr_here, tmpfs
+from tests.conftest import read_only_dir, rlvr_here
 from tests.rlvr.test_bad_input import assert_one_line_error
 
 ARITHMETIC = ["--env", "rlvr/Arithmetic-v0"]
@@ -38,15 +38,8 @@ def place(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
     (root / "a_file").write_text("not a directory")
     (root / "a_folder.parquet").mkdir()
-    ro = root / "read_only"
-    if os.geteuid() == 0:
-        with tmpfs(ro, "64k", "ro"):
-            yield root
-    else:
-        ro.mkdir()
-        ro.chmod(0o555)
+    with read_only_dir(root / "read_only"):
         yield root
-        ro.chmod(0o755)
 
 
 BAD = {  # (flags, problem named)

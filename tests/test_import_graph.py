@@ -261,7 +261,8 @@ def room_of(module: str, rooms) -> str | None:
 # tasks, never a training step; the rollout engine runs on the env contract; the environments are
 # built on the contract and the verifiers, never on the engine or the agent room.
 # The adapters (TRL, verl) make and score tasks through the contract and the registry only: the
-# environments they serve are found by id, never imported.
+# environments they serve are found by id, never imported. So are those the OpenEnv server serves (the remote room),
+# whose client plays them through the contract's spaces and errors.
 ROOM_OUTS = {
     "rlvr.trainers.kernels": (),
     "rlvr.trainers.trackers": ("rlvr.errors", "rlvr.trainers.config"),
@@ -271,12 +272,13 @@ ROOM_OUTS = {
     "rlvr.envs.tasks": ("rlvr.envs.core", "rlvr.envs.tool_env", "rlvr.envs.tools", "rlvr.verifiers", "rlvr.sandbox",
                         "rlvr.errors"),
     "rlvr.envs.adapters": ("rlvr.envs.core", "rlvr.envs.registry", "rlvr.envs.eval_tasks", "rlvr.verifiers.verdict"),
+    "rlvr.envs.remote": ("rlvr.envs.core", "rlvr.envs.registry", "rlvr.verifiers.verdict", "rlvr.errors"),
 }  # fmt: skip
 # The Trainer's own parts: a sampler backend never reaches back into the run that drives it.
 TRAINER_PARTS = ("rlvr.trainers.loop", "rlvr.trainers.api", "rlvr.trainers.drivers", "rlvr.trainers.run_control",
                  "rlvr.trainers.step_rollout", "rlvr.trainers.step_prepare", "rlvr.trainers.evaluation",
                  "rlvr.trainers.update", "rlvr.trainers.phases")  # fmt: skip
-ENV_ROOMS = ("rlvr.envs.adapters", "rlvr.envs.agent", "rlvr.envs.rollout", "rlvr.envs.tasks")
+ENV_ROOMS = ("rlvr.envs.adapters", "rlvr.envs.agent", "rlvr.envs.remote", "rlvr.envs.rollout", "rlvr.envs.tasks")
 
 
 @pytest.mark.parametrize("room", sorted(ROOM_OUTS))

@@ -158,6 +158,10 @@ def test_the_core_commands_run_and_those_needing_an_extra_say_which_in_one_line(
     for command, argv in (("train", ["--steps", "1"]), ("eval", ["--env", "rlvr/Arithmetic-v0"])):
         done = run_in(core, "rlvr", command, *argv)
         assert (done.returncode, done.stderr.splitlines()) == (2, [TRAIN_LINE.format(command=command)]), done.stderr
+    served = run_in(core, "rlvr", "serve", "--env", "rlvr/Arithmetic-v0")  # the OpenEnv server: the serve extra
+    line = "rlvr serve: error: rlvr serve needs the `serve` extra (openenv-core is not installed): pip install "
+    line += "'rlvr[serve]'"
+    assert (served.returncode, served.stderr.splitlines()) == (2, [line]), served.stderr
     # an environment whose own package is an extra of its own
     for argv, line in (
         (

@@ -195,8 +195,9 @@ def test_the_plan_shows_this_machines_install_and_the_other_kinds_and_installs_n
 
 def test_the_cached_environment_gets_the_core_and_every_extra_but_the_other_vllm_and_trackio():
     """`pip install rlvr` is the light core (issue 42); setup installs everything as before: the core with every
-    extra, except the vLLM extras (their pins go in on their own, torch first), trackio (it would move pillow) and
-    wandb (dev holds it)."""
+    extra, except the vLLM extras (their pins go in on their own, torch first), trackio (it would move pillow),
+    wandb (dev holds it) and serve, which goes in on its own: openenv-core without its dependencies (they hold gradio,
+    which would move pillow as trackio would), then the rest of the extra."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert set(extras["wandb"]) <= set(extras["dev"])
     done = setup("--plan", "--cpu", "--no-docker")
@@ -204,8 +205,33 @@ def test_the_cached_environment_gets_the_core_and_every_extra_but_the_other_vllm
     installs = re.findall(r"pip install -q \.\[([^\]]*)\]$", done.stdout, flags=re.M)
     assert len(installs) in (1, 2), done.stdout  # this machine's environment (unless built) and the other kind's
     for line in installs:
-        assert set(line.split(",")) == set(extras) - {"vllm-cpu", "vllm-gpu", "trackio", "wandb"}, line
+        assert set(line.split(",")) == set(extras) - {"vllm-cpu", "vllm-gpu", "trackio", "wandb", "serve"}, line
     assert {"train", "reasoning-gym", "datasets", "dev", "ray", "agent"} <= set(installs[0].split(","))
+    (openenv,) = [r for r in extras["serve"] if r.startswith("openenv-core==")]
+    rest = " ".join(r for r in extras["serve"] if r != openenv)
+    assert len(re.findall(rf"pip install -q --no-deps {re.escape(openenv)}$", done.stdout, flags=re.M)) == len(installs)
+    assert len(re.findall(rf"pip install -q {re.escape(rest)}$", done.stdout, flags=re.M)) == len(installs)
+
+
+def test_the_serve_extra_is_complete_but_for_openenvs_web_ui_and_cli_and_keeps_pillow():
+    """Where setup has run: openenv-core is installed at the extra's pin, and of its own requirements only gradio (its
+    web UI, which rlvr never starts) and tomli/tomli-w (its CLI) are missing; pillow is not gradio's <13."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for req in map(Requirement, extras["serve"]):
+        try:
+            assert importlib.metadata.version(req.name) in req.specifier, req
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"{req.name} is not installed here (scripts/setup.sh installs the serve extra)")
+    dist = importlib.metadata.distribution("openenv-core")
+    missing = []
+    for req in map(Requirement, dist.requires or []):
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            try:
+                assert importlib.metadata.version(req.name) in req.specifier, req
+            except importlib.metadata.PackageNotFoundError:
+                missing.append(req.name)
+    assert sorted(missing) == ["gradio", "tomli", "tomli-w"], missing
+    assert int(importlib.metadata.version("pillow").split(".")[0]) >= 13
 
 
 @pytest.mark.parametrize("kind", ["gpu", "cpu"])

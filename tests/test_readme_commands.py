@@ -90,6 +90,9 @@ COVERAGE: dict[str, str] = {
     "--out data/arithmetic/train.parquet": f"{HERE}::test_rlvr_export_verl",
     ".venv/bin/rlvr export --env rlvr/Arithmetic-v0 --tasks 500 --start 1000000 --format verl "
     "--out data/arithmetic/test.parquet": f"{HERE}::test_rlvr_export_verl",
+    # as written (a process on 127.0.0.1:8000), played by the README's client example, then stopped with Ctrl-C
+    ".venv/bin/rlvr serve --env rlvr/Arithmetic-v0": "tests/envs/remote/test_serve_command.py::"
+    "test_the_readme_serve_command_serves_localhost_only_and_its_client_example_prints_what_it_says",
     "python -m rlvr check-env count_letters:mine/CountLetters-v0": f"{HERE}::test_count_letters_check_env",
     "python -m rlvr eval --env count_letters:mine/CountLetters-v0 "
     "--model tiny --tasks 50": f"{HERE}::test_count_letters_eval",
@@ -339,6 +342,7 @@ def test_rlvr_train_async(root, capsys, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.vllm
+@pytest.mark.ray
 def test_rlvr_train_ray(root):
     """A process of its own, which starts its own local Ray cluster as a user's run does (in this process, on
     the test session's cluster, it saved 4 s of 52 at load 2.6 and lost 12 s at load 14, back to back)."""

@@ -30,8 +30,8 @@ def example() -> str:
     text = README.read_text(encoding="utf-8")
     assert text.count(f"\n{HEADING}\n") == 1, f"the README has no single {HEADING!r} section"
     section = re.split(r"\n## ", text.split(f"\n{HEADING}\n", 1)[1], maxsplit=1)[0]
-    blocks = re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M)
-    assert len(blocks) == 1, f"the {HEADING!r} section should hold exactly one python block"
+    blocks = [b for b in re.findall(r"^```python\n(.*?)^```", section, flags=re.S | re.M) if "GRPOTrainer" in b]
+    assert len(blocks) == 1, f"the {HEADING!r} section should hold exactly one python block training with TRL"
     return blocks[0]
 
 

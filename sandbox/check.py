@@ -26,8 +26,10 @@ from .types import Limits, Result, Status
 # container are counted from the host (`leftovers`).
 PROBE = """import json, os, re
 me, parent = os.getpid(), os.getppid()
+# in a shared pid namespace the parent is the runner's zygote, and the runner is its parent
+runner = int(open(f"/proc/{parent}/stat").read().rpartition(")")[2].split()[1])
 problems = []
-others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me, parent)]
+others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me, parent, runner)]
 if others:
     problems.append(f"processes left: {others}")
 for path, allowed in (("/work", ["run"]), (".", ["probe.py"]), ("/tmp", []), ("/dev/shm", []),
@@ -49,6 +51,7 @@ root = [line.split(" - ")[1] for line in mounts.splitlines() if line.split()[4] 
 print(json.dumps({"problems": problems, "container": found.group(1) if found else root[0]}))
 """
 DISK_SLACK = 1 << 30  # other work on the machine moves the host's free space too
+DYING_S = 2.0  # for the last run's pid 1 to go (`leftovers`)
 CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 
 
@@ -79,27 +82,45 @@ def probe(box: DockerSandbox, limits: Limits) -> tuple[str | None, list[str]]:
 
 
 def leftovers(container: str) -> list[str]:
-    """Live processes in an idle container beyond its init and its runner, as the engine lists them.
-    A zombie is left out: the last run's pid 1, killed at the run's end, which the runner reaps right
-    after its reply (runner_pidns.Run.end)."""
+    """Live processes in an idle container beyond its init, its runner and the runner's zygote, as
+    the engine lists them. The zygote's child gets DYING_S to go: the last run's pid 1, which the
+    runner killed at the run's end and the zygote reaps (runner_pidns.Run.end), may still be exiting
+    (tens of milliseconds on a loaded machine). Zombies are left out."""
     if not CONTAINER_ID.fullmatch(container):
         return []  # not a Docker container id: nothing to ask
+    deadline = time.monotonic() + DYING_S
+    while True:
+        try:
+            left, dying = _unexpected(container)
+        except docker.errors.DockerException as exc:
+            return [f"could not list the container's processes: {exc}"]
+        if not dying or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    left += dying
+    return [f"next run: processes left: {left}"] if left else []
+
+
+def _unexpected(container: str) -> tuple[list[str], list[str]]:
+    """(the command lines of live processes other than init, the runner, its zygote and the zygote's
+    children; those of the zygote's children)."""
     client = docker.from_env(timeout=30)
     try:
         found = client.api.top(container, ps_args="-o pid,ppid,stat,args")["Processes"] or []
-    except docker.errors.DockerException as exc:
-        return [f"could not list the container's processes: {exc}"]
     finally:
         client.close()
     live = {int(pid): (int(ppid), args) for pid, ppid, stat, args in found if not stat.startswith("Z")}
 
-    def children(parent: int) -> list[int]:
-        return sorted(pid for pid, (ppid, _) in live.items() if ppid == parent)
+    def oldest_child(parent: int) -> list[int]:
+        return sorted(pid for pid, (ppid, _) in live.items() if ppid == parent)[:1]
 
-    expected = {pid for pid, (ppid, _) in live.items() if ppid not in live}  # init
-    expected.update(*(children(init)[:1] for init in list(expected)))  # its oldest child: the runner
-    left = [args for pid, (_, args) in live.items() if pid not in expected]
-    return [f"next run: processes left: {left}"] if left else []
+    init = [pid for pid, (ppid, _) in live.items() if ppid not in live]
+    runner = [pid for parent in init for pid in oldest_child(parent)]
+    zygote = [pid for parent in runner for pid in oldest_child(parent)]
+    expected = set(init + runner + zygote)
+    dying = [args for pid, (ppid, args) in live.items() if ppid in zygote]
+    left = [args for pid, (ppid, args) in live.items() if pid not in expected and ppid not in zygote]
+    return left, dying
 
 
 def run_case(box: DockerSandbox, case: Case) -> Outcome:

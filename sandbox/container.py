@@ -30,7 +30,10 @@ Rules, each because a program could otherwise turn its own verdict or a neighbou
   the seccomp profile lets through only the runner's exact namespace and mount calls), and the pids
   limit counts the run's pid 1. An engine that refuses it (an AppArmor profile that refuses mount,
   as Docker's default one does) gets runs that share the container's pid namespace, as before
-  (`WarmContainer.own_pids` False)."""
+  (`WarmContainer.own_pids` False).
+- Each run's process is forked from the runner's zygote (runner_zygote.py), whose memory never held
+  a request, so no program reads an earlier run's data in its own memory; the pids limit counts the
+  zygote too."""
 
 from __future__ import annotations
 
@@ -117,7 +120,7 @@ def hardening(shape: Shape, settings: Settings, oom_floor: bool = False, own_pid
         cap_drop=["ALL"],
         cap_add=caps,  # the runner's; programs get none
         security_opt=["no-new-privileges", "seccomp=" + profile_json()],
-        pids_limit=shape.pids + 3,  # the program's processes, plus init, the runner and the run's pid 1
+        pids_limit=shape.pids + 4,  # the program's processes, plus init, the runner, its zygote and the run's pid 1
         mem_limit=memory,
         memswap_limit=memory,
         nano_cpus=int(settings.cpus * 1e9),

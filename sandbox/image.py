@@ -26,8 +26,8 @@ from .errors import SandboxError
 
 REPOSITORY = "rlvr-sandbox"
 SANDBOX_UID = 10001  # the non-root user every program runs as (also in runner.py)
-RUNNER_DIR = "opt/rlvr"  # runner.py (the entry point), runner_child.py and runner_pidns.py go here
-RUNNER_FILES = ("runner.py", "runner_child.py", "runner_pidns.py")
+RUNNER_DIR = "opt/rlvr"  # runner.py (the entry point) and the modules it imports go here
+RUNNER_FILES = ("runner.py", "runner_child.py", "runner_pidns.py", "runner_zygote.py")
 _HERE = Path(__file__).resolve().parent
 # What debootstrap builds. The mirror is left out of the hash: any mirror gives the same suite.
 DEBIAN = {"suite": "bookworm", "variant": "minbase", "include": ["python3"]}

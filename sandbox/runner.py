@@ -1,23 +1,25 @@
 """rlvr sandbox runner: the long-lived process inside each warm sandbox container.
 
-It reads framed requests on its attached stdin and answers on its stdout. For each request it forks
-one fresh child (see runner_child.py) that becomes the program, in a pid namespace of the run's own
-where the engine allows it (runner_pidns.py: the program is pid 2 there, whatever earlier runs
-forked, under a pid 1 that relays its wait status), then supervises it: feeds stdin,
+It reads framed requests on its attached stdin and answers on its stdout. For each request its
+zygote (runner_zygote.py), forked at start before any request, forks one fresh child (see
+runner_child.py) that reads the request from a memfd and becomes the program, so that no program's
+memory holds anything of an earlier run; in a pid namespace of the run's own where the engine allows
+it (runner_pidns.py: the program is pid 2 there, whatever earlier runs forked, under a pid 1 that
+relays its wait status). The runner then supervises it: feeds stdin,
 caps the output, kills the whole process group at the time limit or on a fork bomb, classifies the
 end (ok, timeout, memory, output_limit, killed), kills every process left, removes the program's
 directory and reports what the program left behind, so the host replaces a contaminated container
 before reuse.
 
 The runner stays root with only SETUID, SETGID, KILL, SYS_RESOURCE and SYS_ADMIN (for the pid
-namespaces); programs run as another user and cannot signal, trace or read it (nor see it, in their
-own pid namespace).
+namespaces); programs run as another user and cannot signal, trace or read it or its zygote (nor see
+them, in their own pid namespace).
 
 Rules against a program turning the next verdicts into `error`:
-- The runner sets its own OOM score to -1000 (so is each run's pid 1, a fork of it): the kernel never
-  picks it. Each program is at 1000 with a floor of 1000 it cannot lower (runner_child.py), so while
-  any process of the program lives the OOM killer takes one of those (both need CAP_SYS_RESOURCE;
-  without it, see container.py).
+- The runner sets its own OOM score to -1000 (so are its zygote and each run's pid 1, forks of it):
+  the kernel never picks them. Each program is at 1000 with a floor of 1000 it cannot lower
+  (runner_child.py), so while any process of the program lives the OOM killer takes one of those
+  (both need CAP_SYS_RESOURCE; without it, see container.py).
   The container's init stays at 0, the last resort: if memory no process owns ever filled the
   container, init dies and the container with it (the host then sees the run kill its container),
   rather than the runner hanging in a fault it can never satisfy.
@@ -38,8 +40,10 @@ import struct
 import time
 import traceback
 
+import runner_child
 import runner_pidns
 from runner_child import GID, PROGRAM_DIR, PROGRAM_GID, PROGRAM_UID, RUN_DIR, UID, TreeTooLarge, child, remove_tree
+from runner_zygote import Zygote
 
 WORK = "/work"
 SHARED = ("/tmp", "/dev/shm", "/dev/mqueue")  # writable by every program: must stay empty
@@ -108,6 +112,23 @@ class Channel:
 OWN_PIDS = runner_pidns.probe()  # a pid namespace per run (runner_pidns.py), where the engine allows it
 PIDS = Counter(PIDS_EVENTS, "max")  # forks refused at the container's pids limit
 OOMS = Counter(OOM_EVENTS, "oom_kill")  # processes the kernel killed at its memory limit
+ZYGOTE = None  # every run's process is forked by it (runner_zygote.py); started by `main`
+
+
+def start_run(fds):
+    """In the zygote's child: the run's pid 1 first where runs get a pid namespace of their own (which
+    returns in the program), then the program (runner_child.child). Never returns."""
+    in_r, out_w, err_w, rep_w, request = fds[:5]
+    enter = None
+    if OWN_PIDS:
+        pid_w = fds[5]
+        proc = runner_pidns.start(pid_w, rep_w)
+        enter = lambda: runner_pidns.enter(pid_w, proc)  # noqa: E731
+    child(request, (in_r, out_w, err_w, rep_w), enter)
+
+
+def fork_run():
+    return runner_pidns.fork() if OWN_PIDS else os.fork()
 
 
 def handle(header, blob):
@@ -120,26 +141,17 @@ def handle(header, blob):
     err_r, err_w = os.pipe()
     rep_r, rep_w = os.pipe()
     pid_r, pid_w = os.pipe() if OWN_PIDS else (None, None)  # pid 1's reports (runner_pidns.Run)
+    theirs = (in_r, out_w, err_w, rep_w, runner_child.write_request(cmd, files, limits, memoryview(blob)[:files_len]))
+    theirs += (pid_w,) if OWN_PIDS else ()
     start = time.monotonic()
-    pid = runner_pidns.fork() if OWN_PIDS else os.fork()
-    if pid == 0:
-        try:
-            enter = None
-            if OWN_PIDS:  # here pid 1 of the run's namespace, and the program where this returns
-                proc = runner_pidns.start(pid_w, rep_w, blob)
-                enter = lambda: runner_pidns.enter(pid_w, proc)  # noqa: E731
-            child(cmd, files, blob, (in_r, out_w, err_w, rep_w), limits, enter)
-        finally:
-            os._exit(125)  # never return into the runner's loop as the program
-    for fd in (in_r, out_w, err_w, rep_w) + ((pid_w,) if OWN_PIDS else ()):
-        os.close(fd)
-    blob[:files_len] = bytes(files_len)  # later programs are forked from this memory: wipe it
-    run = runner_pidns.Run(pid, pid_r)
     try:
-        try:
-            done = supervise(run, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:], limits, pids0)
-        finally:
-            blob[files_len:] = bytes(len(blob) - files_len)
+        pid, pidfd = ZYGOTE.spawn(theirs)
+    finally:
+        for fd in theirs:
+            os.close(fd)
+    run = runner_pidns.Run(pid, pidfd, ZYGOTE, pid_r)
+    try:
+        done = supervise(run, start, (in_w, out_r, err_r, rep_r), memoryview(blob)[files_len:], limits, pids0)
         code, out, err, reason, setup, started, end = done
         left = sweep(run.program if reason else None, run)
     finally:
@@ -275,10 +287,11 @@ def drain(fds, bufs, cap):
 
 
 def processes(init=None):
-    """(pid, name, state, process group) of every process but init, the runner and the run's pid 1."""
-    found, me = [], os.getpid()
+    """(pid, name, state, process group) of every process but init, the runner, its zygote and the
+    run's pid 1."""
+    found, spared = [], (1, os.getpid(), ZYGOTE.pid, init)
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in (1, me, init):
+        if not name.isdigit() or int(name) in spared:
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as handle:
@@ -299,10 +312,7 @@ def sweep(killed_group, run):
     left = [f"{pid} {name}" for pid, name, state, group in procs if state != "Z" and group != killed_group]
     deadline = time.monotonic() + 2
     while procs and time.monotonic() < deadline:
-        try:
-            os.kill(-1, signal.SIGKILL)  # everything but init and the runner itself
-        except OSError:
-            pass
+        kill_all(procs)
         time.sleep(0.001)
         procs = processes(run.init)  # zombies vanish as soon as init (or the run's pid 1) reaps them
     if not procs:
@@ -310,6 +320,28 @@ def sweep(killed_group, run):
     if procs:
         left.append(f"{len(procs)} unkillable")
     return left
+
+
+def kill_all(procs):
+    """SIGKILL to every process a run left, never to the zygote. kill(-1), which no fork can outrun,
+    reaches the processes whose real or saved uid is the caller's real or effective one: run once with
+    each program user's uid as the effective one (the real one stays root's, and CAP_KILL leaves the
+    effective set meanwhile), it kills every process of that user and every root one but init and the
+    runner, never the zygote (its real and saved uid are its own, runner_zygote.ZYGOTE_UID). Then
+    each of `procs` by its pid, whatever its uid (a supervisor may give one any)."""
+    for uid in (UID, PROGRAM_UID):
+        os.setresuid(-1, uid, -1)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        finally:
+            os.setresuid(-1, 0, -1)
+    for pid, *_ in procs:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def clean():
@@ -386,6 +418,8 @@ def main():
     except OSError:  # an engine without it (container.py): the lost-container rule charges the program
         floor = False
     gc.freeze()  # keep the children's collector off the runner's objects: fewer copy-on-write faults
+    global ZYGOTE
+    ZYGOTE = Zygote(fork_run, start_run, close=(channel.fd_in, channel.fd_out))  # before any request
     channel.send({"ready": PROTOCOL, "pid": os.getpid(), "oom_floor": floor, "own_pids": OWN_PIDS})
     while True:
         try:
@@ -397,7 +431,6 @@ def main():
         except Exception:
             reply, blobs = {"error": traceback.format_exc(limit=6), "dirty": ["runner error"]}, ()
         channel.send(reply, *blobs)
-        runner_pidns.reap_dying()  # the run's pid 1, killed at its end: not while the host waits
 
 
 if __name__ == "__main__":

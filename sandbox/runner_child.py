@@ -1,8 +1,10 @@
-"""The forked child of the sandbox runner: it becomes the program.
+"""The child that the runner's zygote forks for each run (runner_zygote.py): it becomes the program.
 
-It starts a new session (so the whole group can be killed), sets its OOM score to 1000 (with a floor
-of 1000 where the runner may set one), drops to the sandbox user (losing every capability), writes
-the files into a fresh working directory, applies rlimits and runs the program:
+It starts a new session (so the whole group can be killed), reads its request (command, files,
+limits) from the memfd the runner wrote it into (the zygote, whose memory this child's is, never
+holds one), sets its OOM score to 1000 (with a floor of 1000 where the runner may set one), drops to
+the sandbox user (losing every capability), writes the files into a fresh working directory,
+applies rlimits and runs the program:
 `python3 [-u] [-B] file.py | -c code | -m module` inside the runner's already-initialised
 interpreter, as a fresh python3 would (about 1 ms instead of about 20 ms); any other command by exec.
 
@@ -12,12 +14,15 @@ the str hash seed is shared between runs. Standard library only: runs on the ima
 import atexit
 import builtins
 import ctypes
+import fcntl
 import io
+import json
 import os
 import resource
 import runpy
 import signal
 import stat
+import struct
 import sys
 import time
 import traceback
@@ -47,6 +52,7 @@ PRCTL = LIBC.prctl
 STDIO = [(s.encoding, s.errors) for s in (sys.stdin, sys.stdout, sys.stderr)]
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 OOM_SCORE_ADJ = b"1000"  # the OOM killer's first choice, always
+HEAD = struct.Struct("!I")  # a request's header length (`write_request`)
 
 
 def python_mode(cmd):
@@ -167,17 +173,53 @@ def environment(supervise):
     }
 
 
-def child(cmd, files, blob, fds, limits, enter=None):
-    """In the forked child: become the program. Setup failures go to the report pipe (fd 3).
-    `enter`: called as root before anything else is closed (runner_pidns.enter)."""
+def write_request(cmd, files, limits, data):
+    """In the runner: a memfd holding the request for the run's child (`read_request`): HEAD, the
+    JSON header, the files' bytes. The zygote only passes it on."""
+    head = json.dumps({"command": cmd, "files": files, "limits": limits}).encode()
+    fd = os.memfd_create("request", os.MFD_CLOEXEC)
+    try:
+        for part in (HEAD.pack(len(head)) + head, data):
+            view = memoryview(part)
+            while view:
+                view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_request(fd):
+    """(command, files, limits, files blob) from the request the runner wrote into `fd` (a memfd):
+    HEAD, the JSON header, then the files' bytes."""
+    size = os.fstat(fd).st_size
+    data, got = bytearray(size), 0
+    view = memoryview(data)
+    while got < size:
+        n = os.preadv(fd, [view[got:]], got)
+        if n == 0:
+            raise EOFError("the request is shorter than its file")
+        got += n
+    (hlen,) = HEAD.unpack_from(data)
+    header = json.loads(data[HEAD.size : HEAD.size + hlen])
+    return header["command"], header["files"], header["limits"], data, HEAD.size + hlen
+
+
+def child(request_fd, fds, enter=None):
+    """In the forked child (of the zygote, runner_zygote.py): read the request, become the program.
+    Setup failures go to the report pipe (fd 3). `enter`: called as root before anything else is
+    closed (runner_pidns.enter)."""
     in_r, out_w, err_w, rep_w = fds
     try:
         os.setsid()
+        if request_fd < 4:
+            request_fd = fcntl.fcntl(request_fd, fcntl.F_DUPFD_CLOEXEC, 4)  # clear of the dup2s below
         for target, fd in enumerate((in_r, out_w, err_w, rep_w)):
             os.dup2(fd, target, inheritable=target < 3)
         if enter is not None:
             enter()
-        os.closerange(4, 1 << 20)  # one close_range(2): the runner's channel and pipes
+        cmd, files, limits, blob, offset = read_request(request_fd)
+        os.closerange(4, 1 << 20)  # one close_range(2): the request and the run's other pipes
         # Still root, with CAP_SYS_RESOURCE where the engine grants it (container.py): the kernel
         # then makes 1000 this process's floor too (oom_score_adj_min), inherited by every process
         # it starts, and the program, holding no capability, cannot write it lower: the OOM killer
@@ -198,7 +240,7 @@ def child(cmd, files, blob, fds, limits, enter=None):
         PRCTL(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE (setuid cleared it): own /proc entries, as usual
         remove_tree(RUN_DIR)  # none: the runner's cleaner removed the last one after its run
         os.mkdir(RUN_DIR, 0o700)
-        view, offset = memoryview(blob), 0
+        view = memoryview(blob)
         for name, size in files:
             path = os.path.join(RUN_DIR, safe_name(name))
             os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -209,9 +251,7 @@ def child(cmd, files, blob, fds, limits, enter=None):
                 data = data[os.write(fd, data) :]
             os.close(fd)
             offset += size
-        # This process's copy of the request holds the files and the stdin, which the runner
-        # feeds through a pipe: wiped, so that no program finds its input (a harness's secrets
-        # on stdin included) by reading its own memory.
+        # Wiped: the program has its files on disk, and needs no second copy in its memory.
         view[:] = bytes(len(blob))
         os.chdir(RUN_DIR)
         mb = 1 << 20

@@ -4,9 +4,10 @@ earlier runs forked, and sees a /proc of that namespace only (its own pids, /pro
 /proc/loadavg's last pid).
 
 How, each step because of a rule of the kernel:
-- The runner calls unshare(CLONE_NEWPID) and forks (`fork`): that child is pid 1 of a new namespace.
-  The runner then takes its own namespace back for its next children (setns), as a second unshare
-  would be refused. Both need CAP_SYS_ADMIN, which only the runner holds (container.py): programs
+- The runner's zygote (runner_zygote.py: every run's process is forked from it) calls
+  unshare(CLONE_NEWPID) and forks (`fork`): that child is pid 1 of a new namespace. The zygote then
+  takes its own namespace back for its next children (setns), as a second unshare would be refused.
+  Both need CAP_SYS_ADMIN, which only the runner and its zygote hold (container.py): programs
   run as another user with no capability, and the seccomp profile lets these calls through with
   exactly these arguments only (seccomp.py), never CLONE_NEWUSER.
 - Pid 1 (`own_proc`) takes a mount namespace of the run's own and mounts a /proc of the new pid
@@ -19,7 +20,7 @@ How, each step because of a rule of the kernel:
   /proc, which it then lets go of. Pid 1 relays the program's exact wait status to the runner, reaps
   orphans, and waits for the runner's SIGKILL, which comes once the runner has counted what the run
   left (runner.sweep): its death then kills every process of the namespace and ends both namespaces,
-  off the program's exit (`Run.end`).
+  off the program's exit (`Run.end`); the zygote reaps it.
 - An engine that refuses any of it (no CAP_SYS_ADMIN, or an AppArmor profile that refuses mount,
   as Docker's default one does) keeps the shared namespace, as before: `probe` decides once, when the
   runner starts, and the runner says so in its greeting.
@@ -27,9 +28,7 @@ How, each step because of a rule of the kernel:
 Standard library only: this runs on the image's python3."""
 
 import ctypes
-import mmap
 import os
-import select
 import signal
 import struct
 
@@ -42,9 +41,7 @@ EMPTY_FLAGS = MS_RDONLY | PROC_FLAGS  # the empty tmpfs over /sys/fs/cgroup
 MOUNT_FLAGS = (MS_REC | MS_PRIVATE, PROC_FLAGS, MS_BIND, EMPTY_FLAGS)
 UNSHARE_FLAGS = (CLONE_NEWPID, CLONE_NEWNS)
 CGROUP = "/sys/fs/cgroup"
-MADV_DONTNEED = 4
 REPORT = struct.Struct("!ci")  # b"P" and the program's pid in the container, or b"S" and its wait status
-REAP_S = 5.0  # for a killed pid 1 to go
 
 
 def _check(result, what):
@@ -74,36 +71,19 @@ def container_mounts():
 
 MASKS, SHARED = container_mounts()
 OWN = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)  # the runner's namespace, to take back
-DYING = []  # (pid, pidfd) of the pids 1 killed by `Run.end`, not reaped yet
 
 
 def fork():
-    """os.fork(), whose child is pid 1 of a new pid namespace (once the last run's pid 1 is reaped)."""
-    if not reap_dying():
-        raise OSError(f"the pid 1 of an earlier run is still there {REAP_S}s after its SIGKILL")
+    """os.fork(), whose child is pid 1 of a new pid namespace. Called by the zygote (runner_zygote.py),
+    which has reaped the last run's pid 1 by then (a zombie would still count against the pids limit)."""
     _check(LIBC.unshare(CLONE_NEWPID), "unshare")
     pid = None
     try:
         pid = os.fork()
     finally:
-        if pid != 0:  # the runner (the child keeps the new namespace for its children)
+        if pid != 0:  # the parent (the child keeps the new namespace for its children)
             _check(LIBC.setns(OWN, CLONE_NEWPID), "setns")
     return pid
-
-
-def reap_dying():
-    """Reap the pids 1 killed by `Run.end`. False when one is still there after REAP_S seconds
-    (`fork` then fails: the runner answers with an error, and the host replaces the container)."""
-    while DYING:
-        pid, pidfd = DYING[0]
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        poller.poll(int(REAP_S * 1000))
-        if not os.waitpid(pid, os.WNOHANG)[0]:
-            return False
-        os.close(pidfd)
-        DYING.pop(0)
-    return True
 
 
 def own_proc():
@@ -129,11 +109,10 @@ def enter(report_fd, container_proc):
     os.close(container_proc)
 
 
-def start(report_fd, setup_fd, blob=b""):
+def start(report_fd, setup_fd):
     """In pid 1: make the run's mount namespace, fork the program and return in it (with a
     descriptor of the container's /proc, for `enter`); here, relay the program's wait status, reap
-    orphans and wait to be killed. Never returns in pid 1. `blob`: the request, whose pages this
-    process gives back."""
+    orphans and wait to be killed. Never returns in pid 1."""
     try:
         container_proc = os.open("/proc", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         own_proc()
@@ -143,9 +122,8 @@ def start(report_fd, setup_fd, blob=b""):
         os._exit(125)
     if program == 0:
         return container_proc
-    release(blob)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handler: nothing inside the namespace can signal it
-    os.closerange(0, report_fd)  # the program's pipes (their ends must close with the program) and the runner's
+    os.closerange(0, report_fd)  # the program's pipes (their ends must close with the program), the request...
     os.closerange(report_fd + 1, 1 << 20)
     while True:
         try:
@@ -158,25 +136,14 @@ def start(report_fd, setup_fd, blob=b""):
         signal.pause()
 
 
-def release(blob):
-    """Drop this process's pages of `blob` (a bytearray it never reads again), which it would
-    otherwise hold through the run: the runner and the program each wipe their own copy, and a third
-    one would count against the container's memory."""
-    if len(blob) < 2 * mmap.PAGESIZE:
-        return
-    begin = ctypes.addressof(ctypes.c_char.from_buffer(blob))
-    first = -(-begin // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the buffer only
-    end = (begin + len(blob)) // mmap.PAGESIZE * mmap.PAGESIZE
-    LIBC.madvise(ctypes.c_void_p(first), ctypes.c_size_t(end - first), MADV_DONTNEED)
-
-
 class Run:
-    """The runner's view of one run's processes. With a namespace (`report_fd` given), its child is
-    pid 1 there, and the program's pid and wait status come on `report_fd`; without, its child is
-    the program."""
+    """The runner's view of one run's processes: the zygote's child `pid` (runner_zygote.py), with a
+    pidfd of it and `zygote` to learn its wait status. With a namespace (`report_fd` given), that child
+    is pid 1 there, and the program's pid and wait status come on `report_fd`; without, it is the
+    program."""
 
-    def __init__(self, pid, report_fd=None):
-        self.child, self.pidfd = pid, os.pidfd_open(pid)
+    def __init__(self, pid, pidfd, zygote, report_fd=None):
+        self.child, self.pidfd, self.zygote = pid, pidfd, zygote
         self.init = pid if report_fd is not None else None  # alive until `end`
         self.program = None if report_fd is not None else pid  # pid in the container, once known
         self.report_fd, self.status, self.pending = report_fd, None, b""
@@ -197,32 +164,41 @@ class Run:
     def kill(self):
         """SIGKILL to the program's group and the program; to pid 1 (and so to the whole namespace)
         when the program has not said who it is yet."""
-        targets = ((os.killpg, self.program), (os.kill, self.program)) if self.program else ((os.kill, self.child),)
-        for kill, pid in targets:  # the group, and the program even before its setsid
+        if not self.program:
+            self.kill_child()
+            return
+        for kill in (os.killpg, os.kill):  # the group, and the program even before its setsid
             try:
-                kill(pid, signal.SIGKILL)
+                kill(self.program, signal.SIGKILL)
             except OSError:
                 pass
+
+    def kill_child(self):
+        """SIGKILL to the zygote's child, through its pidfd: the zygote reaps it as soon as it dies,
+        after which its pid may be another process's."""
+        try:
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        except OSError:
+            pass  # dead already
 
     def wait(self):
         """The program's wait status, once it is dead."""
         if self.report_fd is None:
-            return os.waitpid(self.child, 0)[1]
+            return self.zygote.status()
         os.set_blocking(self.report_fd, True)
         while self.status is None and not self.read():
             pass
         if self.status is None:  # pid 1 died first (killed before the program said who it was)
-            self.status, self.init = os.waitpid(self.child, 0)[1], None
+            self.status, self.init = self.zygote.status(), None
         return self.status
 
     def end(self):
         """Kill pid 1, and with it the run's namespaces, once nothing else of the run is left
-        (runner.sweep). Tearing them down takes a fraction of a millisecond: pid 1 is reaped after
-        the reply is sent, or before the next run (`reap_dying`), not waited for now."""
+        (runner.sweep). Tearing them down takes a fraction of a millisecond: the zygote reaps pid 1
+        meanwhile, and the runner takes its status before the next run (`Zygote.spawn`), not now."""
         if self.init is not None:
-            os.kill(self.init, signal.SIGKILL)  # unreaped, so still there to be signalled
-            DYING.append((self.init, self.pidfd))
-            self.init = self.pidfd = None
+            self.kill_child()  # if the sweep's kill(-1) has not already
+            self.init = None
 
     def close(self):
         for fd in (self.pidfd, self.report_fd):
@@ -231,7 +207,8 @@ class Run:
 
 
 def probe():
-    """Whether this container can give each run a pid namespace of its own: one trial run."""
+    """Whether this container can give each run a pid namespace of its own: one trial run, forked by
+    the runner itself before it starts the zygote."""
     try:
         report_r, report_w = os.pipe()
         pid = fork()
@@ -244,11 +221,21 @@ def probe():
         finally:
             os._exit(1)
     os.close(report_w)
+    reports = {}
     try:
-        run = Run(pid, report_r)
-        status = run.wait()
-        run.end()
-        run.close()
+        pending = b""
+        while b"S" not in reports:  # pid 1 says who the program is, then how it ended
+            data = os.read(report_r, 64)
+            if not data:
+                break  # pid 1 died
+            pending += data
+            while len(pending) >= REPORT.size:
+                kind, value = REPORT.unpack(pending[: REPORT.size])
+                reports[kind], pending = value, pending[REPORT.size :]
     except OSError:
         return False
-    return run.program is not None and status == 0 and reap_dying()
+    finally:
+        os.close(report_r)
+        os.kill(pid, signal.SIGKILL)  # pid 1 waits for it, and takes its namespaces along
+        os.waitpid(pid, 0)
+    return b"P" in reports and reports.get(b"S") == 0

@@ -38,4 +38,4 @@ def test_image_is_present_labelled_and_minimal():
         remove=True,
         network_mode="none",
     )
-    assert listing.decode().split() == ["10001", "runner.py", "runner_child.py", "runner_pidns.py"]
+    assert listing.decode().split() == ["10001", "runner.py", "runner_child.py", "runner_pidns.py", "runner_zygote.py"]

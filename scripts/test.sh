@@ -10,8 +10,11 @@ export TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m ruff format --check .
 # Everything runs, the learning runs (marker `slow`, about two minutes each) included;
 # `bash scripts/test.sh -m "not slow"` leaves them out.
+# Two pytest-xdist workers, one per core of the 2-core machines the suite is sized for (RLVR_TEST_WORKERS=0: one
+# process). `--dist loadgroup`: tests/conftest.py keeps what the machine holds once (Ray, the session's vLLM
+# server) on one worker.
 set +e
-.venv/bin/python -m pytest -q -rs --durations=15 "$@"
+.venv/bin/python -m pytest -q -rs --durations=15 -n "${RLVR_TEST_WORKERS:-2}" --dist loadgroup "$@"
 rc=$?
 set -e
 # pytest's 5 means "no tests collected": that is a failure for us, not a pass.

@@ -28,6 +28,22 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "ray: starts Ray itself (kept on one pytest-xdist worker, as below)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """scripts/test.sh runs the suite on two pytest-xdist workers (`--dist loadgroup`). What one machine holds
+    once runs on one worker, one test after another: Ray (a test counts the machine's raylets, and a second
+    local cluster would double the processes) and the session's vLLM server (one start, ~35 s and ~2 GB)."""
+    for item in items:
+        if "ray_cluster" in item.fixturenames or item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+        elif "tiny_server" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("tiny_server"))
+
+
 def require(condition: bool, reason: str) -> None:
     """Skip when a component is missing locally; fail under CI, where setup must provide it."""
     if condition:

@@ -7,6 +7,8 @@ TRACKERS = ("tensorboard", "wandb", "trackio")
 NONE = "none"  # no tracker: metrics.jsonl and samples.jsonl only
 # The package each tracker imports, for the "not installed" line (`trackers.opening.check_installed`).
 PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "trackio": "trackio"}
+# The pyproject.toml extra that installs each (tests/trainers/trackers/test_trackers.py checks them against it).
+EXTRAS = {"tensorboard": "train", "wandb": "wandb", "trackio": "trackio"}
 
 
 def split(value: str) -> tuple[str, ...]:

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from rlvr.errors import RlvrError
+from rlvr.errors import RlvrError, missing_extra
 from rlvr.trainers.config import ConfigError
-from rlvr.trainers.trackers.names import PACKAGES, split
+from rlvr.trainers.trackers.names import EXTRAS, PACKAGES, split
 
 
 class Tracker(Protocol):
@@ -53,7 +53,7 @@ def check_installed(report_to: str) -> None:
     `find_spec` looks without importing (wandb's import alone takes seconds)."""
     for name in split(report_to):
         if importlib.util.find_spec(PACKAGES[name]) is None:
-            raise TrackerMissing(f"--report-to {name} needs `pip install {PACKAGES[name]}`")
+            raise TrackerMissing(missing_extra(f"--report-to {name}", EXTRAS[name], PACKAGES[name]))
 
 
 class TrackerFailed(RlvrError):

@@ -12,6 +12,7 @@ import os
 import struct
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import pytest
 from rlvr.trainers.config import ConfigError, TrainConfig
 from rlvr.trainers.metrics import MetricsLogger
 from rlvr.trainers.samples import COLUMNS, Sample
-from rlvr.trainers.trackers.names import split
+from rlvr.trainers.trackers.names import EXTRAS, PACKAGES, TRACKERS, split
 from rlvr.trainers.trackers.tensorboard import markdown_table
 from tests.conftest import require
 
@@ -80,6 +81,15 @@ def test_report_to_none_writes_no_tracker_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eval.jsonl", "metrics.jsonl", "samples.jsonl"]
 
 
+def test_each_trackers_extra_installs_its_package():
+    """The extra that the missing-tracker line names is one of pyproject.toml's and holds the tracker's package."""
+    extras = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())["project"]
+    extras = extras["optional-dependencies"]
+    assert set(EXTRAS) == set(PACKAGES) == set(TRACKERS)
+    for name, extra in EXTRAS.items():
+        assert any(req.split("==")[0] == PACKAGES[name] for req in extras[extra]), (name, extra)
+
+
 def test_a_tracker_not_installed_is_one_line_before_anything_loads(tmp_path):
     missing = next((n for n in ("wandb", "trackio") if importlib.util.find_spec(n) is None), None)
     if missing is None:
@@ -88,7 +98,10 @@ def test_a_tracker_not_installed_is_one_line_before_anything_loads(tmp_path):
     argv = [sys.executable, "-m", "rlvr", "train", "--report-to", f"tensorboard,{missing}", "--out", str(tmp_path)]
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2
-    assert p.stderr.strip() == f"rlvr train: error: --report-to {missing} needs `pip install {missing}`"
+    assert p.stderr.strip() == (
+        f"rlvr train: error: --report-to {missing} needs the `{missing}` extra ({missing} is not installed): "
+        f"pip install 'rlvr[{missing}]'"
+    )
     assert list(tmp_path.iterdir()) == []  # nothing written: the check came first
 
 

@@ -31,6 +31,12 @@ class ExitAtImport(Exception):
     """Raised in place of `os._exit` while an environment's module is imported."""
 
 
+def add_env_options(parser: Any) -> None:
+    """`--env ID` (required) and `--env-arg KEY=VALUE`: the environment of a command that makes one by id."""
+    parser.add_argument("--env", required=True, metavar="ID", help="a registered id, e.g. rlvr/Arithmetic-v0")
+    add_env_arg(parser)
+
+
 def add_env_arg(parser: Any) -> None:
     """The `--env-arg KEY=VALUE` flag of a command that makes an environment (parsed by
     `rlvr.envs.parse_env_args`)."""

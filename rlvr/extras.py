@@ -8,22 +8,13 @@ inside the trainer's imports."""
 
 from __future__ import annotations
 
-import importlib.util
-
-from rlvr.errors import MissingExtraError, missing_extra
+from rlvr.errors import require_extra
 
 # The `train` extra's packages by import name (each one's distribution has the same name), in the order a missing
 # one is named: torch first, the one most likely missing. tests/test_packaging.py checks it against pyproject.toml.
 TRAIN_MODULES = ("torch", "transformers", "tokenizers", "safetensors", "peft", "matplotlib", "tensorboard", "gguf")
 
 
-def installed(module: str) -> bool:
-    """Whether a top-level module can be imported, found without importing it."""
-    return importlib.util.find_spec(module) is not None
-
-
 def require_train(command: str) -> None:
     """Raise `MissingExtraError` naming the first package of the `train` extra that is not installed."""
-    for module in TRAIN_MODULES:
-        if not installed(module):
-            raise MissingExtraError(missing_extra(command, "train", module))
+    require_extra(command, "train", {module: module for module in TRAIN_MODULES})

@@ -183,15 +183,15 @@ def test_the_core_commands_run_and_those_needing_an_extra_say_which_in_one_line(
 
 
 def test_rlvr_train_and_eval_without_torch_say_which_extra(monkeypatch, capsys):
-    import rlvr.extras
+    import rlvr.errors
     from rlvr.cli import main
 
-    monkeypatch.setattr(rlvr.extras, "installed", lambda module: module != "torch")
+    monkeypatch.setattr(rlvr.errors, "installed", lambda module: module != "torch")
     for command, argv in (("train", ["--steps", "1"]), ("eval", ["--env", "rlvr/Arithmetic-v0"])):
         capsys.readouterr()
         assert main([command, *argv]) == 2
         assert capsys.readouterr().err.splitlines() == [TRAIN_LINE.format(command=command)]
-    monkeypatch.setattr(rlvr.extras, "installed", lambda module: module != "peft")
+    monkeypatch.setattr(rlvr.errors, "installed", lambda module: module != "peft")
     assert main(["train"]) == 2
     assert "needs the `train` extra (peft is not installed)" in capsys.readouterr().err
 

@@ -15,11 +15,10 @@ a client is made; without the `serve` extra, `require_openenv` says so in one li
 from __future__ import annotations
 
 import functools
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.errors import MissingExtraError, missing_extra
+from rlvr.errors import require_extra
 
 # What the server and the client import, by import name -> distribution (pyproject.toml's `serve` extra).
 SERVE_MODULES = {"openenv": "openenv-core", "fastmcp": "fastmcp", "fastapi": "fastapi", "uvicorn": "uvicorn",
@@ -37,9 +36,7 @@ class OpenEnvTypes:
 
 def require_openenv(what: str) -> None:
     """`MissingExtraError` naming the first package of the `serve` extra that is not installed."""
-    for module, distribution in SERVE_MODULES.items():
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(missing_extra(what, "serve", distribution))
+    require_extra(what, "serve", SERVE_MODULES)
 
 
 @functools.cache

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from rlvr.envs.remote.openenv_types import openenv_types, require_openenv
+from rlvr.envs.remote.openenv_types import openenv_types
 from rlvr.envs.remote.session import EnvSession, ServedEnv
 from rlvr.envs.remote.wire import OPENENV_VERSION, RequestError, ServeError, Turn, one_line
 
@@ -32,11 +32,9 @@ MAX_SESSIONS = 64  # WebSocket sessions at once, each its own environment: a GRP
 @functools.cache
 def environment_class() -> type:
     """OpenEnv's `Environment` over an `EnvSession` (made when first asked for: OpenEnv is imported then)."""
-    require_openenv("rlvr serve")
+    types = openenv_types()  # the extra's check, and OpenEnv's types
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import EnvironmentMetadata
-
-    types = openenv_types()
 
     def observation(turn: Turn) -> Any:
         return types.observation(
@@ -83,13 +81,12 @@ def environment_class() -> type:
 
 def build_app(served: ServedEnv, max_sessions: int = MAX_SESSIONS) -> Any:
     """OpenEnv's FastAPI app serving `served`, its errors answered in one line."""
-    require_openenv("rlvr serve")
+    types = openenv_types()  # the extra's check, and OpenEnv's types
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
     from openenv.core.env_server.http_server import create_fastapi_app
     from starlette.exceptions import HTTPException
 
-    types = openenv_types()
     factory = functools.partial(environment_class(), served)
     app = create_fastapi_app(factory, types.action, types.observation, max_concurrent_envs=max_sessions)
 

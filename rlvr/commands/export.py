@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlvr.env_loading import add_env_arg
+from rlvr.env_loading import add_env_options
 
 
 def add_parser(subparsers) -> None:
@@ -25,8 +25,7 @@ def add_parser(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--env", required=True, metavar="ID", help="a registered id, e.g. rlvr/Arithmetic-v0")
-    add_env_arg(p)
+    add_env_options(p)
     p.add_argument(
         "--tasks", type=int, default=None, help="how many tasks; none: every problem of an environment that lists them"
     )

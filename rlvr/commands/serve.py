@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import signal
 
-from rlvr.env_loading import add_env_arg
+from rlvr.env_loading import add_env_options
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000  # OpenEnv's own servers' port
@@ -30,8 +30,7 @@ def add_parser(subparsers) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--env", required=True, metavar="ID", help="a registered id, e.g. rlvr/Arithmetic-v0")
-    add_env_arg(p)
+    add_env_options(p)
     p.add_argument("--host", default=DEFAULT_HOST, help=f"the address to listen on ({DEFAULT_HOST}: this machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port ({DEFAULT_PORT}; 0: a free one, printed)")
     p.add_argument("--max-sessions", type=int, default=None, metavar="N", help="WebSocket sessions at once (64)")

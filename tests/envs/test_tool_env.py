@@ -1,7 +1,7 @@
 """ToolEnv: tools with JSON schemas, rendered by the tiny model's chat template (`tools=`),
 called in the Hermes/Qwen `<tool_call>` format, validated, bounded, answered as `tool` messages;
-a multi-turn rollout with the tiny model whose environment tokens are the template's exactly;
-`rlvr/PythonTool-v0` in both call formats through the real sandbox."""
+a multi-turn rollout with the tiny model whose environment tokens are the template's exactly; the README's
+tool example. rlvr/PythonTool-v0 in both call formats: tests/envs/tasks/test_python_tool.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from rlvr.envs.chat_template import _reply_ids_after_eos, _reply_ids_whole, repl
 from rlvr.envs.core import ProceduralTasks, Task
 from rlvr.envs.rollout import RolloutRequest, rollout
 from rlvr.envs.sampler import SamplingSettings
-from rlvr.envs.tasks.python_tool import PythonToolEnv
 from rlvr.envs.tool_env import ToolEnv
 from rlvr.envs.tools import (
     HermesParser,
@@ -465,43 +464,6 @@ def test_a_vllm_rollout_with_tool_calls_is_token_exact(tool_model, tokenizer, mo
         progress=False,
     )
     check_tool_episodes(groups, sampler.calls, tokenizer)
-
-
-# ---- PythonTool-v0 ----------------------------------------------------------------------------------
-@pytest.mark.docker
-def test_python_tool_in_the_hermes_format(box, tokenizer):
-    env = PythonToolEnv(sandbox=box, tool_format="hermes")
-    messages, _ = env.reset(seed=5)
-    assert "```python" not in messages[0]["content"] and env.chat_tools[0]["function"]["name"] == "python"
-    assert "<tools>" in tokenizer.decode(template_ids(tokenizer, messages, True, env.chat_tools))
-    action = env.reference_action()
-    assert action.startswith('<tool_call>\n{"name": "python", "arguments": {"code": ')
-    reply, reward, terminated, _, info = env.step(action)
-    assert (reply, reward, terminated) == ([{"role": "tool", "content": env.task.answer}], 0.0, False)
-    assert info["verdict"].info["tool_status"] == "ok"
-    _, reward, terminated, _, info = env.step(env.reference_action())
-    assert (reward, terminated, info["verdict"].outcome) == (1.0, True, Outcome.CORRECT)
-    env.reset(seed=5)
-    reply, _, terminated, _, info = env.step(call("python", source="print(1)"))
-    assert not terminated and info["verdict"].outcome is Outcome.FORMAT_ERROR and "'code'" in reply[0]["content"]
-    # The loop runs out its time limit: 1 s here (the reference above keeps the default 5 s' room).
-    looping = PythonToolEnv(sandbox=box, tool_format="hermes", tool_timeout_s=1.0)
-    looping.reset(seed=5)
-    reply, *_ = looping.step(call("python", code="while True:\n    pass"))
-    assert reply[0]["content"].endswith("[stopped: time limit of 1s exceeded]")
-
-
-@pytest.mark.docker
-@pytest.mark.parametrize("tool_format", ["markdown", "hermes"])
-def test_python_tool_passes_the_checkers(box, tool_format):
-    assert PythonToolEnv().chat_tools is None  # the default keeps the prompt's ```python syntax
-    envs.check_env(envs.make("rlvr/PythonTool-v0", tool_format=tool_format), seeds=(0, 1))
-    gym_check_env(PythonToolEnv(sandbox=box, tool_format=tool_format), skip_render_check=True)
-
-
-def test_python_tool_bad_format():
-    with pytest.raises(ValueError, match="tool_format"):
-        PythonToolEnv(tool_format="xml")
 
 
 def test_the_readme_tool_example_runs(tmp_path):

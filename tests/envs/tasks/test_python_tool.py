@@ -1,5 +1,5 @@
 """rlvr/PythonTool-v0: tool calls run in the real sandbox, output returned (capped), final answer
-checked by verifiers.math."""
+checked by verifiers.math; the markdown and the Hermes call formats (the tool's schema in the chat template)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
 
 from rlvr import envs
+from rlvr.envs.chat_template import template_ids
 from rlvr.envs.tasks.python_tool import TEMPLATES, PythonToolEnv, _collatz_steps, _fib_mod, _primes, format_tool_output
+from rlvr.envs.tools import HermesParser, ToolCall
 from rlvr.sandbox.types import Limits, Status
 from rlvr.verifiers.verdict import Outcome
 from tests.conftest import require
@@ -99,3 +102,44 @@ def test_bad_arguments():
     ]:
         with pytest.raises(ValueError, match=message):
             PythonToolEnv(**kwargs)
+
+
+# ---- in both call formats (hermes: the tool as a JSON schema in the chat template) -------------------
+def call(name: str, **arguments) -> str:
+    return HermesParser().format_call(ToolCall(name, arguments))
+
+
+@pytest.mark.docker
+def test_python_tool_in_the_hermes_format(box, tokenizer):
+    env = PythonToolEnv(sandbox=box, tool_format="hermes")
+    messages, _ = env.reset(seed=5)
+    assert "```python" not in messages[0]["content"] and env.chat_tools[0]["function"]["name"] == "python"
+    assert "<tools>" in tokenizer.decode(template_ids(tokenizer, messages, True, env.chat_tools))
+    action = env.reference_action()
+    assert action.startswith('<tool_call>\n{"name": "python", "arguments": {"code": ')
+    reply, reward, terminated, _, info = env.step(action)
+    assert (reply, reward, terminated) == ([{"role": "tool", "content": env.task.answer}], 0.0, False)
+    assert info["verdict"].info["tool_status"] == "ok"
+    _, reward, terminated, _, info = env.step(env.reference_action())
+    assert (reward, terminated, info["verdict"].outcome) == (1.0, True, Outcome.CORRECT)
+    env.reset(seed=5)
+    reply, _, terminated, _, info = env.step(call("python", source="print(1)"))
+    assert not terminated and info["verdict"].outcome is Outcome.FORMAT_ERROR and "'code'" in reply[0]["content"]
+    # The loop runs out its time limit: 1 s here (the reference above keeps the default 5 s' room).
+    looping = PythonToolEnv(sandbox=box, tool_format="hermes", tool_timeout_s=1.0)
+    looping.reset(seed=5)
+    reply, *_ = looping.step(call("python", code="while True:\n    pass"))
+    assert reply[0]["content"].endswith("[stopped: time limit of 1s exceeded]")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("tool_format", ["markdown", "hermes"])
+def test_python_tool_passes_the_checkers(box, tool_format):
+    assert PythonToolEnv().chat_tools is None  # the default keeps the prompt's ```python syntax
+    envs.check_env(envs.make("rlvr/PythonTool-v0", tool_format=tool_format), seeds=(0, 1))
+    gym_check_env(PythonToolEnv(sandbox=box, tool_format=tool_format), skip_render_check=True)
+
+
+def test_python_tool_bad_format():
+    with pytest.raises(ValueError, match="tool_format"):
+        PythonToolEnv(tool_format="xml")
